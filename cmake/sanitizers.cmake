@@ -1,0 +1,7 @@
+# ASan + UBSan as an interface target, switched on by MESHSIM_SANITIZE (the `debug` preset).
+add_library(meshsim_sanitizers INTERFACE)
+if(MESHSIM_SANITIZE)
+  set(_san -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_compile_options(meshsim_sanitizers INTERFACE ${_san})
+  target_link_options(meshsim_sanitizers INTERFACE ${_san})
+endif()

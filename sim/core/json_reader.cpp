@@ -1,0 +1,220 @@
+#include "core/json_reader.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace meshsim {
+namespace {
+
+std::string type_name(const Json& v) { return v.type_name(); }
+
+// nlohmann reports a byte offset; users want a line and column.
+std::string line_column(const std::string& text, std::size_t byte) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < text.size() && i + 1 < byte; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return "line " + std::to_string(line) + " column " + std::to_string(col);
+}
+
+std::string escape_key(std::string_view key) {
+  // RFC 6901 escaping so paths stay unambiguous.
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Json parse_json_text(const std::string& text, const std::string& file) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    std::string msg = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: " prefix.
+    auto colon = msg.find(": ", msg.find("parse error"));
+    std::string what = colon == std::string::npos ? msg : msg.substr(colon + 2);
+    throw Error(file, line_column(text, e.byte), "malformed JSON: " + what);
+  }
+}
+
+Json load_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path, "", "cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_json_text(ss.str(), path);
+}
+
+JsonRef::JsonRef(const Json& value, std::shared_ptr<const std::string> file, std::string path)
+    : value_(&value), file_(std::move(file)), path_(std::move(path)) {}
+
+JsonRef JsonRef::root(const Json& value, const std::string& file) {
+  return JsonRef(value, std::make_shared<const std::string>(file), "");
+}
+
+void JsonRef::fail(const std::string& what) const {
+  throw Error(*file_, path_.empty() ? "/" : path_, what);
+}
+
+JsonRef JsonRef::child(std::string_view key) const {
+  return JsonRef(value_->find(std::string(key)).value(), file_, path_ + "/" + escape_key(key));
+}
+
+JsonRef JsonRef::element(std::size_t i) const {
+  return JsonRef((*value_)[i], file_, path_ + "/" + std::to_string(i));
+}
+
+double JsonRef::number() const {
+  if (!value_->is_number()) fail("expected a number, found " + type_name(*value_));
+  const double v = value_->get<double>();
+  if (!std::isfinite(v)) fail("number is not finite");
+  return v;
+}
+
+double JsonRef::positive_number() const {
+  const double v = number();
+  if (!(v > 0.0)) fail("must be greater than zero");
+  return v;
+}
+
+double JsonRef::non_negative_number() const {
+  const double v = number();
+  if (v < 0.0) fail("must not be negative");
+  return v;
+}
+
+std::int64_t JsonRef::integer() const {
+  if (value_->is_number_integer()) return value_->get<std::int64_t>();
+  if (value_->is_number_float()) {
+    const double v = value_->get<double>();
+    if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 9.0e15)
+      return static_cast<std::int64_t>(v);
+  }
+  fail("expected an integer, found " + (value_->is_number() ? value_->dump() : type_name(*value_)));
+}
+
+std::int64_t JsonRef::positive_integer() const {
+  if (value_->is_number_unsigned() && value_->get<std::uint64_t>() > (1ULL << 62))
+    fail("integer too large");
+  const auto v = integer();
+  if (v <= 0) fail("must be a positive integer");
+  return v;
+}
+
+std::string JsonRef::string() const {
+  if (!value_->is_string()) fail("expected a string, found " + type_name(*value_));
+  return value_->get<std::string>();
+}
+
+bool JsonRef::boolean() const {
+  if (!value_->is_boolean()) fail("expected true or false, found " + type_name(*value_));
+  return value_->get<bool>();
+}
+
+std::vector<JsonRef> JsonRef::array() const {
+  if (!value_->is_array()) fail("expected an array, found " + type_name(*value_));
+  std::vector<JsonRef> out;
+  out.reserve(value_->size());
+  for (std::size_t i = 0; i < value_->size(); ++i) out.push_back(element(i));
+  return out;
+}
+
+std::vector<JsonRef> JsonRef::non_empty_array() const {
+  auto a = array();
+  if (a.empty()) fail("must not be empty");
+  return a;
+}
+
+Bytes JsonRef::bytes() const {
+  if (value_->is_string()) return parse_size(value_->get<std::string>(), *file_, path_);
+  if (value_->is_number_float()) {
+    const double v = number();
+    if (v < 0 || v > 1.8e19) fail("byte count out of range");
+    return Bytes(static_cast<std::uint64_t>(std::llround(v)));
+  }
+  if (value_->is_number_unsigned()) return Bytes(value_->get<std::uint64_t>());
+  const auto v = integer();
+  if (v < 0) fail("byte count must not be negative");
+  return Bytes(static_cast<std::uint64_t>(v));
+}
+
+ObjectReader::ObjectReader(const JsonRef& object) : self_(object) {
+  if (!object.raw().is_object())
+    object.fail("expected an object, found " + std::string(object.raw().type_name()));
+}
+
+bool ObjectReader::has(std::string_view key) const {
+  return self_.raw().contains(std::string(key));
+}
+
+JsonRef ObjectReader::required(std::string_view key) {
+  if (!has(key)) self_.fail("missing required field '" + std::string(key) + "'");
+  used_.emplace(key);
+  return self_.child(key);
+}
+
+std::optional<JsonRef> ObjectReader::optional(std::string_view key) {
+  if (!has(key)) return std::nullopt;
+  used_.emplace(key);
+  return self_.child(key);
+}
+
+void ObjectReader::finish() const {
+  for (const auto& [key, value] : self_.raw().items()) {
+    if (!used_.contains(key)) {
+      std::string known;
+      for (const auto& k : used_) known += (known.empty() ? "" : ", ") + k;
+      self_.child(key).fail("unknown key '" + key + "'" +
+                            (known.empty() ? "" : " (this object takes: " + known + ", ...)"));
+    }
+  }
+}
+
+Bytes parse_size(std::string_view text, const std::string& where, const std::string& path) {
+  auto bad = [&](const std::string& why) -> Bytes {
+    throw Error(where, path, "invalid size '" + std::string(text) + "': " + why);
+  };
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
+  if (i == 0) return bad("expected a number with an optional K/M/G/T suffix");
+  double value = 0;
+  try {
+    std::size_t used = 0;
+    value = std::stod(std::string(text.substr(0, i)), &used);
+    if (used != i) return bad("malformed number");
+  } catch (const std::exception&) {
+    return bad("malformed number");
+  }
+  // Binary multiples whatever the spelling: K, KB and KiB all mean 2^10.
+  std::string suffix(text.substr(i));
+  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  static const std::pair<const char*, int> kSuffixes[] = {
+      {"", 0},   {"B", 0},   {"K", 10},  {"KB", 10}, {"KIB", 10}, {"M", 20},  {"MB", 20},
+      {"MIB", 20}, {"G", 30}, {"GB", 30}, {"GIB", 30}, {"T", 40},  {"TB", 40}, {"TIB", 40}};
+  int shift = -1;
+  for (const auto& [name, s] : kSuffixes)
+    if (suffix == name) shift = s;
+  if (shift < 0) return bad("unknown suffix (use K, M, G or T)");
+  const double bytes = value * std::ldexp(1.0, shift);
+  if (!std::isfinite(bytes) || bytes > 1.8e19) return bad("too large");
+  const double rounded = std::floor(bytes);
+  if (rounded != bytes) return bad("not a whole number of bytes");
+  return Bytes(static_cast<std::uint64_t>(rounded));
+}
+
+}  // namespace meshsim

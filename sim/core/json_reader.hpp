@@ -1,0 +1,76 @@
+#pragma once
+// Strict reading of JSON input files. Every value remembers its file and JSON path, so any
+// problem becomes one `Error` naming both; object readers reject keys nobody asked for, so a
+// typo in an input file is an error and never a silently ignored setting.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace meshsim {
+
+using Json = nlohmann::json;
+
+// Reads and parses a file; a syntax error names the line and column.
+Json load_json_file(const std::string& path);
+Json parse_json_text(const std::string& text, const std::string& file);
+
+class JsonRef {
+ public:
+  JsonRef(const Json& value, std::shared_ptr<const std::string> file, std::string path);
+  static JsonRef root(const Json& value, const std::string& file);
+
+  const Json& raw() const { return *value_; }
+  const std::string& file() const { return *file_; }
+  const std::string& path() const { return path_; }
+  [[noreturn]] void fail(const std::string& what) const;
+
+  JsonRef child(std::string_view key) const;  // caller guarantees the key exists
+  JsonRef element(std::size_t i) const;
+
+  double number() const;
+  double positive_number() const;  // > 0 and finite
+  double non_negative_number() const;
+  std::int64_t integer() const;
+  std::int64_t positive_integer() const;
+  std::string string() const;
+  bool boolean() const;
+  std::vector<JsonRef> array() const;
+  std::vector<JsonRef> non_empty_array() const;
+  // A byte count: an integer, or a string with a binary suffix ("80G", "64M").
+  Bytes bytes() const;
+
+ private:
+  const Json* value_;
+  std::shared_ptr<const std::string> file_;
+  std::string path_;
+};
+
+class ObjectReader {
+ public:
+  explicit ObjectReader(const JsonRef& object);
+  JsonRef required(std::string_view key);
+  std::optional<JsonRef> optional(std::string_view key);
+  bool has(std::string_view key) const;
+  const JsonRef& self() const { return self_; }
+  // Rejects the first key (in sorted order) that no required/optional call consumed.
+  void finish() const;
+
+ private:
+  JsonRef self_;
+  std::set<std::string, std::less<>> used_;
+};
+
+// Parses "8", "8G", "64M", "1.5K", "8GiB", "8GB" (binary multiples: 8G = 8·2^30 bytes, as the
+// DESIGN.md command-line contract says). Throws Error(where, path, ...) on anything else.
+Bytes parse_size(std::string_view text, const std::string& where, const std::string& path);
+
+}  // namespace meshsim

@@ -1,0 +1,30 @@
+#pragma once
+// What one GPU can do: the numbers MFU and the roofline need.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.hpp"
+#include "core/units.hpp"
+
+namespace meshsim {
+
+struct GpuSpec {
+  std::string model;
+  // Dense (non-sparse) peak FLOP/s per dtype ("bf16", "fp16", "fp8", "tf32"), as NVIDIA uses
+  // for MFU (validation/hardware.md C1, C2).
+  std::map<std::string, double> peak_flops;
+  Bytes hbm_bytes;
+  double hbm_Bps = 0;
+};
+
+// The built-in catalogue, from ../shared/validation/hardware.md tables C1 and C2.
+const std::vector<GpuSpec>& gpu_catalogue();
+std::optional<GpuSpec> find_gpu(const std::string& model);
+
+// A GPU field of a topology file: a catalogue name ("H100-SXM5-80GB") or an object
+// {model, peak_tflops {dtype: TFLOP/s}, hbm_bytes, hbm_GBps}.
+GpuSpec read_gpu_spec(const JsonRef& ref);
+
+}  // namespace meshsim

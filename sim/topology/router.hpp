@@ -1,0 +1,64 @@
+#pragma once
+// Routes between vertices: least-cost paths, computed on demand and cached (never all pairs up
+// front; a 16,384-GPU cluster has 2.7·10^8 GPU pairs).
+//
+// Cost of a link = its latency + the time to push a 64 KiB chunk through it, so a route prefers
+// NVLink over PCIe at equal hop count and fewer hops at equal bandwidth. Integer costs make
+// ties exact, which is what equal-cost multipath needs.
+// Rules that make routes physical:
+//  - a GPU is never a transit hop (it is not a router; PXN is an NCCL choice, made above this);
+//  - a node's internals (PCIe, CPU, NVSwitch, NIC) carry transit traffic only for routes that
+//    start or end in that node: servers do not forward for each other.
+// Multipath: where equal-cost next hops are NVLinks the traffic is striped over all of them (the
+// hardware sprays across NVLinks and NVSwitch planes); elsewhere one next hop is chosen by a
+// fixed hash of (source, destination, hop), like ECMP on a switch: deterministic, and spread.
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "topology/topology.hpp"
+
+namespace meshsim {
+
+struct Path {
+  std::vector<std::uint32_t> edges;  // directed edge ids, source to destination
+  double fraction = 1.0;             // share of the route's bytes on this path
+  Time latency;                      // sum of link latencies
+};
+
+struct Route {
+  VertexId src = 0, dst = 0;
+  std::vector<Path> paths;  // fractions sum to 1; empty when src == dst
+  std::size_t hops() const { return paths.empty() ? 0 : paths.front().edges.size(); }
+};
+
+class Router {
+ public:
+  explicit Router(const Topology& topo);
+
+  // Throws meshsim::Error if dst cannot be reached from src.
+  const Route& route(VertexId src, VertexId dst);
+  const Route& gpu_route(std::int32_t gpu_a, std::int32_t gpu_b);
+
+  // A GPU that GPU 0 cannot reach under the transit rules, if any (one search).
+  std::optional<VertexId> first_unreachable_gpu() const;
+
+  std::size_t cached_routes() const { return cache_.size(); }
+  static std::int64_t link_cost(const Link& l);
+
+ private:
+  bool search(VertexId src, VertexId dst);  // fills dist_ from dst until src is settled
+  bool may_transit(VertexId v, std::int32_t src_node, std::int32_t dst_node) const;
+  void expand(VertexId at, VertexId src, VertexId dst, Path& current, double fraction,
+              std::vector<Path>& out, std::uint32_t hop);
+
+  const Topology& topo_;
+  std::unordered_map<std::uint64_t, Route> cache_;
+  std::vector<std::int64_t> dist_;
+  std::vector<std::uint32_t> seen_;     // epoch stamp: dist_ valid when seen_ == epoch_
+  std::vector<std::uint32_t> settled_;  // epoch stamp
+  std::uint32_t epoch_ = 0;
+};
+
+}  // namespace meshsim

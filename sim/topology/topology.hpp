@@ -1,0 +1,72 @@
+#pragma once
+// The cluster as a Boost.Graph adjacency_list. Every physical link is full duplex and appears as
+// two directed edges, one per direction, each with its own bandwidth: flows in opposite
+// directions never share capacity.
+#include <boost/graph/adjacency_list.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/units.hpp"
+#include "topology/gpu_spec.hpp"
+#include "topology/kinds.hpp"
+
+namespace meshsim {
+
+struct Vertex {
+  VertexKind kind = VertexKind::gpu;
+  std::string name;        // unique, e.g. "n3/gpu5" or "leaf/r2/u0"
+  std::int32_t node = -1;  // node (server or NVL72 rack) index; -1 for fabric switches
+  std::int32_t local = 0;  // index among vertices of the same kind in its node
+  std::int32_t gpu = -1;   // global GPU rank order, for GPUs
+};
+
+struct Link {
+  LinkKind kind = LinkKind::nvlink;
+  double bandwidth_Bps = 0;   // per direction
+  Time latency;               // one traversal
+  std::uint32_t id = 0;       // directed edge index, dense in [0, 2·links)
+  std::uint32_t physical = 0; // physical link index; both directions share it
+};
+
+using TopologyGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, Vertex, Link>;
+using VertexId = TopologyGraph::vertex_descriptor;
+using EdgeId = TopologyGraph::edge_descriptor;
+
+class Topology {
+ public:
+  VertexId add_vertex(Vertex v);
+  // Adds a full-duplex link: two directed edges of the same kind, bandwidth and latency.
+  void add_link(VertexId a, VertexId b, LinkKind kind, double bandwidth_Bps, Time latency);
+
+  const TopologyGraph& graph() const { return g_; }
+  const Vertex& vertex(VertexId v) const { return g_[v]; }
+  std::size_t vertex_count() const { return boost::num_vertices(g_); }
+  std::size_t directed_edge_count() const { return edges_.size(); }
+  std::size_t link_count() const { return edges_.size() / 2; }
+  EdgeId edge(std::uint32_t directed_id) const { return edges_[directed_id]; }
+  const Link& link(std::uint32_t directed_id) const { return g_[edges_[directed_id]]; }
+
+  // GPUs in rank order: node-major, then local index (the order placement uses).
+  const std::vector<VertexId>& gpus() const { return gpus_; }
+  std::size_t gpu_count() const { return gpus_.size(); }
+  std::int32_t node_count() const { return nodes_; }
+  std::int32_t gpus_per_node() const;
+  // Finds a vertex by its unique name; used by tests and error messages.
+  std::optional<VertexId> find(const std::string& name) const;
+
+  std::string name;
+  std::string description;
+  std::vector<std::string> sources;
+  GpuSpec gpu;
+
+ private:
+  TopologyGraph g_;
+  std::vector<EdgeId> edges_;
+  std::vector<VertexId> gpus_;
+  std::int32_t nodes_ = 0;
+};
+
+}  // namespace meshsim

@@ -1,0 +1,43 @@
+#pragma once
+// Runs the built meshsim CLI as a user would and captures exit code, stdout and stderr.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "test_paths.hpp"
+
+namespace meshsim::test {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+inline CliResult run_cli(const std::string& args) {
+  static int counter = 0;
+  const auto err_file = std::filesystem::temp_directory_path() /
+                        ("meshsim_cli_err_" + std::to_string(::getpid()) + "_" +
+                         std::to_string(counter++) + ".txt");
+  const std::string cmd = std::string(cli_path()) + " " + args + " 2>" + err_file.string();
+  CliResult r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream ef(err_file);
+  std::stringstream ss;
+  ss << ef.rdbuf();
+  r.err = ss.str();
+  std::filesystem::remove(err_file);
+  return r;
+}
+
+}  // namespace meshsim::test

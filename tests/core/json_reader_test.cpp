@@ -1,0 +1,80 @@
+#include <doctest/doctest.h>
+
+#include "core/json_reader.hpp"
+
+using namespace meshsim;
+
+namespace {
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("parse_size uses binary multiples") {
+  CHECK(parse_size("8", "", "--sizes").count() == 8);
+  CHECK(parse_size("8G", "", "--sizes").count() == 8ull << 30);
+  CHECK(parse_size("64M", "", "--sizes").count() == 64ull << 20);
+  CHECK(parse_size("1.5K", "", "--sizes").count() == 1536);
+  CHECK(parse_size("8GiB", "", "--sizes").count() == 8ull << 30);
+  CHECK(parse_size("8gb", "", "--sizes").count() == 8ull << 30);
+  CHECK(parse_size("2T", "", "--sizes").count() == 2ull << 40);
+  CHECK(error_of([] { parse_size("8X", "", "--sizes"); }) ==
+        "--sizes: invalid size '8X': unknown suffix (use K, M, G or T)");
+  CHECK(error_of([] { parse_size("", "f.json", "/a"); }).starts_with("f.json:/a: invalid size"));
+  CHECK(error_of([] { parse_size("0.3", "", "x"); }).find("whole number") != std::string::npos);
+  CHECK(error_of([] { parse_size("99999999999T", "", "x"); }).find("too large") != std::string::npos);
+}
+
+TEST_CASE("malformed JSON names line and column") {
+  const std::string text = "{\n  \"a\": 1,\n  \"b\": ]\n}";
+  const auto msg = error_of([&] { parse_json_text(text, "x.json"); });
+  CHECK(msg.starts_with("x.json:line 3 column 8: malformed JSON"));
+}
+
+TEST_CASE("ObjectReader reports paths, missing and unknown keys") {
+  const Json j = Json::parse(R"({"link": {"bw": 5, "typo": 1}, "list": [1, "x"]})");
+  const auto root = JsonRef::root(j, "t.json");
+  ObjectReader r(root);
+  auto link = r.required("link");
+  ObjectReader lr(link);
+  CHECK(lr.required("bw").positive_number() == 5.0);
+  CHECK(error_of([&] { lr.finish(); }) ==
+        "t.json:/link/typo: unknown key 'typo' (this object takes: bw, ...)");
+  CHECK(error_of([&] { lr.required("missing"); }) == "t.json:/link: missing required field 'missing'");
+  auto list = r.required("list").array();
+  CHECK(list[0].integer() == 1);
+  CHECK(error_of([&] { list[1].number(); }) == "t.json:/list/1: expected a number, found string");
+  CHECK(error_of([&] { root.child("link").child("bw").string(); }) ==
+        "t.json:/link/bw: expected a string, found number");
+}
+
+TEST_CASE("numbers are checked for sign and integrality") {
+  const Json j = Json::parse(R"({"neg": -1, "zero": 0, "frac": 1.5, "big": 1e300, "int": 4.0})");
+  const auto root = JsonRef::root(j, "n.json");
+  CHECK(error_of([&] { root.child("neg").positive_number(); }) == "n.json:/neg: must be greater than zero");
+  CHECK(error_of([&] { root.child("zero").positive_integer(); }) == "n.json:/zero: must be a positive integer");
+  CHECK(error_of([&] { root.child("frac").integer(); }) == "n.json:/frac: expected an integer, found 1.5");
+  CHECK(root.child("int").integer() == 4);
+  CHECK(root.child("zero").non_negative_number() == 0.0);
+  CHECK(root.child("big").number() == 1e300);
+}
+
+TEST_CASE("byte fields accept integers and suffixed strings") {
+  const Json j = Json::parse(R"({"a": 1024, "b": "80G", "c": -3})");
+  const auto root = JsonRef::root(j, "b.json");
+  CHECK(root.child("a").bytes().count() == 1024);
+  CHECK(root.child("b").bytes() == Bytes::GiB(80));
+  CHECK(error_of([&] { root.child("c").bytes(); }) == "b.json:/c: byte count must not be negative");
+}
+
+TEST_CASE("keys with '/' are escaped in paths (RFC 6901)") {
+  const Json j = Json::parse(R"({"a/b": {"x": true}})");
+  const auto root = JsonRef::root(j, "e.json");
+  CHECK(error_of([&] { root.child("a/b").child("x").string(); }) ==
+        "e.json:/a~1b/x: expected a string, found boolean");
+}

@@ -1,0 +1,43 @@
+// meshsim: a discrete-event cluster simulator for parallel LLM training and serving.
+// Exit codes (DESIGN.md): 0 success, 2 bad input (one `error:` line), 1 internal failure.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+
+#include "commands.hpp"
+#include "core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"meshsim: discrete-event cluster simulator for parallel LLM training and serving"};
+  app.require_subcommand(1);
+  std::map<const CLI::App*, meshsim::cli::Runner> runners;
+  auto add = [&](meshsim::cli::Runner (*make)(CLI::App&)) {
+    const auto before = app.get_subcommands({}).size();
+    auto runner = make(app);
+    runners[app.get_subcommands({})[before]] = std::move(runner);
+  };
+  add(meshsim::cli::add_topo_command);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    for (const auto* sub : app.get_subcommands())
+      if (auto it = runners.find(sub); it != runners.end()) return it->second();
+    return 2;
+  } catch (const meshsim::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

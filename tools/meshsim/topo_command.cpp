@@ -1,0 +1,115 @@
+// meshsim topo --topology T [--nodes N] [--dot FILE] [--json]
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "core/error.hpp"
+#include "core/json_reader.hpp"
+#include "topology/graphviz.hpp"
+#include "topology/topology_loader.hpp"
+#include "topology/topology_summary.hpp"
+
+namespace meshsim::cli {
+namespace {
+
+struct TopoArgs {
+  std::string topology;
+  std::int32_t nodes = 0;
+  std::string dot;
+  bool json = false;
+};
+
+constexpr std::size_t kMatrixGpus = 16;
+
+int run_topo(const TopoArgs& a) {
+  TopologyOptions opt;
+  if (a.nodes != 0) {
+    if (a.nodes < 0) throw Error("", "--nodes", "must be a positive integer");
+    opt.nodes = a.nodes;
+  }
+  const Topology topo = load_topology(a.topology, opt);
+  const TopologySummary s = summarize(topo);
+  Router router(topo);
+  const auto matrix = topo.gpu_count() <= kMatrixGpus
+                          ? path_matrix(topo, router, kMatrixGpus)
+                          : std::vector<std::vector<PathClass>>{};
+  if (!a.dot.empty()) {
+    std::ofstream out(a.dot);
+    if (!out) throw Error(a.dot, "--dot", "cannot write file");
+    write_dot(out, topo);
+  }
+
+  if (a.json) {
+    Json j;
+    j["name"] = topo.name;
+    j["gpus"] = s.gpus;
+    j["nodes"] = s.nodes;
+    j["vertices"] = s.vertices;
+    j["links"] = s.links;
+    j["gpu"] = {{"model", topo.gpu.model},
+                {"peak_flops", topo.gpu.peak_flops},
+                {"hbm_bytes", topo.gpu.hbm_bytes.count()},
+                {"hbm_Bps", topo.gpu.hbm_Bps}};
+    j["per_gpu_Bps"] = {{"nvlink", s.nvlink_Bps}, {"pcie", s.pcie_Bps}, {"network", s.network_Bps}};
+    j["bisection_Bps"] = s.bisection_Bps;
+    if (!matrix.empty()) {
+      Json m = Json::array();
+      for (const auto& row : matrix) {
+        Json r = Json::array();
+        for (auto c : row) r.push_back(std::string(name_of(c)));
+        m.push_back(r);
+      }
+      j["path_classes"] = m;
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+
+  std::cout << fmt::format("cluster    {} ({} nodes, {} GPUs)\n", topo.name, s.nodes, s.gpus);
+  if (!topo.description.empty()) std::cout << fmt::format("           {}\n", topo.description);
+  std::string peaks;
+  for (const auto& [dtype, flops] : topo.gpu.peak_flops)
+    peaks += fmt::format("{}{} {:g}", peaks.empty() ? "" : ", ", dtype, flops / 1e12);
+  std::cout << fmt::format("gpu        {}: {} TFLOP/s dense; HBM {:.1f} GiB at {:g} GB/s\n",
+                           topo.gpu.model, peaks, topo.gpu.hbm_bytes.as_double() / (1u << 30),
+                           topo.gpu.hbm_Bps / 1e9);
+  std::string verts, links;
+  for (const auto& [k, n] : s.vertices) verts += fmt::format("{}{} {}", verts.empty() ? "" : ", ", k, n);
+  for (const auto& [k, n] : s.links) links += fmt::format("{}{} {}", links.empty() ? "" : ", ", k, n);
+  std::cout << fmt::format("vertices   {}\n", verts);
+  std::cout << fmt::format("links      {}\n", links);
+  std::cout << fmt::format("per GPU    nvlink {:g} GB/s, pcie {:g} GB/s, network {:g} GB/s (each direction)\n",
+                           s.nvlink_Bps / 1e9, s.pcie_Bps / 1e9, s.network_Bps / 1e9);
+  std::cout << fmt::format("bisection  {:g} GB/s (first half of the GPUs to the second, each direction)\n",
+                           s.bisection_Bps / 1e9);
+  if (!matrix.empty()) {
+    std::cout << "\npath classes (NCCL: NVL NVLink, PIX/PXB PCIe switch(es), PHB host bridge, "
+                 "SYS across sockets, NET network)\n      ";
+    for (std::size_t j = 0; j < matrix.size(); ++j) std::cout << fmt::format("{:>6}", fmt::format("GPU{}", j));
+    std::cout << "\n";
+    for (std::size_t i = 0; i < matrix.size(); ++i) {
+      std::cout << fmt::format("{:<6}", fmt::format("GPU{}", i));
+      for (auto c : matrix[i]) std::cout << fmt::format("{:>6}", name_of(c));
+      std::cout << "\n";
+    }
+  }
+  if (!a.dot.empty()) std::cout << fmt::format("\nwrote {}\n", a.dot);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_topo_command(CLI::App& app) {
+  auto args = std::make_shared<TopoArgs>();
+  auto* cmd = app.add_subcommand("topo", "Describe a cluster: counts, bandwidths, bisection, paths");
+  cmd->add_option("--topology", args->topology, "Cluster file (topologies/*.json)")->required();
+  cmd->add_option("--nodes", args->nodes, "Rebuild a parametric cluster with N nodes");
+  cmd->add_option("--dot", args->dot, "Write the graph in Graphviz format to FILE");
+  cmd->add_flag("--json", args->json, "Print one JSON document");
+  return [args] { return run_topo(*args); };
+}
+
+}  // namespace meshsim::cli

@@ -24,11 +24,20 @@ class Rng {
   explicit Rng(std::uint64_t seed) : state_(seed) {}
   static constexpr result_type min() { return 0; }
   static constexpr result_type max() { return ~result_type{0}; }
-  result_type operator()();
+  result_type operator()() {
+    state_ += 0x9e3779b97f4a7c15ULL;
+    std::uint64_t z = state_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
   // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift, unbiased enough for fuzzing and
   // sampling; not for cryptography).
-  std::uint64_t below(std::uint64_t n);
-  double uniform01();
+  std::uint64_t below(std::uint64_t n) {
+    __extension__ typedef unsigned __int128 U128;  // GCC/Clang extension, silenced for -Wpedantic
+    return static_cast<std::uint64_t>((static_cast<U128>((*this)()) * n) >> 64);
+  }
+  double uniform01() { return static_cast<double>((*this)() >> 11) * 0x1.0p-53; }
 
  private:
   std::uint64_t state_;

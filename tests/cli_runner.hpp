@@ -20,9 +20,9 @@ struct CliResult {
 
 inline CliResult run_cli(const std::string& args) {
   static int counter = 0;
-  const auto err_file = std::filesystem::temp_directory_path() /
-                        ("meshsim_cli_err_" + std::to_string(::getpid()) + "_" +
-                         std::to_string(counter++) + ".txt");
+  const auto err_file =
+      std::filesystem::temp_directory_path() /
+      ("meshsim_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".txt");
   const std::string cmd = std::string(cli_path()) + " " + args + " 2>" + err_file.string();
   CliResult r;
   FILE* pipe = ::popen(cmd.c_str(), "r");

@@ -7,7 +7,9 @@
 namespace meshsim {
 namespace {
 
-std::string type_name(const Json& v) { return v.type_name(); }
+std::string type_name(const Json& v) {
+  return v.type_name();
+}
 
 // nlohmann reports a byte offset; users want a line and column.
 std::string line_column(const std::string& text, std::size_t byte) {
@@ -204,8 +206,8 @@ Bytes parse_size(std::string_view text, const std::string& where, const std::str
   std::string suffix(text.substr(i));
   for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   static const std::pair<const char*, int> kSuffixes[] = {
-      {"", 0},   {"B", 0},   {"K", 10},  {"KB", 10}, {"KIB", 10}, {"M", 20},  {"MB", 20},
-      {"MIB", 20}, {"G", 30}, {"GB", 30}, {"GIB", 30}, {"T", 40},  {"TB", 40}, {"TIB", 40}};
+      {"", 0},     {"B", 0},  {"K", 10},  {"KB", 10},  {"KIB", 10}, {"M", 20},  {"MB", 20},
+      {"MIB", 20}, {"G", 30}, {"GB", 30}, {"GIB", 30}, {"T", 40},   {"TB", 40}, {"TIB", 40}};
   int shift = -1;
   for (const auto& [name, s] : kSuffixes)
     if (suffix == name) shift = s;

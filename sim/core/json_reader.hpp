@@ -2,10 +2,9 @@
 // Strict reading of JSON input files. Every value remembers its file and JSON path, so any
 // problem becomes one `Error` naming both; object readers reject keys nobody asked for, so a
 // typo in an input file is an error and never a silently ignored setting.
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>

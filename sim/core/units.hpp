@@ -27,8 +27,14 @@ class Time {
   constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
 
   constexpr auto operator<=>(const Time&) const = default;
-  constexpr Time& operator+=(Time o) { ps_ += o.ps_; return *this; }
-  constexpr Time& operator-=(Time o) { ps_ -= o.ps_; return *this; }
+  constexpr Time& operator+=(Time o) {
+    ps_ += o.ps_;
+    return *this;
+  }
+  constexpr Time& operator-=(Time o) {
+    ps_ -= o.ps_;
+    return *this;
+  }
   friend constexpr Time operator+(Time a, Time b) { return Time(a.ps_ + b.ps_); }
   friend constexpr Time operator-(Time a, Time b) { return Time(a.ps_ - b.ps_); }
   friend constexpr Time operator*(Time a, std::int64_t k) { return Time(a.ps_ * k); }
@@ -49,7 +55,10 @@ class Bytes {
   constexpr std::uint64_t count() const { return n_; }
   constexpr double as_double() const { return static_cast<double>(n_); }
   constexpr auto operator<=>(const Bytes&) const = default;
-  constexpr Bytes& operator+=(Bytes o) { n_ += o.n_; return *this; }
+  constexpr Bytes& operator+=(Bytes o) {
+    n_ += o.n_;
+    return *this;
+  }
   friend constexpr Bytes operator+(Bytes a, Bytes b) { return Bytes(a.n_ + b.n_); }
   friend constexpr Bytes operator-(Bytes a, Bytes b) { return Bytes(a.n_ - b.n_); }
   friend constexpr Bytes operator*(Bytes a, std::uint64_t k) { return Bytes(a.n_ * k); }

@@ -6,13 +6,20 @@ namespace meshsim {
 
 const char* stream_kind_name(StreamKind k) {
   switch (k) {
-    case StreamKind::compute: return "compute";
-    case StreamKind::tp: return "tp";
-    case StreamKind::dp: return "dp";
-    case StreamKind::pp: return "pp";
-    case StreamKind::cp: return "cp";
-    case StreamKind::ep: return "ep";
-    case StreamKind::p2p: return "p2p";
+    case StreamKind::compute:
+      return "compute";
+    case StreamKind::tp:
+      return "tp";
+    case StreamKind::dp:
+      return "dp";
+    case StreamKind::pp:
+      return "pp";
+    case StreamKind::cp:
+      return "cp";
+    case StreamKind::ep:
+      return "ep";
+    case StreamKind::p2p:
+      return "p2p";
   }
   return "?";
 }

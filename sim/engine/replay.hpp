@@ -36,7 +36,8 @@ class Replay {
     timing_.assign(g_.op_count(), OpTiming{});
     waiting_.resize(g_.op_count());
     for (std::size_t i = 0; i < g_.op_count(); ++i)
-      waiting_[i] = static_cast<std::uint32_t>(g_.op(OpId{static_cast<std::uint32_t>(i)}).deps.size());
+      waiting_[i] =
+          static_cast<std::uint32_t>(g_.op(OpId{static_cast<std::uint32_t>(i)}).deps.size());
     head_.assign(g_.stream_count(), 0);
     busy_.assign(g_.stream_count(), false);
     for (std::uint32_t s = 0; s < g_.stream_count(); ++s) try_start(StreamId{s});
@@ -45,8 +46,9 @@ class Replay {
     for (std::size_t i = 0; i < timing_.size(); ++i) {
       if (!timing_[i].finished()) {
         const Op& op = g_.op(OpId{static_cast<std::uint32_t>(i)});
-        throw Error("", "", "op '" + op.name + "' on stream '" + g_.stream(op.stream).label +
-                                "' never finished");
+        throw Error(
+            "", "",
+            "op '" + op.name + "' on stream '" + g_.stream(op.stream).label + "' never finished");
       }
       if (timing_[i].end - start_time_ > makespan) makespan = timing_[i].end - start_time_;
     }

@@ -1,7 +1,6 @@
 #include "topology/bisection.hpp"
 
 #include <boost/graph/push_relabel_max_flow.hpp>
-
 #include <cmath>
 
 namespace meshsim {
@@ -14,10 +13,10 @@ double bisection_Bps(const Topology& topo) {
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
   using FlowGraph = boost::adjacency_list<
       boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-      boost::property<boost::edge_capacity_t, std::int64_t,
-                      boost::property<boost::edge_residual_capacity_t, std::int64_t,
-                                      boost::property<boost::edge_reverse_t,
-                                                      Traits::edge_descriptor>>>>;
+      boost::property<
+          boost::edge_capacity_t, std::int64_t,
+          boost::property<boost::edge_residual_capacity_t, std::int64_t,
+                          boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
   const std::size_t n = topo.vertex_count();
   FlowGraph fg(n + 2);
   const auto source = n, sink = n + 1;

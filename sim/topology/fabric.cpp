@@ -84,8 +84,8 @@ void build_fabric(const FabricSpec& spec, const std::vector<std::vector<VertexId
   std::vector<std::int32_t> leaf_pod;  // pod of each leaf (0 with two tiers)
   const std::int32_t pod_nodes = spec.pod_nodes.value_or(nodes);
   auto new_leaf = [&](const std::string& name, std::int32_t pod) {
-    leaves.push_back(topo.add_vertex(Vertex{VertexKind::leaf_switch, name, -1,
-                                            static_cast<std::int32_t>(leaves.size()), -1}));
+    leaves.push_back(topo.add_vertex(
+        Vertex{VertexKind::leaf_switch, name, -1, static_cast<std::int32_t>(leaves.size()), -1}));
     leaf_pod.push_back(pod);
     return leaves.back();
   };
@@ -99,9 +99,9 @@ void build_fabric(const FabricSpec& spec, const std::vector<std::vector<VertexId
       const std::int32_t units = (pod_end - pod_begin + P - 1) / P;
       for (std::int32_t u = 0; u < units; ++u)
         for (std::int32_t r = 0; r < rails; ++r)
-          leaf_of.push_back(new_leaf("leaf/p" + std::to_string(pod) + "/u" + std::to_string(u) +
-                                         "/r" + std::to_string(r),
-                                     pod));
+          leaf_of.push_back(new_leaf(
+              "leaf/p" + std::to_string(pod) + "/u" + std::to_string(u) + "/r" + std::to_string(r),
+              pod));
     }
     std::size_t base = 0;
     for (std::int32_t pod = 0; pod < pods; ++pod) {
@@ -143,12 +143,11 @@ void build_fabric(const FabricSpec& spec, const std::vector<std::vector<VertexId
   for (std::int32_t pod = 0; pod < pods; ++pod)
     for (std::int32_t s = 0; s < spec.spines; ++s)
       spines[pod].push_back(topo.add_vertex(Vertex{
-          VertexKind::spine_switch, "spine/p" + std::to_string(pod) + "/" + std::to_string(s),
-          -1, pod * spec.spines + s, -1}));
+          VertexKind::spine_switch, "spine/p" + std::to_string(pod) + "/" + std::to_string(s), -1,
+          pod * spec.spines + s, -1}));
   for (std::size_t i = 0; i < leaves.size(); ++i) {
     const auto pod = leaf_pod[i];
-    for (auto sp : spines[pod])
-      topo.add_link(leaves[i], sp, kind, leaf_up_Bps / spec.spines, lat);
+    for (auto sp : spines[pod]) topo.add_link(leaves[i], sp, kind, leaf_up_Bps / spec.spines, lat);
     spine_down_Bps[pod] += leaf_up_Bps / spec.spines;
   }
   if (!spec.pod_nodes) return;
@@ -157,8 +156,8 @@ void build_fabric(const FabricSpec& spec, const std::vector<std::vector<VertexId
   // spread evenly.
   std::vector<VertexId> cores;
   for (std::int32_t c = 0; c < spec.cores; ++c)
-    cores.push_back(topo.add_vertex(
-        Vertex{VertexKind::core_switch, "core/" + std::to_string(c), -1, c, -1}));
+    cores.push_back(
+        topo.add_vertex(Vertex{VertexKind::core_switch, "core/" + std::to_string(c), -1, c, -1}));
   for (std::int32_t pod = 0; pod < pods; ++pod)
     for (auto sp : spines[pod])
       for (auto c : cores)

@@ -6,21 +6,28 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include <fmt/format.h>
+
 #include <boost/graph/filtered_graph.hpp>
 #include <boost/graph/graphviz.hpp>
-#include <fmt/format.h>
 
 namespace meshsim {
 namespace {
 
 const char* colour(VertexKind k) {
   switch (k) {
-    case VertexKind::gpu: return "palegreen";
-    case VertexKind::nvswitch: return "gold";
-    case VertexKind::pcie_switch: return "lightblue";
-    case VertexKind::cpu: return "lightpink";
-    case VertexKind::nic: return "orange";
-    default: return "lightgrey";
+    case VertexKind::gpu:
+      return "palegreen";
+    case VertexKind::nvswitch:
+      return "gold";
+    case VertexKind::pcie_switch:
+      return "lightblue";
+    case VertexKind::cpu:
+      return "lightpink";
+    case VertexKind::nic:
+      return "orange";
+    default:
+      return "lightgrey";
   }
 }
 

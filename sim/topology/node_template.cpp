@@ -33,12 +33,11 @@ LinkSpec read_link_spec(ObjectReader& r) {
     kind_ref.fail("unknown link kind '" + kind_ref.string() + "' (known: " + known + ")");
   }
   s.kind = *kind;
-  s.bandwidth_Bps = read_one_of(
-      r, {{"bandwidth_Bps", 1.0}, {"bandwidth_GBps", 1e9}, {"bandwidth_Gbps", 1e9 / 8}}, false,
-      "bandwidth");
-  s.latency = Time::from_seconds_ceil(
-      read_one_of(r, {{"latency_s", 1.0}, {"latency_us", 1e-6}, {"latency_ns", 1e-9}}, true,
-                  "latency"));
+  s.bandwidth_Bps =
+      read_one_of(r, {{"bandwidth_Bps", 1.0}, {"bandwidth_GBps", 1e9}, {"bandwidth_Gbps", 1e9 / 8}},
+                  false, "bandwidth");
+  s.latency = Time::from_seconds_ceil(read_one_of(
+      r, {{"latency_s", 1.0}, {"latency_us", 1e-6}, {"latency_ns", 1e-9}}, true, "latency"));
   return s;
 }
 
@@ -76,7 +75,8 @@ NodeTemplate read_node_template(ObjectReader& r, bool allow_node_field) {
       if (count > 4096) c->fail("at most 4096 vertices per group");
     }
     vr.finish();
-    if (groups.contains(name) || singles.contains(name)) name_ref.fail("duplicate vertex name '" + name + "'");
+    if (groups.contains(name) || singles.contains(name))
+      name_ref.fail("duplicate vertex name '" + name + "'");
     auto& members = groups[name];
     for (std::int64_t i = 0; i < count; ++i) {
       std::string member = grouped ? name + std::to_string(i) : name;
@@ -127,7 +127,8 @@ NodeTemplate read_node_template(ObjectReader& r, bool allow_node_field) {
       const auto& small = a.size() >= b.size() ? b : a;
       if (big.size() % small.size() != 0)
         l.fail("cannot map " + std::to_string(a.size()) + " vertices onto " +
-               std::to_string(b.size()) + " (sizes must divide; or use \"pattern\": \"all_pairs\")");
+               std::to_string(b.size()) +
+               " (sizes must divide; or use \"pattern\": \"all_pairs\")");
       const auto block = big.size() / small.size();
       for (std::size_t i = 0; i < big.size(); ++i) add(big[i], small[i / block]);
     } else {

@@ -4,14 +4,22 @@ namespace meshsim {
 
 std::string_view name_of(PathClass c) {
   switch (c) {
-    case PathClass::LOC: return "LOC";
-    case PathClass::NVL: return "NVL";
-    case PathClass::C2C: return "C2C";
-    case PathClass::PIX: return "PIX";
-    case PathClass::PXB: return "PXB";
-    case PathClass::PHB: return "PHB";
-    case PathClass::SYS: return "SYS";
-    case PathClass::NET: return "NET";
+    case PathClass::LOC:
+      return "LOC";
+    case PathClass::NVL:
+      return "NVL";
+    case PathClass::C2C:
+      return "C2C";
+    case PathClass::PIX:
+      return "PIX";
+    case PathClass::PXB:
+      return "PXB";
+    case PathClass::PHB:
+      return "PHB";
+    case PathClass::SYS:
+      return "SYS";
+    case PathClass::NET:
+      return "NET";
   }
   return "?";
 }
@@ -33,11 +41,11 @@ PathClass classify(const Topology& topo, const Route& route) {
       cpu = cpu || to.kind == VertexKind::cpu;
       pcie_switches += to.kind == VertexKind::pcie_switch;
     }
-    PathClass c = nic ? PathClass::NET
-                  : sys ? PathClass::SYS
-                  : cpu ? (c2c ? PathClass::C2C : PathClass::PHB)
-                  : all_nvlink ? PathClass::NVL
-                  : pcie_switches > 1 ? PathClass::PXB
+    PathClass c = nic                  ? PathClass::NET
+                  : sys                ? PathClass::SYS
+                  : cpu                ? (c2c ? PathClass::C2C : PathClass::PHB)
+                  : all_nvlink         ? PathClass::NVL
+                  : pcie_switches > 1  ? PathClass::PXB
                   : pcie_switches == 1 ? PathClass::PIX
                                        : PathClass::SYS;
     if (c > worst) worst = c;

@@ -92,8 +92,7 @@ void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, doub
       }
       return;
     }
-    const std::uint64_t h =
-        hash_combine(hash_combine(mix64(src), dst), hop);
+    const std::uint64_t h = hash_combine(hash_combine(mix64(src), dst), hop);
     const EdgeId e = next[next.size() == 1 ? 0 : h % next.size()];
     current.edges.push_back(g[e].id);
     current.latency += g[e].latency;
@@ -110,8 +109,9 @@ const Route& Router::route(VertexId src, VertexId dst) {
   Route r{src, dst, {}};
   if (src != dst) {
     if (!search(src, dst))
-      throw Error("", "", "no route from '" + topo_.vertex(src).name + "' to '" +
-                              topo_.vertex(dst).name + "'");
+      throw Error(
+          "", "",
+          "no route from '" + topo_.vertex(src).name + "' to '" + topo_.vertex(dst).name + "'");
     Path start;
     expand(src, src, dst, start, 1.0, r.paths, 0);
   }

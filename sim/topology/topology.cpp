@@ -13,8 +13,7 @@ VertexId Topology::add_vertex(Vertex v) {
   return id;
 }
 
-void Topology::add_link(VertexId a, VertexId b, LinkKind kind, double bandwidth_Bps,
-                        Time latency) {
+void Topology::add_link(VertexId a, VertexId b, LinkKind kind, double bandwidth_Bps, Time latency) {
   if (a == b) throw std::logic_error("link from a vertex to itself: " + g_[a].name);
   const auto physical = static_cast<std::uint32_t>(edges_.size() / 2);
   for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {

@@ -3,7 +3,6 @@
 // two directed edges, one per direction, each with its own bandwidth: flows in opposite
 // directions never share capacity.
 #include <boost/graph/adjacency_list.hpp>
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,10 +23,10 @@ struct Vertex {
 
 struct Link {
   LinkKind kind = LinkKind::nvlink;
-  double bandwidth_Bps = 0;   // per direction
-  Time latency;               // one traversal
-  std::uint32_t id = 0;       // directed edge index, dense in [0, 2·links)
-  std::uint32_t physical = 0; // physical link index; both directions share it
+  double bandwidth_Bps = 0;    // per direction
+  Time latency;                // one traversal
+  std::uint32_t id = 0;        // directed edge index, dense in [0, 2·links)
+  std::uint32_t physical = 0;  // physical link index; both directions share it
 };
 
 using TopologyGraph =

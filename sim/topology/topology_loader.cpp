@@ -63,8 +63,9 @@ void check_connected(const Topology& t, const std::string& file) {
   Router router(t);
   const auto unreachable = router.first_unreachable_gpu();
   if (unreachable)
-    throw Error(file, "/", "GPU '" + t.vertex(*unreachable).name + "' cannot reach GPU '" +
-                               t.vertex(t.gpus().front()).name + "' (no path of links)");
+    throw Error(file, "/",
+                "GPU '" + t.vertex(*unreachable).name + "' cannot reach GPU '" +
+                    t.vertex(t.gpus().front()).name + "' (no path of links)");
 }
 
 }  // namespace
@@ -77,8 +78,9 @@ Topology load_topology_json(const Json& doc, const std::string& file,
   const bool parametric = r.has("node") || r.has("node_from") || r.has("fabric");
   if (!parametric) {
     if (options.nodes)
-      throw Error(file, "--nodes", "this is an explicit topology; --nodes needs a parametric file "
-                                   "(one with 'node' and 'fabric')");
+      throw Error(file, "--nodes",
+                  "this is an explicit topology; --nodes needs a parametric file "
+                  "(one with 'node' and 'fabric')");
     t.gpu = read_gpu_spec(r.required("gpu"));
     const NodeTemplate whole = read_node_template(r, true);
     r.finish();

@@ -40,8 +40,8 @@ std::vector<std::vector<PathClass>> path_matrix(const Topology& topo, Router& ro
   std::vector<std::vector<PathClass>> m(n, std::vector<PathClass>(n, PathClass::LOC));
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j)
-      m[i][j] = classify(topo, router.gpu_route(static_cast<std::int32_t>(i),
-                                                static_cast<std::int32_t>(j)));
+      m[i][j] = classify(
+          topo, router.gpu_route(static_cast<std::int32_t>(i), static_cast<std::int32_t>(j)));
   return m;
 }
 

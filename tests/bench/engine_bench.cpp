@@ -42,13 +42,14 @@ static void BM_ScheduleAndPop(benchmark::State& state) {
         if (rng.below(10) == 0) {
           const auto victim = rng.below(h.size());
           if (c->sim->cancel(h[victim]))
-            h[victim] = c->sim->schedule_after(
-                Time::ns(static_cast<std::int64_t>(rng.below(1000))), Fire{c, victim});
+            h[victim] = c->sim->schedule_after(Time::ns(static_cast<std::int64_t>(rng.below(1000))),
+                                               Fire{c, victim});
         }
       }
     };
     for (std::size_t i = 0; i < lanes; ++i)
-      handles[i] = sim.schedule_at(Time::ns(static_cast<std::int64_t>(rng.below(1000))), Fire{&ctx, i});
+      handles[i] =
+          sim.schedule_at(Time::ns(static_cast<std::int64_t>(rng.below(1000))), Fire{&ctx, i});
     state.ResumeTiming();
     sim.run();
     total += sim.events_processed();
@@ -59,6 +60,14 @@ static void BM_ScheduleAndPop(benchmark::State& state) {
 // Pending-set sizes: ~100 (a folded training step), 1,000 and 10,000 (an unfolded 512-rank run
 // has a few thousand streams), 1,000,000 (stress).
 BENCHMARK_TEMPLATE(BM_ScheduleAndPop, BinaryHeapQueue)
-    ->Arg(100)->Arg(1'000)->Arg(10'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+    ->Arg(100)
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_ScheduleAndPop, QuaternaryHeapQueue)
-    ->Arg(100)->Arg(1'000)->Arg(10'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+    ->Arg(100)
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond);

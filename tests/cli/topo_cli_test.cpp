@@ -36,7 +36,8 @@ TEST_CASE("topo on the H100 superpod: 512 GPUs, 16,384 with --nodes 2048") {
   CHECK(j["bisection_Bps"].get<double>() == doctest::Approx(12.8e12));
   CHECK(!j.contains("path_classes"));  // only printed for up to 16 GPUs
 
-  r = run_cli("topo --topology " + topology_path("dgx-h100-superpod.json") + " --nodes 2048 --json");
+  r = run_cli("topo --topology " + topology_path("dgx-h100-superpod.json") +
+              " --nodes 2048 --json");
   REQUIRE(r.exit_code == 0);
   j = json::parse(r.out);
   CHECK(j["gpus"] == 16384);
@@ -48,13 +49,14 @@ TEST_CASE("topo on the H100 superpod: 512 GPUs, 16,384 with --nodes 2048") {
 TEST_CASE("topo text output has the path-class matrix") {
   const auto r = run_cli("topo --topology " + topology_path("pcie-8gpu.json"));
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out.find("cluster    pcie-8gpu (1 nodes, 8 GPUs)") != std::string::npos);
+  CHECK(r.out.find("cluster    pcie-8gpu (1 node, 8 GPUs)") != std::string::npos);
   CHECK(r.out.find("GPU0     LOC   PIX   PHB   PHB   SYS   SYS   SYS   SYS") != std::string::npos);
 }
 
 TEST_CASE("topo --dot writes Graphviz") {
   const auto dot = std::filesystem::temp_directory_path() / "meshsim_topo_test.dot";
-  const auto r = run_cli("topo --topology " + topology_path("dgx-a100.json") + " --dot " + dot.string());
+  const auto r =
+      run_cli("topo --topology " + topology_path("dgx-a100.json") + " --dot " + dot.string());
   REQUIRE(r.exit_code == 0);
   std::ifstream in(dot);
   std::string first;
@@ -79,29 +81,52 @@ TEST_CASE("bad input: one error line, exit 2") {
   const std::string verts =
       R"("vertices": [{"name": "gpu", "kind": "gpu", "count": 2}, {"name": "sw", "kind": "nvswitch"}])";
   auto node = [&](const std::string& links) {
-    return R"({"name": "t", "fabric": {"kind": "none"}, "node": {"gpu": "H100-SXM5-80GB", )" + verts +
-           ", " + links + "}}";
+    return R"({"name": "t", "fabric": {"kind": "none"}, "node": {"gpu": "H100-SXM5-80GB", )" +
+           verts + ", " + links + "}}";
   };
   const Case cases[] = {
       {"--topology " + write("malformed.json", "{\"name\": "), ":line 1 column 10: malformed JSON"},
       {"--topology " + write("unknown_key.json", node(ok_link).insert(1, "\"extra\": 1, ")),
        ":/extra: unknown key 'extra'"},
-      {"--topology " + write("zero_bw.json", node(R"("links": [{"a": "gpu", "b": "sw", "kind": "nvlink", "bandwidth_GBps": 0, "latency_ns": 1}])")),
+      {"--topology " +
+           write(
+               "zero_bw.json",
+               node(
+                   R"("links": [{"a": "gpu", "b": "sw", "kind": "nvlink", "bandwidth_GBps": 0, "latency_ns": 1}])")),
        ":/node/links/0/bandwidth_GBps: must be greater than zero"},
-      {"--topology " + write("dangling.json", node(R"("links": [{"a": "gpu", "b": "nope", "kind": "nvlink", "bandwidth_GBps": 1, "latency_ns": 1}])")),
+      {"--topology " +
+           write(
+               "dangling.json",
+               node(
+                   R"("links": [{"a": "gpu", "b": "nope", "kind": "nvlink", "bandwidth_GBps": 1, "latency_ns": 1}])")),
        ":/node/links/0/b: unknown vertex 'nope'"},
-      {"--topology " + write("bad_kind.json", node(R"("links": [{"a": "gpu", "b": "sw", "kind": "wifi", "bandwidth_GBps": 1, "latency_ns": 1}])")),
-       ":/node/links/0/kind: unknown link kind 'wifi' (known: nvlink, nvlink_network, pcie, cpu_interconnect, c2c, infiniband, ethernet)"},
-      {"--topology " + write("missing.json", node(R"("links": [{"a": "gpu", "kind": "nvlink", "bandwidth_GBps": 1, "latency_ns": 1}])")),
+      {"--topology " +
+           write(
+               "bad_kind.json",
+               node(
+                   R"("links": [{"a": "gpu", "b": "sw", "kind": "wifi", "bandwidth_GBps": 1, "latency_ns": 1}])")),
+       ":/node/links/0/kind: unknown link kind 'wifi' (known: nvlink, nvlink_network, pcie, "
+       "cpu_interconnect, c2c, infiniband, ethernet)"},
+      {"--topology " +
+           write(
+               "missing.json",
+               node(
+                   R"("links": [{"a": "gpu", "kind": "nvlink", "bandwidth_GBps": 1, "latency_ns": 1}])")),
        ":/node/links/0: missing required field 'b'"},
-      {"--topology " + write("unreachable.json", node(R"("links": [{"a": "gpu0", "b": "sw", "kind": "nvlink", "bandwidth_GBps": 1, "latency_ns": 1}])")),
+      {"--topology " +
+           write(
+               "unreachable.json",
+               node(
+                   R"("links": [{"a": "gpu0", "b": "sw", "kind": "nvlink", "bandwidth_GBps": 1, "latency_ns": 1}])")),
        ":/: GPU 'n0/gpu1' cannot reach GPU 'n0/gpu0' (no path of links)"},
       {"--topology /no/such/file.json", "/no/such/file.json: cannot open file"},
-      {"--topology " + topology_path("dgx-h100-superpod.json") + " --nodes -3", "--nodes: must be a positive integer"},
+      {"--topology " + topology_path("dgx-h100-superpod.json") + " --nodes -3",
+       "--nodes: must be a positive integer"},
       {"--topology " + topology_path("dgx-h100-superpod.json") + " --nodes many",
        "Could not convert: --nodes = many"},
       {"--topology " + topology_path("lab-2node-explicit.json") + " --nodes 4",
-       "--nodes: this is an explicit topology; --nodes needs a parametric file (one with 'node' and 'fabric')"},
+       "--nodes: this is an explicit topology; --nodes needs a parametric file (one with 'node' "
+       "and 'fabric')"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.args);

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include "core/json_reader.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace meshsim;
 
@@ -27,7 +27,8 @@ TEST_CASE("parse_size uses binary multiples") {
         "--sizes: invalid size '8X': unknown suffix (use K, M, G or T)");
   CHECK(error_of([] { parse_size("", "f.json", "/a"); }).starts_with("f.json:/a: invalid size"));
   CHECK(error_of([] { parse_size("0.3", "", "x"); }).find("whole number") != std::string::npos);
-  CHECK(error_of([] { parse_size("99999999999T", "", "x"); }).find("too large") != std::string::npos);
+  CHECK(error_of([] { parse_size("99999999999T", "", "x"); }).find("too large") !=
+        std::string::npos);
 }
 
 TEST_CASE("malformed JSON names line and column") {
@@ -45,7 +46,8 @@ TEST_CASE("ObjectReader reports paths, missing and unknown keys") {
   CHECK(lr.required("bw").positive_number() == 5.0);
   CHECK(error_of([&] { lr.finish(); }) ==
         "t.json:/link/typo: unknown key 'typo' (this object takes: bw, ...)");
-  CHECK(error_of([&] { lr.required("missing"); }) == "t.json:/link: missing required field 'missing'");
+  CHECK(error_of([&] { lr.required("missing"); }) ==
+        "t.json:/link: missing required field 'missing'");
   auto list = r.required("list").array();
   CHECK(list[0].integer() == 1);
   CHECK(error_of([&] { list[1].number(); }) == "t.json:/list/1: expected a number, found string");
@@ -56,9 +58,12 @@ TEST_CASE("ObjectReader reports paths, missing and unknown keys") {
 TEST_CASE("numbers are checked for sign and integrality") {
   const Json j = Json::parse(R"({"neg": -1, "zero": 0, "frac": 1.5, "big": 1e300, "int": 4.0})");
   const auto root = JsonRef::root(j, "n.json");
-  CHECK(error_of([&] { root.child("neg").positive_number(); }) == "n.json:/neg: must be greater than zero");
-  CHECK(error_of([&] { root.child("zero").positive_integer(); }) == "n.json:/zero: must be a positive integer");
-  CHECK(error_of([&] { root.child("frac").integer(); }) == "n.json:/frac: expected an integer, found 1.5");
+  CHECK(error_of([&] { root.child("neg").positive_number(); }) ==
+        "n.json:/neg: must be greater than zero");
+  CHECK(error_of([&] { root.child("zero").positive_integer(); }) ==
+        "n.json:/zero: must be a positive integer");
+  CHECK(error_of([&] { root.child("frac").integer(); }) ==
+        "n.json:/frac: expected an integer, found 1.5");
   CHECK(root.child("int").integer() == 4);
   CHECK(root.child("zero").non_negative_number() == 0.0);
   CHECK(root.child("big").number() == 1e300);

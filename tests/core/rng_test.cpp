@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include "core/rng.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace meshsim;
 

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include "core/units.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace meshsim;
 

@@ -1,10 +1,11 @@
+#include "engine/event_queue.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "core/rng.hpp"
-#include "engine/event_queue.hpp"
 
 using namespace meshsim;
 
@@ -32,7 +33,8 @@ TEST_CASE_TEMPLATE("queue pops in (time, priority, sequence) order", Q, BinaryHe
 TEST_CASE_TEMPLATE("equal time and priority run in insertion order", Q, BinaryHeapQueue,
                    QuaternaryHeapQueue) {
   Q q;
-  for (std::uint64_t s = 0; s < 100; ++s) q.push(QueueEntry{Time::us(1), 0, 0, 99 - s == s ? s : s});
+  for (std::uint64_t s = 0; s < 100; ++s)
+    q.push(QueueEntry{Time::us(1), 0, 0, 99 - s == s ? s : s});
   for (std::uint64_t s = 0; s < 100; ++s) CHECK(q.pop().seq == s);
 }
 

@@ -1,9 +1,9 @@
+#include "engine/replay.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
-
-#include "engine/replay.hpp"
 
 using namespace meshsim;
 
@@ -83,8 +83,7 @@ TEST_CASE("an op that never finishes is reported, not hung") {
     Replay<Simulator>(g, sim).run();
     FAIL("expected an error");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()) ==
-          "op 'never_completes' on stream 'rank0.compute' never finished");
+    CHECK(std::string(e.what()) == "op 'never_completes' on stream 'rank0.compute' never finished");
   }
 }
 

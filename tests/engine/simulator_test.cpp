@@ -1,3 +1,5 @@
+#include "engine/simulator.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
@@ -5,7 +7,6 @@
 #include <vector>
 
 #include "core/rng.hpp"
-#include "engine/simulator.hpp"
 
 using namespace meshsim;
 
@@ -14,8 +15,10 @@ TEST_CASE_TEMPLATE("events run in time order, then priority, then scheduling ord
   BasicSimulator<Q> sim;
   std::string log;
   sim.schedule_at(Time::us(2), [&] { log += "c"; });
-  sim.schedule_at(Time::us(1), [&] { log += "b"; }, /*priority=*/1);
-  sim.schedule_at(Time::us(1), [&] { log += "a"; }, /*priority=*/0);
+  sim.schedule_at(
+      Time::us(1), [&] { log += "b"; }, /*priority=*/1);
+  sim.schedule_at(
+      Time::us(1), [&] { log += "a"; }, /*priority=*/0);
   sim.schedule_at(Time::us(2), [&] { log += "d"; });
   sim.run();
   CHECK(log == "abcd");
@@ -94,9 +97,9 @@ std::vector<std::pair<std::int64_t, int>> random_run(std::uint64_t seed) {
     const auto children = 1 + rng.below(2);  // a growing population, bounded by next_id
     for (std::uint64_t c = 0; c < children; ++c) {
       const int child = next_id++;
-      handles.push_back(sim.schedule_after(Time::ns(static_cast<std::int64_t>(rng.below(5))),
-                                           [&, child] { fire(child); },
-                                           static_cast<std::int32_t>(rng.below(2))));
+      handles.push_back(sim.schedule_after(
+          Time::ns(static_cast<std::int64_t>(rng.below(5))), [&, child] { fire(child); },
+          static_cast<std::int32_t>(rng.below(2))));
     }
     if (rng.below(10) == 0 && !handles.empty()) sim.cancel(handles[rng.below(handles.size())]);
   };

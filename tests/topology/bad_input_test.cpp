@@ -34,7 +34,9 @@ std::string error_of(const Json& doc, TopologyOptions opt = {}) {
 
 }  // namespace
 
-TEST_CASE("the base document is valid") { CHECK(error_of(base()) == "no error"); }
+TEST_CASE("the base document is valid") {
+  CHECK(error_of(base()) == "no error");
+}
 
 TEST_CASE("malformed JSON") {
   try {
@@ -46,8 +48,8 @@ TEST_CASE("malformed JSON") {
 }
 
 TEST_CASE("missing file") {
-  CHECK_THROWS_WITH_AS(load_topology("/nonexistent/x.json"), "/nonexistent/x.json: cannot open file",
-                       Error);
+  CHECK_THROWS_WITH_AS(load_topology("/nonexistent/x.json"),
+                       "/nonexistent/x.json: cannot open file", Error);
 }
 
 TEST_CASE("unknown keys anywhere are rejected") {

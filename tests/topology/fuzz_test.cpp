@@ -18,16 +18,26 @@ namespace {
 
 Json random_value(Rng& rng) {
   switch (rng.below(10)) {
-    case 0: return nullptr;
-    case 1: return rng.below(2) == 0;
-    case 2: return 0;
-    case 3: return -1;
-    case 4: return 1e300;
-    case 5: return static_cast<std::int64_t>(rng.below(5));
-    case 6: return "gpu";
-    case 7: return Json::array();
-    case 8: return Json::object();
-    default: return 0.5;
+    case 0:
+      return nullptr;
+    case 1:
+      return rng.below(2) == 0;
+    case 2:
+      return 0;
+    case 3:
+      return -1;
+    case 4:
+      return 1e300;
+    case 5:
+      return static_cast<std::int64_t>(rng.below(5));
+    case 6:
+      return "gpu";
+    case 7:
+      return Json::array();
+    case 8:
+      return Json::object();
+    default:
+      return 0.5;
   }
 }
 
@@ -40,7 +50,9 @@ void mutate(Json& j, Rng& rng) {
     std::advance(it, static_cast<long>(rng.below(at->size())));
     if (!(it->is_object() || it->is_array()) || rng.below(3) == 0) {
       switch (rng.below(3)) {
-        case 0: *it = random_value(rng); return;
+        case 0:
+          *it = random_value(rng);
+          return;
         case 1:
           if (at->is_object()) {
             at->erase(it.key());
@@ -49,8 +61,10 @@ void mutate(Json& j, Rng& rng) {
           *it = random_value(rng);
           return;
         default:
-          if (at->is_object()) (*at)["fuzz_key"] = random_value(rng);
-          else at->push_back(random_value(rng));
+          if (at->is_object())
+            (*at)["fuzz_key"] = random_value(rng);
+          else
+            at->push_back(random_value(rng));
           return;
       }
     }
@@ -102,9 +116,15 @@ TEST_CASE("byte-level mutants of a topology file fail cleanly") {
     for (std::uint64_t e = 0; e < edits && !s.empty(); ++e) {
       const auto pos = rng.below(s.size());
       switch (rng.below(3)) {
-        case 0: s.erase(pos, 1 + rng.below(8)); break;
-        case 1: s.insert(pos, 1, alphabet[rng.below(alphabet.size())]); break;
-        default: s[pos] = alphabet[rng.below(alphabet.size())]; break;
+        case 0:
+          s.erase(pos, 1 + rng.below(8));
+          break;
+        case 1:
+          s.insert(pos, 1, alphabet[rng.below(alphabet.size())]);
+          break;
+        default:
+          s[pos] = alphabet[rng.below(alphabet.size())];
+          break;
       }
     }
     try {

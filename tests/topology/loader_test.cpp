@@ -110,10 +110,10 @@ TEST_CASE("explicit form: vertices and links written out") {
 }
 
 TEST_CASE("every bundled topology loads") {
-  for (const char* name : {"dgx-a100.json", "dgx-h100.json", "hgx-h200.json", "pcie-8gpu.json",
-                           "dgx-a100-superpod.json", "dgx-h100-superpod.json",
-                           "dgx-h100-superpod-2to1.json", "gb200-nvl72.json", "h100-16k.json",
-                           "lab-2node-explicit.json"}) {
+  for (const char* name :
+       {"dgx-a100.json", "dgx-h100.json", "hgx-h200.json", "pcie-8gpu.json",
+        "dgx-a100-superpod.json", "dgx-h100-superpod.json", "dgx-h100-superpod-2to1.json",
+        "gb200-nvl72.json", "h100-16k.json", "lab-2node-explicit.json"}) {
     CAPTURE(name);
     const auto t = load(name);
     CHECK(t.gpu_count() > 0);

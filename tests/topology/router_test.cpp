@@ -1,8 +1,9 @@
+#include "topology/router.hpp"
+
 #include <doctest/doctest.h>
 
 #include "test_paths.hpp"
 #include "topology/path_class.hpp"
-#include "topology/router.hpp"
 #include "topology/topology_loader.hpp"
 #include "topology/topology_summary.hpp"
 
@@ -62,9 +63,9 @@ TEST_CASE("superpod: cross-rail traffic crosses a spine") {
   Router router(t);
   const auto& r = router.gpu_route(0, 8 + 2);
   REQUIRE(r.paths.size() == 1);
-  CHECK(kinds_along(t, r.paths[0]) ==
-        std::vector<std::string>{"pcie_switch", "nic", "leaf_switch", "spine_switch",
-                                 "leaf_switch", "nic", "pcie_switch", "gpu"});
+  CHECK(kinds_along(t, r.paths[0]) == std::vector<std::string>{"pcie_switch", "nic", "leaf_switch",
+                                                               "spine_switch", "leaf_switch", "nic",
+                                                               "pcie_switch", "gpu"});
 }
 
 TEST_CASE("superpod: across scalable units, same rail, through a spine") {

@@ -3,7 +3,6 @@
 // that runs it once the arguments have been parsed. The CLI stays thin: parse, call the library,
 // print.
 #include <CLI/CLI.hpp>
-
 #include <functional>
 
 namespace meshsim::cli {

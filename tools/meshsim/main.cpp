@@ -1,7 +1,6 @@
 // meshsim: a discrete-event cluster simulator for parallel LLM training and serving.
 // Exit codes (DESIGN.md): 0 success, 2 bad input (one `error:` line), 1 internal failure.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 #include <map>
 

@@ -33,9 +33,8 @@ int run_topo(const TopoArgs& a) {
   const Topology topo = load_topology(a.topology, opt);
   const TopologySummary s = summarize(topo);
   Router router(topo);
-  const auto matrix = topo.gpu_count() <= kMatrixGpus
-                          ? path_matrix(topo, router, kMatrixGpus)
-                          : std::vector<std::vector<PathClass>>{};
+  const auto matrix = topo.gpu_count() <= kMatrixGpus ? path_matrix(topo, router, kMatrixGpus)
+                                                      : std::vector<std::vector<PathClass>>{};
   if (!a.dot.empty()) {
     std::ofstream out(a.dot);
     if (!out) throw Error(a.dot, "--dot", "cannot write file");
@@ -68,7 +67,8 @@ int run_topo(const TopoArgs& a) {
     return 0;
   }
 
-  std::cout << fmt::format("cluster    {} ({} nodes, {} GPUs)\n", topo.name, s.nodes, s.gpus);
+  std::cout << fmt::format("cluster    {} ({} node{}, {} GPUs)\n", topo.name, s.nodes,
+                           s.nodes == 1 ? "" : "s", s.gpus);
   if (!topo.description.empty()) std::cout << fmt::format("           {}\n", topo.description);
   std::string peaks;
   for (const auto& [dtype, flops] : topo.gpu.peak_flops)
@@ -77,18 +77,23 @@ int run_topo(const TopoArgs& a) {
                            topo.gpu.model, peaks, topo.gpu.hbm_bytes.as_double() / (1u << 30),
                            topo.gpu.hbm_Bps / 1e9);
   std::string verts, links;
-  for (const auto& [k, n] : s.vertices) verts += fmt::format("{}{} {}", verts.empty() ? "" : ", ", k, n);
-  for (const auto& [k, n] : s.links) links += fmt::format("{}{} {}", links.empty() ? "" : ", ", k, n);
+  for (const auto& [k, n] : s.vertices)
+    verts += fmt::format("{}{} {}", verts.empty() ? "" : ", ", k, n);
+  for (const auto& [k, n] : s.links)
+    links += fmt::format("{}{} {}", links.empty() ? "" : ", ", k, n);
   std::cout << fmt::format("vertices   {}\n", verts);
   std::cout << fmt::format("links      {}\n", links);
-  std::cout << fmt::format("per GPU    nvlink {:g} GB/s, pcie {:g} GB/s, network {:g} GB/s (each direction)\n",
-                           s.nvlink_Bps / 1e9, s.pcie_Bps / 1e9, s.network_Bps / 1e9);
-  std::cout << fmt::format("bisection  {:g} GB/s (first half of the GPUs to the second, each direction)\n",
-                           s.bisection_Bps / 1e9);
+  std::cout << fmt::format(
+      "per GPU    nvlink {:g} GB/s, pcie {:g} GB/s, network {:g} GB/s (each direction)\n",
+      s.nvlink_Bps / 1e9, s.pcie_Bps / 1e9, s.network_Bps / 1e9);
+  std::cout << fmt::format(
+      "bisection  {:g} GB/s (first half of the GPUs to the second, each direction)\n",
+      s.bisection_Bps / 1e9);
   if (!matrix.empty()) {
     std::cout << "\npath classes (NCCL: NVL NVLink, PIX/PXB PCIe switch(es), PHB host bridge, "
                  "SYS across sockets, NET network)\n      ";
-    for (std::size_t j = 0; j < matrix.size(); ++j) std::cout << fmt::format("{:>6}", fmt::format("GPU{}", j));
+    for (std::size_t j = 0; j < matrix.size(); ++j)
+      std::cout << fmt::format("{:>6}", fmt::format("GPU{}", j));
     std::cout << "\n";
     for (std::size_t i = 0; i < matrix.size(); ++i) {
       std::cout << fmt::format("{:<6}", fmt::format("GPU{}", i));
@@ -104,7 +109,8 @@ int run_topo(const TopoArgs& a) {
 
 Runner add_topo_command(CLI::App& app) {
   auto args = std::make_shared<TopoArgs>();
-  auto* cmd = app.add_subcommand("topo", "Describe a cluster: counts, bandwidths, bisection, paths");
+  auto* cmd =
+      app.add_subcommand("topo", "Describe a cluster: counts, bandwidths, bisection, paths");
   cmd->add_option("--topology", args->topology, "Cluster file (topologies/*.json)")->required();
   cmd->add_option("--nodes", args->nodes, "Rebuild a parametric cluster with N nodes");
   cmd->add_option("--dot", args->dot, "Write the graph in Graphviz format to FILE");

@@ -17,6 +17,9 @@ struct GpuSpec {
   std::map<std::string, double> peak_flops;
   Bytes hbm_bytes;
   double hbm_Bps = 0;
+  // NVLink SHARP (NVLS): in-switch reduction and multicast, Hopper and later with NVSwitch
+  // (NVIDIA/nccl: NVLS needs compute capability >= 9.0 and NVSwitch).
+  bool nvls = false;
 };
 
 // The built-in catalogue, from ../shared/validation/hardware.md tables C1 and C2.

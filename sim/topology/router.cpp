@@ -92,8 +92,7 @@ void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, doub
       }
       return;
     }
-    const std::uint64_t h = hash_combine(hash_combine(mix64(src), dst), hop);
-    const EdgeId e = next[next.size() == 1 ? 0 : h % next.size()];
+    const EdgeId e = next.size() == 1 ? next.front() : pick(next, src, dst, hop);
     current.edges.push_back(g[e].id);
     current.latency += g[e].latency;
     at = boost::target(e, g);
@@ -103,17 +102,77 @@ void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, doub
   out.push_back(std::move(current));
 }
 
+EdgeId Router::pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst,
+                    std::uint32_t hop) const {
+  const std::uint64_t h = hash_combine(hash_combine(mix64(src), dst), hop);
+  return next[h % next.size()];
+}
+
+std::optional<VertexId> Router::own_nic(VertexId gpu) const {
+  const Vertex& g = topo_.vertex(gpu);
+  for (auto [e, end] = boost::out_edges(gpu, topo_.graph()); e != end; ++e) {
+    // The NIC sits behind the GPU's PCIe switch (or its CPU): look two hops out.
+    const VertexId mid = boost::target(*e, topo_.graph());
+    for (auto [f, fend] = boost::out_edges(mid, topo_.graph()); f != fend; ++f) {
+      const VertexId v = boost::target(*f, topo_.graph());
+      const Vertex& x = topo_.vertex(v);
+      if (x.kind == VertexKind::nic && x.node == g.node && x.local == g.local) return v;
+    }
+  }
+  return std::nullopt;
+}
+
+std::int64_t Router::path_cost(const Path& p) const {
+  std::int64_t c = 0;
+  for (auto id : p.edges) c += link_cost(topo_.link(id));
+  return c;
+}
+
+Route Router::compute(VertexId src, VertexId dst) {
+  Route r{src, dst, {}};
+  if (src == dst) return r;
+  if (!search(src, dst))
+    throw Error("", "", "no route from '" + topo_.vertex(src).name + "' to '" +
+                            topo_.vertex(dst).name + "'");
+  Path start;
+  expand(src, src, dst, start, 1.0, r.paths, 0);
+  return r;
+}
+
 const Route& Router::route(VertexId src, VertexId dst) {
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  Route r{src, dst, {}};
-  if (src != dst) {
-    if (!search(src, dst))
-      throw Error(
-          "", "",
-          "no route from '" + topo_.vertex(src).name + "' to '" + topo_.vertex(dst).name + "'");
-    Path start;
-    expand(src, src, dst, start, 1.0, r.paths, 0);
+  Route r = compute(src, dst);
+  // Rail affinity at both ends: between GPUs of different nodes, go out through the source's own
+  // NIC and in through the destination's own NIC whenever that is one of the least-cost paths
+  // (ECMP at a spine would otherwise pick any rail's leaf and pile two GPUs onto one NIC).
+  const Vertex& a = topo_.vertex(src);
+  const Vertex& b = topo_.vertex(dst);
+  if (a.kind == VertexKind::gpu && b.kind == VertexKind::gpu && a.node != b.node) {
+    const auto nic_a = own_nic(src), nic_b = own_nic(dst);
+    if (nic_a && nic_b && !r.paths.empty()) {
+      const Route first = compute(src, *nic_a);
+      const Route middle = compute(*nic_a, *nic_b);
+      const Route last = compute(*nic_b, dst);
+      if (!first.paths.empty() && !middle.paths.empty() && !last.paths.empty() &&
+          path_cost(first.paths.front()) + path_cost(middle.paths.front()) +
+                  path_cost(last.paths.front()) ==
+              path_cost(r.paths.front())) {
+        Route composed{src, dst, {}};
+        for (const auto& p1 : first.paths)
+          for (const auto& p2 : middle.paths)
+            for (const auto& p3 : last.paths) {
+              Path p;
+              p.edges = p1.edges;
+              p.edges.insert(p.edges.end(), p2.edges.begin(), p2.edges.end());
+              p.edges.insert(p.edges.end(), p3.edges.begin(), p3.edges.end());
+              p.fraction = p1.fraction * p2.fraction * p3.fraction;
+              p.latency = p1.latency + p2.latency + p3.latency;
+              composed.paths.push_back(std::move(p));
+            }
+        r = std::move(composed);
+      }
+    }
   }
   return cache_.emplace(key, std::move(r)).first->second;
 }

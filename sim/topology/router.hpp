@@ -12,6 +12,8 @@
 // Multipath: where equal-cost next hops are NVLinks the traffic is striped over all of them (the
 // hardware sprays across NVLinks and NVSwitch planes); elsewhere one next hop is chosen by a
 // fixed hash of (source, destination, hop), like ECMP on a switch: deterministic, and spread.
+// Rail affinity: between GPUs of different nodes the route uses each GPU's own NIC (same local
+// index, as NCCL pairs GPU i with NIC i) whenever that is among the least-cost paths.
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -50,6 +52,10 @@ class Router {
  private:
   bool search(VertexId src, VertexId dst);  // fills dist_ from dst until src is settled
   bool may_transit(VertexId v, std::int32_t src_node, std::int32_t dst_node) const;
+  EdgeId pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst, std::uint32_t hop) const;
+  Route compute(VertexId src, VertexId dst);
+  std::optional<VertexId> own_nic(VertexId gpu) const;
+  std::int64_t path_cost(const Path& p) const;
   void expand(VertexId at, VertexId src, VertexId dst, Path& current, double fraction,
               std::vector<Path>& out, std::uint32_t hop);
 

@@ -10,5 +10,6 @@ namespace meshsim::cli {
 using Runner = std::function<int()>;
 
 Runner add_topo_command(CLI::App& app);
+Runner add_collective_command(CLI::App& app);
 
 }  // namespace meshsim::cli

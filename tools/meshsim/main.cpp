@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     runners[app.get_subcommands({})[before]] = std::move(runner);
   };
   add(meshsim::cli::add_topo_command);
+  add(meshsim::cli::add_collective_command);
 
   try {
     app.parse(argc, argv);

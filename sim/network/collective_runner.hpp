@@ -1,0 +1,57 @@
+#pragma once
+// Running collectives on the flow network, pricing them, and choosing the algorithm like NCCL's
+// tuner: predict every applicable (algorithm, protocol) and take the fastest.
+#include <functional>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "network/collective_plan.hpp"
+#include "network/flow_network.hpp"
+
+namespace meshsim {
+
+// Starts `plan` now on `net`: waits the latency, then runs its phases one after another, and
+// calls `done` at the end. Several plans may run at once and contend for links.
+void run_collective(FlowNetwork& net, Simulator& sim, const CollectivePlan& plan,
+                    std::function<void()> done);
+
+// Time of one plan run alone on an idle cluster.
+Time time_alone(const Topology& topo, const CollectivePlan& plan);
+
+struct PricedCollective {
+  CollectiveAlgo algo = CollectiveAlgo::ring;
+  Protocol protocol = Protocol::simple;
+  Time time;
+};
+
+// Memoises prices by (op, algorithm, protocol, group, bytes, concurrent pattern), so a collective
+// repeated every layer of every step costs a lookup.
+class CollectiveCostCache {
+ public:
+  struct Key {
+    CollectiveOp op;
+    CollectiveAlgo algo;
+    Protocol protocol;
+    std::vector<std::int32_t> ranks;
+    double bytes;
+    std::uint64_t pattern;  // identifies what else runs concurrently; 0 = alone
+    auto operator<=>(const Key&) const = default;
+  };
+  std::optional<Time> find(const Key& k) const;
+  void insert(Key k, Time t);
+  std::size_t size() const { return map_.size(); }
+  std::uint64_t hits() const { return hits_; }
+
+ private:
+  std::map<Key, Time> map_;
+  mutable std::uint64_t hits_ = 0;
+};
+
+// Prices `call` alone. With `algo` set, the best protocol for that algorithm; otherwise the best
+// (algorithm, protocol) pair. Throws Error when the forced algorithm cannot run this call.
+PricedCollective price_collective(const Topology& topo, Router& router, const CollectiveCall& call,
+                                  std::optional<CollectiveAlgo> algo,
+                                  CollectiveCostCache* cache = nullptr);
+
+}  // namespace meshsim

@@ -1,0 +1,167 @@
+#include "network/flow_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+#include "network/link_efficiency.hpp"
+
+namespace meshsim {
+
+FlowNetwork::FlowNetwork(const Topology& topo, Simulator& sim)
+    : topo_(topo),
+      sim_(sim),
+      capacity_(topo.directed_edge_count()),
+      flows_on_link_(topo.directed_edge_count()),
+      solver_(topo.directed_edge_count()),
+      link_mark_(topo.directed_edge_count(), 0) {
+  for (std::uint32_t l = 0; l < capacity_.size(); ++l) {
+    const Link& link = topo.link(l);
+    capacity_[l] = link.bandwidth_Bps * payload_efficiency(link.kind);
+  }
+  stats_.bytes_on_link.assign(capacity_.size(), 0.0);
+}
+
+std::uint32_t FlowNetwork::new_flow(FlowLinks links, double bytes, std::function<void()> done) {
+  std::uint32_t id;
+  if (!free_flows_.empty()) {
+    id = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    id = static_cast<std::uint32_t>(flows_.size());
+    flows_.emplace_back();
+    flow_links_.emplace_back();
+    rate_.push_back(0.0);
+    flow_mark_.push_back(0);
+  }
+  Flow& f = flows_[id];
+  f.remaining = bytes;
+  f.last = sim_.now();
+  f.done = std::move(done);
+  for (const auto& u : links) {
+    flows_on_link_[u.link].push_back(id);
+    stats_.bytes_on_link[u.link] += bytes * u.weight;
+  }
+  flow_links_[id] = std::move(links);
+  f.handle = heap_.push(HeapItem{Time::max(), id});
+  ++active_;
+  ++stats_.flows_started;
+  return id;
+}
+
+void FlowNetwork::transfer(FlowLinks links, double bytes, std::function<void()> done) {
+  std::vector<FlowRequest> one;
+  one.push_back(FlowRequest{std::move(links), bytes, std::move(done)});
+  transfer_batch(std::move(one));
+}
+
+void FlowNetwork::transfer_batch(std::vector<FlowRequest> requests) {
+  std::vector<std::uint32_t> seeds;
+  std::vector<std::function<void()>> immediate;
+  for (auto& req : requests) {
+    if (req.links.empty() || req.bytes <= 0.0) {
+      immediate.push_back(std::move(req.done));  // nothing to move: done now
+      continue;
+    }
+    seeds.push_back(req.links.front().link);
+    new_flow(std::move(req.links), req.bytes, std::move(req.done));
+  }
+  if (!seeds.empty()) {
+    resolve(seeds);
+    reschedule();
+  }
+  for (auto& d : immediate) sim_.schedule_after(Time::zero(), std::move(d));
+}
+
+void FlowNetwork::advance(std::uint32_t flow) {
+  Flow& f = flows_[flow];
+  const Time now = sim_.now();
+  if (now > f.last && rate_[flow] > 0.0 && std::isfinite(rate_[flow]))
+    f.remaining = std::max(0.0, f.remaining - rate_[flow] * (now - f.last).seconds());
+  f.last = now;
+}
+
+void FlowNetwork::resolve(const std::vector<std::uint32_t>& seed_links) {
+  // The connected set: links ↔ flows reachable from the changed links.
+  if (++epoch_ == 0) {
+    std::fill(link_mark_.begin(), link_mark_.end(), 0);
+    std::fill(flow_mark_.begin(), flow_mark_.end(), 0);
+    epoch_ = 1;
+  }
+  std::vector<std::uint32_t> component;
+  std::deque<std::uint32_t> links;
+  for (auto l : seed_links)
+    if (link_mark_[l] != epoch_) {
+      link_mark_[l] = epoch_;
+      links.push_back(l);
+    }
+  while (!links.empty()) {
+    const auto l = links.front();
+    links.pop_front();
+    for (auto f : flows_on_link_[l]) {
+      if (flow_mark_[f] == epoch_) continue;
+      flow_mark_[f] = epoch_;
+      component.push_back(f);
+      for (const auto& u : flow_links_[f])
+        if (link_mark_[u.link] != epoch_) {
+          link_mark_[u.link] = epoch_;
+          links.push_back(u.link);
+        }
+    }
+  }
+  std::sort(component.begin(), component.end());  // order-independent of the search
+  for (auto f : component) advance(f);
+  solver_.solve(component, flow_links_, capacity_, rate_);
+  ++stats_.resolves;
+  stats_.flows_resolved += component.size();
+  const Time now = sim_.now();
+  for (auto f : component) {
+    const double r = rate_[f];
+    const Time finish = r > 0.0 ? now + Time::from_seconds_ceil(flows_[f].remaining / r)
+                                : Time::max();
+    heap_.update(flows_[f].handle, HeapItem{finish, f});
+  }
+}
+
+void FlowNetwork::reschedule() {
+  const Time next = heap_.empty() ? Time::max() : heap_.top().finish;
+  if (next == next_time_) return;
+  sim_.cancel(next_event_);
+  next_time_ = next;
+  if (next != Time::max()) next_event_ = sim_.schedule_at(next, [this] { on_completion(); });
+}
+
+void FlowNetwork::on_completion() {
+  next_time_ = Time::max();
+  next_event_ = EventHandle{};
+  const Time now = sim_.now();
+  std::vector<std::uint32_t> seeds;
+  std::vector<std::function<void()>> finished;
+  while (!heap_.empty() && heap_.top().finish <= now) {
+    const auto id = heap_.top().flow;
+    heap_.pop();
+    Flow& f = flows_[id];
+    --active_;
+    for (const auto& u : flow_links_[id]) {
+      auto& v = flows_on_link_[u.link];
+      v.erase(std::find(v.begin(), v.end(), id));
+      seeds.push_back(u.link);
+    }
+    flow_links_[id].clear();
+    rate_[id] = 0.0;
+    free_flows_.push_back(id);
+    finished.push_back(std::move(f.done));
+    f.done = nullptr;
+  }
+  if (!seeds.empty()) resolve(seeds);
+  reschedule();
+  for (auto& d : finished) d();
+}
+
+std::vector<double> FlowNetwork::rates_on_link(std::uint32_t link) const {
+  std::vector<double> out;
+  for (auto f : flows_on_link_[link]) out.push_back(rate_[f]);
+  return out;
+}
+
+}  // namespace meshsim

@@ -1,0 +1,99 @@
+#pragma once
+// Flow-level network on the event engine. A flow moves bytes over a weighted set of directed
+// links: a point-to-point transfer striped over several paths uses each path's links with the
+// path's fraction; a pipelined collective step uses every link its edges cross. Concurrent flows
+// share each
+// directed link max-min fairly; rates change only when a flow starts or ends, and only the
+// connected set of links and flows touched by the change is re-solved (SimGrid's "selective
+// update"). Remaining bytes are updated lazily; completion times live in an updatable heap; the
+// simulator holds one event: the next completion. No packets.
+//
+// Latency is not added here: the collective layer charges NCCL's per-step latencies (α), which
+// include the links' hop latencies.
+#include <boost/heap/d_ary_heap.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "engine/simulator.hpp"
+#include "network/max_min_fair.hpp"
+#include "topology/router.hpp"
+
+namespace meshsim {
+
+struct FlowNetworkStats {
+  std::uint64_t flows_started = 0;
+  std::uint64_t resolves = 0;             // incremental max-min solves
+  std::uint64_t flows_resolved = 0;       // flows re-rated, summed over solves
+  std::vector<double> bytes_on_link;      // per directed link, payload bytes carried
+};
+
+class FlowNetwork {
+ public:
+  FlowNetwork(const Topology& topo, Simulator& sim);
+
+  // Moves `bytes` (already inflated for protocol overhead by the caller) over `links`. Calls
+  // `done` when the last byte has arrived.
+  void transfer(FlowLinks links, double bytes, std::function<void()> done);
+
+  // Capacity of a directed link for payload: bandwidth × payload efficiency of its kind.
+  double capacity_Bps(std::uint32_t link) const { return capacity_[link]; }
+  std::size_t active_flows() const { return active_; }
+  const FlowNetworkStats& stats() const { return stats_; }
+  // Rate of every active flow crossing `link` (for tests and traces).
+  std::vector<double> rates_on_link(std::uint32_t link) const;
+
+  // Starts many flows at once and re-rates them in one solve (what a collective step does).
+  struct FlowRequest {
+    FlowLinks links;
+    double bytes;
+    std::function<void()> done;
+  };
+  void transfer_batch(std::vector<FlowRequest> requests);
+
+ private:
+  struct HeapItem {
+    Time finish;
+    std::uint32_t flow;
+  };
+  struct Later {
+    bool operator()(const HeapItem& a, const HeapItem& b) const {
+      return a.finish != b.finish ? a.finish > b.finish : a.flow > b.flow;
+    }
+  };
+  using Heap = boost::heap::d_ary_heap<HeapItem, boost::heap::arity<4>, boost::heap::mutable_<true>,
+                                       boost::heap::compare<Later>>;
+
+  struct Flow {
+    double remaining = 0;  // bytes at `last`
+    Time last;
+    std::function<void()> done;
+    Heap::handle_type handle;
+  };
+
+  std::uint32_t new_flow(FlowLinks links, double bytes, std::function<void()> done);
+  void resolve(const std::vector<std::uint32_t>& seed_links);
+  void advance(std::uint32_t flow);
+  void reschedule();
+  void on_completion();
+
+  const Topology& topo_;
+  Simulator& sim_;
+  std::vector<double> capacity_;
+  std::vector<std::vector<std::uint32_t>> flows_on_link_;
+  std::vector<FlowLinks> flow_links_;
+  std::vector<double> rate_;
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_flows_;
+  Heap heap_;
+  EventHandle next_event_;
+  Time next_time_ = Time::max();
+  std::size_t active_ = 0;
+  MaxMinSolver solver_;
+  std::vector<std::uint32_t> link_mark_, flow_mark_;  // epoch stamps for component search
+  std::uint32_t epoch_ = 0;
+  FlowNetworkStats stats_;
+};
+
+}  // namespace meshsim

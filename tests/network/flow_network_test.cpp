@@ -1,0 +1,117 @@
+#include <doctest/doctest.h>
+
+#include "network/flow_network.hpp"
+#include "network/link_usage.hpp"
+
+using namespace meshsim;
+
+namespace {
+// gpu_a ══ NVLink 100 GB/s/dir ══ gpu_b ── NVLink 100 ── gpu_c
+// Payload capacity = 100 × 0.8 (NVLink efficiency) = 80 GB/s per direction.
+struct Line {
+  Topology topo;
+  Line() {
+    const auto a = topo.add_vertex(Vertex{VertexKind::gpu, "a", 0, 0, -1});
+    const auto b = topo.add_vertex(Vertex{VertexKind::gpu, "b", 0, 1, -1});
+    const auto c = topo.add_vertex(Vertex{VertexKind::gpu, "c", 0, 2, -1});
+    topo.add_link(a, b, LinkKind::nvlink, 100e9, Time::zero());  // edges 0 (a→b), 1 (b→a)
+    topo.add_link(b, c, LinkKind::nvlink, 100e9, Time::zero());  // edges 2 (b→c), 3 (c→b)
+  }
+};
+FlowLinks on(std::initializer_list<std::uint32_t> links) {
+  FlowLinks f;
+  for (auto l : links) f.push_back(LinkUse{l, 1.0});
+  return f;
+}
+}  // namespace
+
+TEST_CASE("one flow takes bytes / payload capacity") {
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  CHECK(net.capacity_Bps(0) == doctest::Approx(80e9));
+  Time end;
+  net.transfer(on({0}), 8e9, [&] { end = sim.now(); });  // 8 GB / 80 GB/s = 100 ms
+  sim.run();
+  CHECK(end == Time::ms(100));
+  CHECK(net.active_flows() == 0);
+}
+
+TEST_CASE("two flows share, and the survivor speeds up when one ends") {
+  // A: 4 GB, B: 8 GB, both on a→b. Shared: 40 GB/s each; A ends at 4/40 = 100 ms with B at
+  // 4 GB left; alone B runs at 80 GB/s: 4/80 = 50 ms more, ending at 150 ms.
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  Time a_end, b_end;
+  net.transfer(on({0}), 4e9, [&] { a_end = sim.now(); });
+  net.transfer(on({0}), 8e9, [&] { b_end = sim.now(); });
+  CHECK(net.rates_on_link(0) == std::vector<double>{40e9, 40e9});
+  sim.run();
+  CHECK(a_end == Time::ms(100));
+  CHECK(b_end == Time::ms(150));
+}
+
+TEST_CASE("opposite directions of a link do not share") {
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  Time ab, ba;
+  net.transfer(on({0}), 8e9, [&] { ab = sim.now(); });
+  net.transfer(on({1}), 8e9, [&] { ba = sim.now(); });
+  sim.run();
+  CHECK(ab == Time::ms(100));
+  CHECK(ba == Time::ms(100));
+}
+
+TEST_CASE("a flow started later re-rates only its connected set") {
+  // X on a→b; Y on b→c (disjoint): starting Y re-solves Y alone. Z on a→b and b→c joins both.
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  net.transfer(on({0}), 8e9, [] {});
+  CHECK(net.stats().flows_resolved == 1);
+  net.transfer(on({2}), 8e9, [] {});
+  CHECK(net.stats().flows_resolved == 2);  // + Y only
+  net.transfer(on({0, 2}), 8e9, [] {});
+  CHECK(net.stats().flows_resolved == 5);  // + X, Y, Z
+  // Z shares each link with one flow: everyone gets 40 GB/s.
+  CHECK(net.rates_on_link(0) == std::vector<double>{40e9, 40e9});
+  sim.run();
+  CHECK(sim.now() == Time::ms(200));  // all three at 40 GB/s: 8/40 = 200 ms
+}
+
+TEST_CASE("a flow starting mid-way slows an existing one from then on") {
+  // A: 8 GB alone at 80 GB/s for 50 ms (4 GB done), then B (2 GB) joins: both at 40 GB/s;
+  // B ends 2/40 = 50 ms later at 100 ms, A has 4 - 2 = 2 GB left at 80: +25 ms → 125 ms.
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  Time a_end, b_end;
+  net.transfer(on({0}), 8e9, [&] { a_end = sim.now(); });
+  sim.schedule_at(Time::ms(50), [&] { net.transfer(on({0}), 2e9, [&] { b_end = sim.now(); }); });
+  sim.run();
+  CHECK(b_end == Time::ms(100));
+  CHECK(a_end == Time::ms(125));
+}
+
+TEST_CASE("zero bytes or no links complete at once") {
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  int done = 0;
+  net.transfer(on({0}), 0.0, [&] { ++done; });
+  net.transfer(FlowLinks{}, 5.0, [&] { ++done; });
+  sim.run();
+  CHECK(done == 2);
+  CHECK(sim.now() == Time::zero());
+}
+
+TEST_CASE("usage of striped paths merges and weighs by fraction") {
+  std::vector<Path> paths{{{0, 2}, 0.5, Time::zero()}, {{0, 3}, 0.5, Time::zero()}};
+  const auto u = usage_of(paths);
+  REQUIRE(u.size() == 3);
+  CHECK(u[0].link == 0);
+  CHECK(u[0].weight == doctest::Approx(1.0));
+  CHECK(u[1].weight == doctest::Approx(0.5));
+}

@@ -8,17 +8,17 @@ namespace meshsim {
 VertexId Topology::add_vertex(Vertex v) {
   if (v.kind == VertexKind::gpu) v.gpu = static_cast<std::int32_t>(gpus_.size());
   if (v.node >= nodes_) nodes_ = v.node + 1;
-  const VertexId id = boost::add_vertex(std::move(v), g_);
-  if (g_[id].kind == VertexKind::gpu) gpus_.push_back(id);
+  const VertexId id = boost::add_vertex(std::move(v), *g_);
+  if ((*g_)[id].kind == VertexKind::gpu) gpus_.push_back(id);
   return id;
 }
 
 void Topology::add_link(VertexId a, VertexId b, LinkKind kind, double bandwidth_Bps, Time latency) {
-  if (a == b) throw std::logic_error("link from a vertex to itself: " + g_[a].name);
+  if (a == b) throw std::logic_error("link from a vertex to itself: " + (*g_)[a].name);
   const auto physical = static_cast<std::uint32_t>(edges_.size() / 2);
   for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
     Link l{kind, bandwidth_Bps, latency, static_cast<std::uint32_t>(edges_.size()), physical};
-    edges_.push_back(boost::add_edge(from, to, l, g_).first);
+    edges_.push_back(boost::add_edge(from, to, l, *g_).first);
   }
 }
 
@@ -28,7 +28,7 @@ std::int32_t Topology::gpus_per_node() const {
 
 std::optional<VertexId> Topology::find(const std::string& vertex_name) const {
   for (VertexId v = 0; v < vertex_count(); ++v)
-    if (g_[v].name == vertex_name) return v;
+    if ((*g_)[v].name == vertex_name) return v;
   return std::nullopt;
 }
 

@@ -4,6 +4,8 @@
 // directions never share capacity.
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,19 +36,24 @@ using TopologyGraph =
 using VertexId = TopologyGraph::vertex_descriptor;
 using EdgeId = TopologyGraph::edge_descriptor;
 
+// Move-only: a cluster graph can hold millions of edges, so it is never copied by accident.
 class Topology {
  public:
+  Topology() = default;
+  Topology(Topology&&) noexcept = default;
+  Topology& operator=(Topology&&) noexcept = default;
+
   VertexId add_vertex(Vertex v);
   // Adds a full-duplex link: two directed edges of the same kind, bandwidth and latency.
   void add_link(VertexId a, VertexId b, LinkKind kind, double bandwidth_Bps, Time latency);
 
-  const TopologyGraph& graph() const { return g_; }
-  const Vertex& vertex(VertexId v) const { return g_[v]; }
-  std::size_t vertex_count() const { return boost::num_vertices(g_); }
+  const TopologyGraph& graph() const { return *g_; }
+  const Vertex& vertex(VertexId v) const { return (*g_)[v]; }
+  std::size_t vertex_count() const { return boost::num_vertices(*g_); }
   std::size_t directed_edge_count() const { return edges_.size(); }
   std::size_t link_count() const { return edges_.size() / 2; }
   EdgeId edge(std::uint32_t directed_id) const { return edges_[directed_id]; }
-  const Link& link(std::uint32_t directed_id) const { return g_[edges_[directed_id]]; }
+  const Link& link(std::uint32_t directed_id) const { return (*g_)[edges_[directed_id]]; }
 
   // GPUs in rank order: node-major, then local index (the order placement uses).
   const std::vector<VertexId>& gpus() const { return gpus_; }
@@ -62,7 +69,7 @@ class Topology {
   GpuSpec gpu;
 
  private:
-  TopologyGraph g_;
+  std::unique_ptr<TopologyGraph> g_ = std::make_unique<TopologyGraph>();
   std::vector<EdgeId> edges_;
   std::vector<VertexId> gpus_;
   std::int32_t nodes_ = 0;

@@ -16,6 +16,7 @@ struct Planner {
   Protocol protocol;
   GroupLayout layout;
   double wire;  // 1 / protocol efficiency
+  bool with_flows;
 
   std::int32_t node_of(std::int32_t gpu) const {
     return topo.vertex(topo.gpus()[static_cast<std::size_t>(gpu)]).node;
@@ -42,6 +43,7 @@ struct Planner {
 
   // Paths from GPU a to GPU b; across nodes through the NVLink peer on b's rail (PXN).
   std::vector<Path> paths(std::int32_t a, std::int32_t b) {
+    if (!with_flows) return {};
     if (node_of(a) != node_of(b) && local_of(a) != local_of(b)) {
       if (auto via = gpu_at(node_of(a), local_of(b)); via && *via != a) {
         const Route& first = router.gpu_route(a, *via);
@@ -97,8 +99,9 @@ struct Planner {
     return order;
   }
   std::size_t channels() const {
-    return nodes() > 1 && layout.ranks_per_node > 0 ? static_cast<std::size_t>(layout.ranks_per_node)
-                                                     : 1;
+    return nodes() > 1 && layout.ranks_per_node > 0
+               ? static_cast<std::size_t>(layout.ranks_per_node)
+               : 1;
   }
 };
 
@@ -139,19 +142,26 @@ GroupLayout layout_of(const Topology& topo, Router& router,
 
 std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& router,
                                               const CollectiveCall& call, CollectiveAlgo algo,
-                                              Protocol protocol, std::string* why_not) {
+                                              Protocol protocol, std::string* why_not,
+                                              bool with_flows) {
   auto no = [&](const char* why) -> std::optional<CollectivePlan> {
     if (why_not) *why_not = why;
     return std::nullopt;
   };
   if (call.ranks.empty()) return no("empty group");
-  Planner p{topo, router, call, algo, protocol, layout_of(topo, router, call.ranks),
-            1.0 / protocol_efficiency(algo, protocol)};
+  Planner p{topo,
+            router,
+            call,
+            algo,
+            protocol,
+            layout_of(topo, router, call.ranks),
+            1.0 / protocol_efficiency(algo, protocol),
+            with_flows};
   const auto n = call.ranks.size();
   const double nd = static_cast<double>(n);
   const double S = call.bytes;
   const double N = static_cast<double>(p.nodes());
-  CollectivePlan plan{algo, protocol, Time::zero(), {}};
+  CollectivePlan plan{algo, protocol, Time::zero(), p.wire, {}};
   if (n == 1) {  // nothing moves; NCCL returns after its launch latency
     plan.latency = p.latency_us(p.base());
     return plan;
@@ -206,8 +216,10 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
     }
 
     case CollectiveAlgo::nvls: {
-      if (p.nodes() != 1) return no("NVLS here is intra-node only (NVLS-tree across nodes is not modelled)");
-      if (!p.layout.nvswitch || !topo.gpu.nvls) return no("NVLS needs NVSwitch and a Hopper-or-later GPU");
+      if (p.nodes() != 1)
+        return no("NVLS here is intra-node only (NVLS-tree across nodes is not modelled)");
+      if (!p.layout.nvswitch || !topo.gpu.nvls)
+        return no("NVLS needs NVSwitch and a Hopper-or-later GPU");
       if (protocol != Protocol::simple) return no("NVLS uses the Simple protocol only");
       double up = 0, down = 0;  // payload per GPU toward / from the switches
       switch (op) {
@@ -225,13 +237,14 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
           down = S / nd;
           plan.latency = p.latency_us(p.base() + p.hop(HopClass::nvlink));
           break;
-        default: return no("NVLS applies to all_reduce, all_gather, reduce_scatter");
+        default:
+          return no("NVLS applies to all_reduce, all_gather, reduce_scatter");
       }
       // One coupled flow of S wire bytes; each GPU's links to the switches carry up/S and
       // down/S of it, striped evenly over the switch planes.
       const auto& g = topo.graph();
       PlannedFlow all{{}, S * p.wire};
-      for (auto r : call.ranks) {
+      for (auto r : with_flows ? call.ranks : std::vector<std::int32_t>{}) {
         const VertexId v = topo.gpus()[static_cast<std::size_t>(r)];
         std::vector<std::uint32_t> planes;
         for (auto [e, end] = boost::out_edges(v, g); e != end; ++e)
@@ -292,7 +305,8 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
     case CollectiveAlgo::hierarchical: {
       if (op != CollectiveOp::all_reduce) return no("hierarchical applies to all_reduce");
       if (p.nodes() < 2) return no("hierarchical needs several nodes");
-      if (p.layout.ranks_per_node == 0) return no("hierarchical needs the same ranks on every node");
+      if (p.layout.ranks_per_node == 0)
+        return no("hierarchical needs the same ranks on every node");
       const auto ppn = static_cast<std::size_t>(p.layout.ranks_per_node);
       const double g = static_cast<double>(ppn);
       // Phase 1 and 3: ring reduce-scatter / all-gather inside each node, S bytes.

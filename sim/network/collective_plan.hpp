@@ -31,6 +31,7 @@ struct CollectivePlan {
   CollectiveAlgo algo = CollectiveAlgo::ring;
   Protocol protocol = Protocol::simple;
   Time latency;
+  double wire_factor = 1.0;  // wire bytes per payload byte: 1 / protocol efficiency
   std::vector<std::vector<PlannedFlow>> phases;
 };
 
@@ -46,8 +47,12 @@ GroupLayout layout_of(const Topology& topo, Router& router, const std::vector<st
 
 // The plan of `call` with `algo` and `protocol`, or nullopt with the reason in `why_not` when
 // the algorithm does not apply (NVLS without NVSwitch, tree on one node, ...).
+// With `with_flows` false only the latency, wire factor and applicability are worked out (the
+// phases stay empty): enough to price another protocol of an algorithm already simulated, since
+// every flow of a plan scales by the same wire factor and max-min rates do not depend on bytes.
 std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& router,
                                               const CollectiveCall& call, CollectiveAlgo algo,
-                                              Protocol protocol, std::string* why_not = nullptr);
+                                              Protocol protocol, std::string* why_not = nullptr,
+                                              bool with_flows = true);
 
 }  // namespace meshsim

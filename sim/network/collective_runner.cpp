@@ -1,8 +1,10 @@
 #include "network/collective_runner.hpp"
 
+#include <cstring>
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/rng.hpp"
 
 namespace meshsim {
 namespace {
@@ -57,41 +59,61 @@ Time time_alone(const Topology& topo, const CollectivePlan& plan) {
   return end;
 }
 
-std::optional<Time> CollectiveCostCache::find(const Key& k) const {
-  auto it = map_.find(k);
-  if (it == map_.end()) return std::nullopt;
-  ++hits_;
-  return it->second;
+std::size_t CollectiveCostCache::Hash::operator()(const Key& k) const {
+  std::uint64_t h =
+      mix64(static_cast<std::uint64_t>(k.op) * 16 + (k.algo ? 1 + static_cast<int>(*k.algo) : 0));
+  for (auto r : k.ranks) h = hash_combine(h, static_cast<std::uint64_t>(r));
+  std::uint64_t bits;
+  std::memcpy(&bits, &k.bytes, sizeof bits);
+  return static_cast<std::size_t>(hash_combine(hash_combine(h, bits), k.pattern));
 }
 
-void CollectiveCostCache::insert(Key k, Time t) { map_.emplace(std::move(k), t); }
+const PricedCollective* CollectiveCostCache::find(const Key& k) const {
+  auto it = map_.find(k);
+  if (it == map_.end()) return nullptr;
+  ++hits_;
+  return &it->second;
+}
+
+void CollectiveCostCache::insert(Key k, PricedCollective p) {
+  map_.emplace(std::move(k), p);
+}
 
 PricedCollective price_collective(const Topology& topo, Router& router, const CollectiveCall& call,
                                   std::optional<CollectiveAlgo> algo, CollectiveCostCache* cache) {
+  CollectiveCostCache::Key key{call.op, algo, call.ranks, call.bytes, 0};
+  if (cache)
+    if (const auto* hit = cache->find(key)) return *hit;
   std::optional<PricedCollective> best;
   std::string why;
   for (auto a : kAllCollectiveAlgos) {
     if (algo && a != *algo) continue;
+    // Simulate the algorithm's flows once; every protocol scales all of its flows by the same
+    // wire factor, and max-min rates do not depend on bytes, so flow time scales linearly.
+    std::optional<Time> flow_time;
+    double flow_wire = 1.0;
     for (auto proto : kAllProtocols) {
-      CollectiveCostCache::Key key{call.op, a, proto, call.ranks, call.bytes, 0};
-      std::optional<Time> t = cache ? cache->find(key) : std::nullopt;
-      if (!t) {
-        std::string reason;
-        const auto plan = plan_collective(topo, router, call, a, proto, &reason);
-        if (!plan) {
-          if (why.empty()) why = reason;
-          continue;
-        }
-        t = time_alone(topo, *plan);
-        if (cache) cache->insert(key, *t);
+      std::string reason;
+      const auto plan = plan_collective(topo, router, call, a, proto, &reason, !flow_time);
+      if (!plan) {
+        if (why.empty()) why = reason;
+        continue;
       }
+      if (!flow_time) {
+        flow_time = time_alone(topo, *plan) - plan->latency;
+        flow_wire = plan->wire_factor;
+      }
+      const Time t = plan->latency +
+                     Time::from_seconds_ceil(flow_time->seconds() * plan->wire_factor / flow_wire);
       // Ties go to the earlier (algorithm, protocol) in enumeration order: deterministic.
-      if (!best || *t < best->time) best = PricedCollective{a, proto, *t};
+      if (!best || t < best->time) best = PricedCollective{a, proto, t};
     }
   }
   if (!best)
-    throw Error("", "--algo", std::string(algo ? name_of(*algo) : "auto") + " cannot run " +
-                                  std::string(name_of(call.op)) + " here: " + why);
+    throw Error("", "--algo",
+                std::string(algo ? name_of(*algo) : "auto") + " cannot run " +
+                    std::string(name_of(call.op)) + " here: " + why);
+  if (cache) cache->insert(std::move(key), *best);
   return *best;
 }
 

@@ -2,8 +2,8 @@
 // Running collectives on the flow network, pricing them, and choosing the algorithm like NCCL's
 // tuner: predict every applicable (algorithm, protocol) and take the fastest.
 #include <functional>
-#include <map>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "network/collective_plan.hpp"
@@ -25,26 +25,29 @@ struct PricedCollective {
   Time time;
 };
 
-// Memoises prices by (op, algorithm, protocol, group, bytes, concurrent pattern), so a collective
-// repeated every layer of every step costs a lookup.
+// Memoises prices by (op, algorithm choice, group, bytes, concurrent pattern), so a collective
+// repeated every layer of every step costs a lookup. Keys hash the group once; equal hashes
+// still compare the full rank lists.
 class CollectiveCostCache {
  public:
   struct Key {
     CollectiveOp op;
-    CollectiveAlgo algo;
-    Protocol protocol;
+    std::optional<CollectiveAlgo> algo;  // nullopt: auto
     std::vector<std::int32_t> ranks;
     double bytes;
     std::uint64_t pattern;  // identifies what else runs concurrently; 0 = alone
-    auto operator<=>(const Key&) const = default;
+    bool operator==(const Key&) const = default;
   };
-  std::optional<Time> find(const Key& k) const;
-  void insert(Key k, Time t);
+  const PricedCollective* find(const Key& k) const;
+  void insert(Key k, PricedCollective p);
   std::size_t size() const { return map_.size(); }
   std::uint64_t hits() const { return hits_; }
 
  private:
-  std::map<Key, Time> map_;
+  struct Hash {
+    std::size_t operator()(const Key& k) const;
+  };
+  std::unordered_map<Key, PricedCollective, Hash> map_;
   mutable std::uint64_t hits_ = 0;
 };
 

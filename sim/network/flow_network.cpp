@@ -117,8 +117,8 @@ void FlowNetwork::resolve(const std::vector<std::uint32_t>& seed_links) {
   const Time now = sim_.now();
   for (auto f : component) {
     const double r = rate_[f];
-    const Time finish = r > 0.0 ? now + Time::from_seconds_ceil(flows_[f].remaining / r)
-                                : Time::max();
+    const Time finish =
+        r > 0.0 ? now + Time::from_seconds_ceil(flows_[f].remaining / r) : Time::max();
     heap_.update(flows_[f].handle, HeapItem{finish, f});
   }
 }

@@ -11,7 +11,6 @@
 // Latency is not added here: the collective layer charges NCCL's per-step latencies (α), which
 // include the links' hop latencies.
 #include <boost/heap/d_ary_heap.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -24,9 +23,9 @@ namespace meshsim {
 
 struct FlowNetworkStats {
   std::uint64_t flows_started = 0;
-  std::uint64_t resolves = 0;             // incremental max-min solves
-  std::uint64_t flows_resolved = 0;       // flows re-rated, summed over solves
-  std::vector<double> bytes_on_link;      // per directed link, payload bytes carried
+  std::uint64_t resolves = 0;         // incremental max-min solves
+  std::uint64_t flows_resolved = 0;   // flows re-rated, summed over solves
+  std::vector<double> bytes_on_link;  // per directed link, payload bytes carried
 };
 
 class FlowNetwork {

@@ -1,6 +1,7 @@
 #include "network/max_min_fair.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <queue>
 #include <stdexcept>
@@ -8,8 +9,9 @@
 
 namespace meshsim {
 
-MaxMinSolver::MaxMinSolver(std::size_t link_count)
-    : residual_(link_count, 0.0),
+MaxMinSolver::MaxMinSolver(std::size_t link_count, std::size_t few_flows)
+    : few_flows_(few_flows),
+      residual_(link_count, 0.0),
       unfrozen_(link_count, 0.0),
       version_(link_count, 0),
       on_link_(link_count) {}
@@ -30,14 +32,42 @@ void MaxMinSolver::solve(std::span<const std::uint32_t> flows,
       unfrozen_[u.link] += u.weight;
     }
   }
+  for (auto f : flows)
+    if (flow_links[f].empty()) rates[f] = std::numeric_limits<double>::infinity();
+  if (flows.size() <= few_flows_) {
+    // Few flows over many links (a collective's channels): each round scans the links for the
+    // smallest fair share; there are at most as many rounds as flows, and no heap churn.
+    std::sort(touched_.begin(), touched_.end());
+    for (;;) {
+      double share = std::numeric_limits<double>::infinity();
+      std::uint32_t bottleneck = 0;
+      for (auto l : touched_)
+        if (unfrozen_[l] > 1e-9 && residual_[l] / unfrozen_[l] < share) {
+          share = residual_[l] / unfrozen_[l];
+          bottleneck = l;
+        }
+      if (!std::isfinite(share)) break;
+      for (auto f : on_link_[bottleneck]) {
+        if (rates[f] >= 0.0) continue;
+        rates[f] = share;
+        for (const auto& u : flow_links[f]) {
+          residual_[u.link] = std::max(0.0, residual_[u.link] - share * u.weight);
+          unfrozen_[u.link] = std::max(0.0, unfrozen_[u.link] - u.weight);
+        }
+      }
+      unfrozen_[bottleneck] = 0.0;
+    }
+    for (auto l : touched_) on_link_[l].clear();
+    for (auto f : flows)
+      if (rates[f] < 0.0) throw std::logic_error("max-min solver left a flow unrated");
+    return;
+  }
   // Min-heap of (fair share, link, version); stale entries are skipped when popped. Ties break
   // on the link id, so the result never depends on container order.
   using Item = std::tuple<double, std::uint32_t, std::uint32_t>;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
   std::sort(touched_.begin(), touched_.end());
   for (auto l : touched_) heap.emplace(residual_[l] / unfrozen_[l], l, ++version_[l]);
-  for (auto f : flows)
-    if (flow_links[f].empty()) rates[f] = std::numeric_limits<double>::infinity();
   while (!heap.empty()) {
     const auto [share, link, version] = heap.top();
     heap.pop();

@@ -33,12 +33,15 @@ std::vector<double> solve_max_min(const FairShareInput& input);
 // left as they were found, so repeated calls cost only the subset's size.
 class MaxMinSolver {
  public:
-  explicit MaxMinSolver(std::size_t link_count);
-  void solve(std::span<const std::uint32_t> flows,
-             const std::vector<FlowLinks>& flow_links,
+  // Up to `few_flows` flows are solved by scanning links each round (cheap for a collective's
+  // handful of channels over thousands of links); more use a heap of link shares. Both give the
+  // same rates.
+  explicit MaxMinSolver(std::size_t link_count, std::size_t few_flows = 32);
+  void solve(std::span<const std::uint32_t> flows, const std::vector<FlowLinks>& flow_links,
              const std::vector<double>& capacity, std::vector<double>& rates);
 
  private:
+  std::size_t few_flows_;
   std::vector<double> residual_;
   std::vector<double> unfrozen_;  // summed weight of unfrozen flows per link
   std::vector<std::uint32_t> version_;

@@ -5,9 +5,12 @@ namespace meshsim {
 double nccl_base_latency_us(CollectiveAlgo algo, Protocol p) {
   const bool tree = algo == CollectiveAlgo::tree;
   switch (p) {
-    case Protocol::ll: return tree ? 6.8 : 6.6;
-    case Protocol::ll128: return 14.0;
-    case Protocol::simple: return 8.4;
+    case Protocol::ll:
+      return tree ? 6.8 : 6.6;
+    case Protocol::ll128:
+      return 14.0;
+    case Protocol::simple:
+      return 8.4;
   }
   return 0.0;
 }
@@ -20,9 +23,12 @@ double nccl_hop_latency_us(CollectiveAlgo algo, Protocol p, HopClass hop) {
   static constexpr double kNetRing[] = {2.7, 4.0, 14.0};
   static constexpr double kNetTree[] = {5.0, 8.5, 14.0};
   switch (hop) {
-    case HopClass::nvlink: return kNvlink[i];
-    case HopClass::pcie: return kPcie[i];
-    case HopClass::network: return algo == CollectiveAlgo::tree ? kNetTree[i] : kNetRing[i];
+    case HopClass::nvlink:
+      return kNvlink[i];
+    case HopClass::pcie:
+      return kPcie[i];
+    case HopClass::network:
+      return algo == CollectiveAlgo::tree ? kNetTree[i] : kNetRing[i];
   }
   return 0.0;
 }

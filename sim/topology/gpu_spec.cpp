@@ -20,7 +20,8 @@ const std::vector<GpuSpec>& gpu_catalogue() {
       {"H100-SXM5-80GB",
        {{"bf16", 989e12}, {"fp16", 989e12}, {"fp8", 1979e12}, {"tf32", 494.5e12}},
        Bytes::GiB(80),
-       3.35e12, true},
+       3.35e12,
+       true},
       // H100 PCIe 80GB: 756 BF16, 1513 FP8 dense, 2.0 TB/s HBM2e (C2).
       {"H100-PCIe-80GB",
        {{"bf16", 756e12}, {"fp16", 756e12}, {"fp8", 1513e12}, {"tf32", 378e12}},
@@ -30,17 +31,20 @@ const std::vector<GpuSpec>& gpu_catalogue() {
       {"H200-SXM-141GB",
        {{"bf16", 989e12}, {"fp16", 989e12}, {"fp8", 1979e12}, {"tf32", 494.5e12}},
        Bytes(141'000'000'000ULL),
-       4.8e12, true},
+       4.8e12,
+       true},
       // B200: 2250 BF16, 4500 FP8 dense (C1), 180 GB HBM3e, 7.7 TB/s (C2, secondary source).
       {"B200-SXM-180GB",
        {{"bf16", 2250e12}, {"fp16", 2250e12}, {"fp8", 4500e12}},
        Bytes(180'000'000'000ULL),
-       7.7e12, true},
+       7.7e12,
+       true},
       // GB200 (per GPU of an NVL72): 2450 BF16, 4900 FP8 (C1), 186 GB HBM3e, 8 TB/s (C2, X).
       {"GB200-186GB",
        {{"bf16", 2450e12}, {"fp16", 2450e12}, {"fp8", 4900e12}},
        Bytes(186'000'000'000ULL),
-       8.0e12, true},
+       8.0e12,
+       true},
       // L40S: 362 BF16, 733 FP8 dense, 48 GB GDDR6 at 864 GB/s, no NVLink (C2).
       {"L40S-48GB",
        {{"bf16", 362e12}, {"fp16", 362e12}, {"fp8", 733e12}, {"tf32", 183e12}},

@@ -1,7 +1,9 @@
 #include "topology/router.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <queue>
 
 #include "core/error.hpp"
@@ -17,7 +19,34 @@ Router::Router(const Topology& topo)
     : topo_(topo),
       dist_(topo.vertex_count(), 0),
       seen_(topo.vertex_count(), 0),
-      settled_(topo.vertex_count(), 0) {}
+      settled_(topo.vertex_count(), 0) {
+  // Each node's NICs with their single link into the fabric. A node whose NICs do not all have
+  // exactly one fabric link is left out (routes to it use the general search).
+  const auto& g = topo.graph();
+  exits_.resize(static_cast<std::size_t>(std::max(0, topo.node_count())));
+  std::vector<char> broken(exits_.size(), 0);
+  for (VertexId v = 0; v < topo.vertex_count(); ++v) {
+    const Vertex& x = topo.vertex(v);
+    if (x.kind != VertexKind::nic || x.node < 0) continue;
+    int links = 0;
+    Exit exit{v, 0, 0, 0};
+    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+      const VertexId w = boost::target(*e, g);
+      if (topo.vertex(w).node >= 0) continue;
+      ++links;
+      exit.fabric = w;
+      exit.out = g[*e].id;
+      exit.cost = link_cost(g[*e]);
+    }
+    const auto n = static_cast<std::size_t>(x.node);
+    if (links == 1)
+      exits_[n].push_back(exit);
+    else
+      broken[n] = 1;
+  }
+  for (std::size_t n = 0; n < exits_.size(); ++n)
+    if (broken[n]) exits_[n].clear();
+}
 
 std::int64_t Router::link_cost(const Link& l) {
   return l.latency.picoseconds() +
@@ -36,6 +65,7 @@ bool Router::search(VertexId src, VertexId dst) {
     std::fill(settled_.begin(), settled_.end(), 0);
     epoch_ = 1;
   }
+  ++searches_;
   const auto& g = topo_.graph();
   const std::int32_t src_node = topo_.vertex(src).node;
   const std::int32_t dst_node = topo_.vertex(dst).node;
@@ -51,6 +81,7 @@ bool Router::search(VertexId src, VertexId dst) {
     heap.pop();
     if (settled_[v] == epoch_) continue;
     settled_[v] = epoch_;
+    ++settled_count_;
     if (v == src) return true;
     if (v != dst && !may_transit(v, src_node, dst_node)) continue;
     for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
@@ -67,7 +98,7 @@ bool Router::search(VertexId src, VertexId dst) {
 }
 
 void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, double fraction,
-                    std::vector<Path>& out, std::uint32_t hop) {
+                    std::vector<Path>& out, std::uint32_t hop, bool all) {
   const auto& g = topo_.graph();
   const std::int32_t src_node = topo_.vertex(src).node;
   const std::int32_t dst_node = topo_.vertex(dst).node;
@@ -80,15 +111,15 @@ void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, doub
         next.push_back(*e);
     }
     // `next` is never empty: `at` lies on a least-cost path, so some neighbour continues it.
-    const bool spray =
-        next.size() > 1 && is_nvlink(g[next.front()].kind) && out.size() + next.size() <= kMaxPaths;
+    const bool spray = next.size() > 1 && (all || is_nvlink(g[next.front()].kind)) &&
+                       out.size() + next.size() <= kMaxPaths;
     if (spray) {
       for (const auto& e : next) {
         Path branch = current;
         branch.edges.push_back(g[e].id);
         branch.latency += g[e].latency;
         expand(boost::target(e, g), src, dst, branch, fraction / static_cast<double>(next.size()),
-               out, hop + 1);
+               out, hop + 1, all);
       }
       return;
     }
@@ -108,73 +139,121 @@ EdgeId Router::pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst,
   return next[h % next.size()];
 }
 
-std::optional<VertexId> Router::own_nic(VertexId gpu) const {
-  const Vertex& g = topo_.vertex(gpu);
-  for (auto [e, end] = boost::out_edges(gpu, topo_.graph()); e != end; ++e) {
-    // The NIC sits behind the GPU's PCIe switch (or its CPU): look two hops out.
-    const VertexId mid = boost::target(*e, topo_.graph());
-    for (auto [f, fend] = boost::out_edges(mid, topo_.graph()); f != fend; ++f) {
-      const VertexId v = boost::target(*f, topo_.graph());
-      const Vertex& x = topo_.vertex(v);
-      if (x.kind == VertexKind::nic && x.node == g.node && x.local == g.local) return v;
-    }
-  }
-  return std::nullopt;
-}
-
 std::int64_t Router::path_cost(const Path& p) const {
   std::int64_t c = 0;
   for (auto id : p.edges) c += link_cost(topo_.link(id));
   return c;
 }
 
-Route Router::compute(VertexId src, VertexId dst) {
+Route Router::compute(VertexId src, VertexId dst, bool all) {
   Route r{src, dst, {}};
   if (src == dst) return r;
   if (!search(src, dst))
-    throw Error("", "", "no route from '" + topo_.vertex(src).name + "' to '" +
-                            topo_.vertex(dst).name + "'");
+    throw Error(
+        "", "",
+        "no route from '" + topo_.vertex(src).name + "' to '" + topo_.vertex(dst).name + "'");
   Path start;
-  expand(src, src, dst, start, 1.0, r.paths, 0);
+  expand(src, src, dst, start, 1.0, r.paths, 0, all);
+  return r;
+}
+
+const std::vector<Path>& Router::fabric_paths(VertexId a, VertexId b) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | b;
+  if (auto it = fabric_.find(key); it != fabric_.end()) return it->second;
+  std::vector<Path> paths = a == b ? std::vector<Path>{Path{}} : compute(a, b, true).paths;
+  return fabric_.emplace(key, std::move(paths)).first->second;
+}
+
+std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
+  const Vertex& a = topo_.vertex(src);
+  const Vertex& b = topo_.vertex(dst);
+  if (static_cast<std::size_t>(std::max(a.node, b.node)) >= exits_.size()) return std::nullopt;
+  const auto& A = exits_[static_cast<std::size_t>(a.node)];
+  const auto& B = exits_[static_cast<std::size_t>(b.node)];
+  if (A.empty() || B.empty()) return std::nullopt;
+  // Any path between two nodes leaves the first through one of its NICs and enters the second
+  // through one of its NICs, so the least cost is the least over NIC pairs of (inside a) + (NIC
+  // links) + (fabric between their switches) + (inside b).
+  std::vector<std::int64_t> cost_a(A.size()), cost_b(B.size());
+  for (std::size_t i = 0; i < A.size(); ++i)
+    cost_a[i] = path_cost(route(src, A[i].nic).paths.front()) + A[i].cost;
+  for (std::size_t j = 0; j < B.size(); ++j)
+    cost_b[j] = B[j].cost + path_cost(route(B[j].nic, dst).paths.front());
+  std::int64_t best = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::pair<std::size_t, std::size_t>> ties;
+  for (std::size_t i = 0; i < A.size(); ++i)
+    for (std::size_t j = 0; j < B.size(); ++j) {
+      const auto& fab = fabric_paths(A[i].fabric, B[j].fabric);
+      const std::int64_t c = cost_a[i] + path_cost(fab.front()) + cost_b[j];
+      if (c < best) {
+        best = c;
+        ties.clear();
+      }
+      if (c == best) ties.emplace_back(i, j);
+    }
+  // Rail affinity: each GPU's own NIC (same local index) when it is among the least-cost
+  // choices, as NCCL pairs GPU i with NIC i; otherwise a fixed hash, like ECMP.
+  auto own = [&](std::size_t i, std::size_t j) {
+    return 2 * (topo_.vertex(A[i].nic).local == a.local) +
+           (topo_.vertex(B[j].nic).local == b.local);
+  };
+  auto chosen = ties.front();
+  int best_own = -1;
+  const std::uint64_t h = hash_combine(mix64(src), dst);
+  for (std::size_t t = 0; t < ties.size(); ++t) {
+    const auto& c = ties[(t + h % ties.size()) % ties.size()];
+    if (own(c.first, c.second) > best_own) {
+      best_own = own(c.first, c.second);
+      chosen = c;
+    }
+  }
+  const Exit& ea = A[chosen.first];
+  const Exit& eb = B[chosen.second];
+  const auto& fab = fabric_paths(ea.fabric, eb.fabric);
+  const Path& middle = fab[hash_combine(h, 0x5eed) % fab.size()];
+  Route r{src, dst, {}};
+  for (const auto& p1 : route(src, ea.nic).paths)
+    for (const auto& p3 : route(eb.nic, dst).paths) {
+      Path p = p1;
+      p.edges.push_back(ea.out);
+      p.edges.insert(p.edges.end(), middle.edges.begin(), middle.edges.end());
+      p.edges.push_back(eb.out ^ 1u);  // the fabric → NIC direction of b's NIC link
+      p.edges.insert(p.edges.end(), p3.edges.begin(), p3.edges.end());
+      p.fraction = p1.fraction * p3.fraction;
+      p.latency = p1.latency + topo_.link(ea.out).latency + middle.latency +
+                  topo_.link(eb.out ^ 1u).latency + p3.latency;
+      r.paths.push_back(std::move(p));
+    }
   return r;
 }
 
 const Route& Router::route(VertexId src, VertexId dst) {
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  Route r = compute(src, dst);
-  // Rail affinity at both ends: between GPUs of different nodes, go out through the source's own
-  // NIC and in through the destination's own NIC whenever that is one of the least-cost paths
-  // (ECMP at a spine would otherwise pick any rail's leaf and pile two GPUs onto one NIC).
   const Vertex& a = topo_.vertex(src);
   const Vertex& b = topo_.vertex(dst);
-  if (a.kind == VertexKind::gpu && b.kind == VertexKind::gpu && a.node != b.node) {
-    const auto nic_a = own_nic(src), nic_b = own_nic(dst);
-    if (nic_a && nic_b && !r.paths.empty()) {
-      const Route first = compute(src, *nic_a);
-      const Route middle = compute(*nic_a, *nic_b);
-      const Route last = compute(*nic_b, dst);
-      if (!first.paths.empty() && !middle.paths.empty() && !last.paths.empty() &&
-          path_cost(first.paths.front()) + path_cost(middle.paths.front()) +
-                  path_cost(last.paths.front()) ==
-              path_cost(r.paths.front())) {
-        Route composed{src, dst, {}};
-        for (const auto& p1 : first.paths)
-          for (const auto& p2 : middle.paths)
-            for (const auto& p3 : last.paths) {
-              Path p;
-              p.edges = p1.edges;
-              p.edges.insert(p.edges.end(), p2.edges.begin(), p2.edges.end());
-              p.edges.insert(p.edges.end(), p3.edges.begin(), p3.edges.end());
-              p.fraction = p1.fraction * p2.fraction * p3.fraction;
-              p.latency = p1.latency + p2.latency + p3.latency;
-              composed.paths.push_back(std::move(p));
-            }
-        r = std::move(composed);
-      }
+  const auto& stride = topo_.stride;
+  if (stride.uniform && a.node > 0 && a.node == b.node) {
+    // Inside node k a route is node 0's route shifted, when node 0's route stays inside node 0
+    // (it may not: two PCIe GPUs on different sockets can be closer through the fabric).
+    const auto k = static_cast<std::size_t>(a.node);
+    const Route base =
+        route(src - k * stride.vertices_per_node, dst - k * stride.vertices_per_node);
+    bool inside = true;
+    for (const auto& p : base.paths)
+      for (auto e : p.edges) inside = inside && e < stride.edges_per_node;
+    if (inside) {
+      Route r{src, dst, base.paths};
+      const auto shift = static_cast<std::uint32_t>(k * stride.edges_per_node);
+      for (auto& p : r.paths)
+        for (auto& e : p.edges) e += shift;
+      return cache_.emplace(key, std::move(r)).first->second;
     }
   }
-  return cache_.emplace(key, std::move(r)).first->second;
+  if (a.kind == VertexKind::gpu && b.kind == VertexKind::gpu && a.node != b.node && a.node >= 0 &&
+      b.node >= 0)
+    if (auto r = cross_node(src, dst)) return cache_.emplace(key, std::move(*r)).first->second;
+  return cache_.emplace(key, compute(src, dst)).first->second;
 }
 
 const Route& Router::gpu_route(std::int32_t gpu_a, std::int32_t gpu_b) {

@@ -12,8 +12,12 @@
 // Multipath: where equal-cost next hops are NVLinks the traffic is striped over all of them (the
 // hardware sprays across NVLinks and NVSwitch planes); elsewhere one next hop is chosen by a
 // fixed hash of (source, destination, hop), like ECMP on a switch: deterministic, and spread.
-// Rail affinity: between GPUs of different nodes the route uses each GPU's own NIC (same local
-// index, as NCCL pairs GPU i with NIC i) whenever that is among the least-cost paths.
+// Between GPUs of different nodes the route is composed from (inside the source node, to one of
+// its NICs) + (fabric between NIC switches) + (inside the destination node), minimised over NIC
+// pairs: exact, since nodes meet only through their NICs, and far cheaper than a search over
+// the whole cluster. Rail affinity: each GPU's own NIC (same local index, as NCCL pairs GPU i
+// with NIC i) whenever that is among the least-cost choices. Routes inside node k reuse node 0's,
+// shifted, on parametric clusters.
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -47,17 +51,31 @@ class Router {
   std::optional<VertexId> first_unreachable_gpu() const;
 
   std::size_t cached_routes() const { return cache_.size(); }
+  std::uint64_t searches() const { return searches_; }
+  std::uint64_t vertices_settled() const { return settled_count_; }
   static std::int64_t link_cost(const Link& l);
 
  private:
   bool search(VertexId src, VertexId dst);  // fills dist_ from dst until src is settled
   bool may_transit(VertexId v, std::int32_t src_node, std::int32_t dst_node) const;
   EdgeId pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst, std::uint32_t hop) const;
-  Route compute(VertexId src, VertexId dst);
-  std::optional<VertexId> own_nic(VertexId gpu) const;
+  Route compute(VertexId src, VertexId dst, bool all = false);
+  std::optional<Route> cross_node(VertexId src, VertexId dst);
+  const std::vector<Path>& fabric_paths(VertexId a, VertexId b);
   std::int64_t path_cost(const Path& p) const;
+  // Walks least-cost next hops from `at` to `dst`: striping over equal NVLinks (or over every
+  // equal choice when `all`), hashing among others.
   void expand(VertexId at, VertexId src, VertexId dst, Path& current, double fraction,
-              std::vector<Path>& out, std::uint32_t hop);
+              std::vector<Path>& out, std::uint32_t hop, bool all = false);
+
+  struct Exit {
+    VertexId nic = 0;
+    VertexId fabric = 0;    // the switch the NIC plugs into
+    std::uint32_t out = 0;  // directed edge NIC → switch (switch → NIC is out ^ 1)
+    std::int64_t cost = 0;  // link cost of that edge (both directions cost the same)
+  };
+  std::vector<std::vector<Exit>> exits_;                         // per node
+  std::unordered_map<std::uint64_t, std::vector<Path>> fabric_;  // all least-cost switch paths
 
   const Topology& topo_;
   std::unordered_map<std::uint64_t, Route> cache_;
@@ -65,6 +83,7 @@ class Router {
   std::vector<std::uint32_t> seen_;     // epoch stamp: dist_ valid when seen_ == epoch_
   std::vector<std::uint32_t> settled_;  // epoch stamp
   std::uint32_t epoch_ = 0;
+  std::uint64_t searches_ = 0, settled_count_ = 0;
 };
 
 }  // namespace meshsim

@@ -63,6 +63,15 @@ class Topology {
   // Finds a vertex by its unique name; used by tests and error messages.
   std::optional<VertexId> find(const std::string& name) const;
 
+  // Set by the parametric loader: node k's vertices and directed edges are node 0's shifted by
+  // k × vertices_per_node and k × edges_per_node (nodes are stamped out in order, before the
+  // fabric). Lets the router reuse node 0's routes for every node.
+  struct NodeStride {
+    bool uniform = false;
+    std::size_t vertices_per_node = 0;
+    std::size_t edges_per_node = 0;
+  } stride;
+
   std::string name;
   std::string description;
   std::vector<std::string> sources;

@@ -123,6 +123,7 @@ Topology load_topology_json(const Json& doc, const std::string& file,
     for (std::size_t i = 0; i < ids.size(); ++i)
       if (src.node.vertices[i].kind == VertexKind::nic) nics[n].push_back(ids[i]);
   }
+  t.stride = Topology::NodeStride{true, src.node.vertices.size(), 2 * src.node.links.size()};
   build_fabric(fabric, nics, t);
   check_connected(t, file);
   return t;

@@ -22,7 +22,8 @@ TEST_CASE("collective: DGX H100 all_reduce at 8 GiB, auto (NVLS) and ring") {
   CHECK(row["algo"] == "nvls/Simple");
   CHECK(row["busbw_Bps"].get<double>() == doctest::Approx(480e9).epsilon(0.10));
   CHECK(row["algbw_Bps"].get<double>() * 1.75 == doctest::Approx(row["busbw_Bps"].get<double>()));
-  CHECK(row["time_s"].get<double>() * row["algbw_Bps"].get<double>() == doctest::Approx(8589934592.0));
+  CHECK(row["time_s"].get<double>() * row["algbw_Bps"].get<double>() ==
+        doctest::Approx(8589934592.0));
 
   r = run_cli("collective --topology " + topology_path("dgx-h100.json") +
               " --op all_reduce --gpus 8 --sizes 8G --algo ring --json");

@@ -81,10 +81,10 @@ TEST_CASE("collective accuracy against published nccl-tests busbw") {
     abs_err_sum += std::fabs(error);
     ++n;
     gaps += known_gap.empty() ? 0 : 1;
-    table += fmt::format("| {}{} | {} | {} | {:.0f} | {} | {:.1f} | {:.1f} | {}/{} | {:+.1f}% |\n", name,
-                         known_gap.empty() ? "" : " (known gap)",
-                         name_of(*op), gpus, bytes, algo_name, measured / 1e9, simulated / 1e9,
-                         name_of(priced.algo), name_of(priced.protocol), error * 100);
+    table += fmt::format("| {}{} | {} | {} | {:.0f} | {} | {:.1f} | {:.1f} | {}/{} | {:+.1f}% |\n",
+                         name, known_gap.empty() ? "" : " (known gap)", name_of(*op), gpus, bytes,
+                         algo_name, measured / 1e9, simulated / 1e9, name_of(priced.algo),
+                         name_of(priced.protocol), error * 100);
   }
   const double mape = abs_err_sum / n;
   MESSAGE(fmt::format("collective cases: {}, MAPE {:.1f}%, known gaps {}", n, mape * 100, gaps));
@@ -96,10 +96,11 @@ TEST_CASE("collective accuracy against published nccl-tests busbw") {
          "(see the comment there for the command). Published busbw from "
          "../shared/validation/collectives.md; simulated by `meshsim collective` with no constant "
          "fitted to these rows. Error = (simulated - published) / published.\n\n"
-      << fmt::format("{} cases, MAPE {:.1f}% over all of them; {} are marked known gaps (their "
-                     "reasons are in collectives.json) and every other case is within its "
-                     "tolerance (10% at >= 64 MiB, 25% at 1-32 MiB).\n\n",
-                     n, mape * 100, gaps)
+      << fmt::format(
+             "{} cases, MAPE {:.1f}% over all of them; {} are marked known gaps (their "
+             "reasons are in collectives.json) and every other case is within its "
+             "tolerance (10% at >= 64 MiB, 25% at 1-32 MiB).\n\n",
+             n, mape * 100, gaps)
       << table;
   }
 }

@@ -8,7 +8,8 @@ using namespace meshsim;
 using meshsim::test::topology_path;
 
 namespace {
-std::vector<std::int32_t> iota_ranks(std::int32_t n, std::int32_t first = 0, std::int32_t step = 1) {
+std::vector<std::int32_t> iota_ranks(std::int32_t n, std::int32_t first = 0,
+                                     std::int32_t step = 1) {
   std::vector<std::int32_t> r;
   for (std::int32_t i = 0; i < n; ++i) r.push_back(first + i * step);
   return r;
@@ -29,8 +30,8 @@ TEST_CASE("nccl-tests busbw factors") {
 TEST_CASE("ring all-reduce on one DGX H100, by hand") {
   // Latency (NCCL Simple): base 8.4 µs + 2(n-1) = 14 NVLink steps × 3.4 µs = 56 µs.
   // Bytes: each ring edge carries 2(n-1)/n·S = 1.75·S. A GPU's 4 NVSwitch up-links carry a quarter
-  // of its one outgoing edge each, at 112.5 GB/s × 0.8 payload = 90 GB/s: the ring runs at 360 GB/s.
-  // t = 56 µs + 1.75 × 8 GiB / 360e9 = 56 µs + 41.7566 ms.
+  // of its one outgoing edge each, at 112.5 GB/s × 0.8 payload = 90 GB/s: the ring runs at 360
+  // GB/s. t = 56 µs + 1.75 × 8 GiB / 360e9 = 56 µs + 41.7566 ms.
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   Router router(topo);
   const CollectiveCall call{CollectiveOp::all_reduce, iota_ranks(8), kGiB8};
@@ -86,7 +87,8 @@ TEST_CASE("auto choice: latency-bound small messages, bandwidth-optimal large on
 TEST_CASE("one-rank groups and zero bytes finish in the launch latency") {
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   Router router(topo);
-  const auto one = price_collective(topo, router, {CollectiveOp::all_reduce, {3}, 1e9}, std::nullopt);
+  const auto one =
+      price_collective(topo, router, {CollectiveOp::all_reduce, {3}, 1e9}, std::nullopt);
   CHECK(one.time == Time::from_seconds_ceil(6.6e-6));  // LL base latency: nothing to move
   const auto zero =
       price_collective(topo, router, {CollectiveOp::all_gather, iota_ranks(8), 0.0}, std::nullopt);
@@ -128,7 +130,8 @@ TEST_CASE("contention: DP reduce-scatters on the rails do not slow TP all-reduce
   FlowNetwork net(topo, sim);
   std::vector<Time> tp_end(tp.size());
   Time dp_end;
-  for (std::size_t i = 0; i < tp.size(); ++i) run_collective(net, sim, tp[i], [&, i] { tp_end[i] = sim.now(); });
+  for (std::size_t i = 0; i < tp.size(); ++i)
+    run_collective(net, sim, tp[i], [&, i] { tp_end[i] = sim.now(); });
   for (auto& p : dp) run_collective(net, sim, p, [&] { dp_end = sim.now(); });
   sim.run();
   for (auto t : tp_end) CHECK(t == tp_alone);
@@ -192,7 +195,8 @@ TEST_CASE("every op and algorithm either plans or says why not") {
     for (auto algo : kAllCollectiveAlgos)
       for (auto proto : kAllProtocols) {
         std::string why;
-        const auto plan = plan_collective(topo, router, {op, iota_ranks(16), 1e6}, algo, proto, &why);
+        const auto plan =
+            plan_collective(topo, router, {op, iota_ranks(16), 1e6}, algo, proto, &why);
         CAPTURE(name_of(op));
         CAPTURE(name_of(algo));
         if (plan) {

@@ -1,6 +1,7 @@
+#include "network/flow_network.hpp"
+
 #include <doctest/doctest.h>
 
-#include "network/flow_network.hpp"
 #include "network/link_usage.hpp"
 
 using namespace meshsim;

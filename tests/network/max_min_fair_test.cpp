@@ -1,8 +1,11 @@
+#include "network/max_min_fair.hpp"
+
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
-#include "network/max_min_fair.hpp"
+#include "core/rng.hpp"
 
 using namespace meshsim;
 
@@ -36,14 +39,16 @@ TEST_CASE("parking lot") {
   //    s0 ──►       s1 ──►       s2 ──►
   // Every link carries the long flow and one short flow: all fair shares are 1/2, so every
   // flow gets 0.5 (max-min; a throughput-maximising allocation would starve the long flow).
-  const auto r = solve_max_min({{1.0, 1.0, 1.0}, {uses({0, 1, 2}), uses({0}), uses({1}), uses({2})}});
+  const auto r =
+      solve_max_min({{1.0, 1.0, 1.0}, {uses({0, 1, 2}), uses({0}), uses({1}), uses({2})}});
   for (double x : r) CHECK(x == doctest::Approx(0.5));
 }
 
 TEST_CASE("parking lot with a fatter middle link") {
   // L0 = 1, L1 = 3, L2 = 1. L0 and L2 bind first at 1/2: long, s0 and s2 freeze at 0.5. L1 then
   // has 3 - 0.5 = 2.5 left for s1 alone.
-  const auto r = solve_max_min({{1.0, 3.0, 1.0}, {uses({0, 1, 2}), uses({0}), uses({1}), uses({2})}});
+  const auto r =
+      solve_max_min({{1.0, 3.0, 1.0}, {uses({0, 1, 2}), uses({0}), uses({1}), uses({2})}});
   CHECK(r[0] == doctest::Approx(0.5));
   CHECK(r[1] == doctest::Approx(0.5));
   CHECK(r[2] == doctest::Approx(2.5));
@@ -68,4 +73,51 @@ TEST_CASE("striped flow: a quarter on each of four planes") {
 TEST_CASE("a flow that crosses no link is unconstrained") {
   const auto r = solve_max_min({{1.0}, {FlowLinks{}}});
   CHECK(std::isinf(r[0]));
+}
+
+TEST_CASE("the scanning and the heap solvers agree on random instances") {
+  // 200 random instances: 1-60 flows over 30 links with random capacities and weights. Solved
+  // with the scan (threshold above the flow count) and with the heap (threshold 0).
+  Rng rng(9);
+  for (int instance = 0; instance < 200; ++instance) {
+    const std::size_t links = 30;
+    std::vector<double> cap(links);
+    for (auto& c : cap) c = 1.0 + static_cast<double>(rng.below(100));
+    std::vector<FlowLinks> flows(1 + rng.below(60));
+    for (auto& f : flows) {
+      for (std::uint32_t l = 0; l < links; ++l)
+        if (rng.below(5) == 0)
+          f.push_back(LinkUse{l, 0.25 * static_cast<double>(1 + rng.below(8))});
+      if (f.empty()) f.push_back(LinkUse{static_cast<std::uint32_t>(rng.below(links)), 1.0});
+    }
+    std::vector<std::uint32_t> all(flows.size());
+    for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+    std::vector<double> scan(flows.size()), heap(flows.size());
+    MaxMinSolver(links, 1000).solve(all, flows, cap, scan);
+    MaxMinSolver(links, 0).solve(all, flows, cap, heap);
+    for (std::size_t i = 0; i < flows.size(); ++i) CHECK(scan[i] == doctest::Approx(heap[i]));
+    // Feasible and max-min: no link over capacity, and every flow has a saturated link on which
+    // its rate is the largest (the bottleneck condition).
+    std::vector<double> load(links, 0.0);
+    for (std::size_t i = 0; i < flows.size(); ++i)
+      for (const auto& u : flows[i]) load[u.link] += u.weight * heap[i];
+    for (std::size_t l = 0; l < links; ++l) CHECK(load[l] <= cap[l] * (1 + 1e-9));
+    for (std::size_t i = 0; i < flows.size(); ++i) {
+      bool bottleneck = false;
+      for (const auto& u : flows[i]) {
+        if (load[u.link] < cap[u.link] * (1 - 1e-9)) continue;
+        double max_rate = 0;
+        for (std::size_t j = 0; j < flows.size(); ++j)
+          for (const auto& v : flows[j])
+            if (v.link == u.link) max_rate = std::max(max_rate, heap[j]);
+        bottleneck = bottleneck || heap[i] >= max_rate * (1 - 1e-9);
+      }
+      CHECK(bottleneck);
+    }
+  }
+}
+
+TEST_CASE("forty flows on one link (heap path)") {
+  FairShareInput in{{40.0}, std::vector<FlowLinks>(40, FlowLinks{{0, 1.0}})};
+  for (double r : solve_max_min(in)) CHECK(r == doctest::Approx(1.0));
 }

@@ -35,7 +35,8 @@ std::vector<std::int32_t> parse_group(const std::string& text, std::size_t gpu_c
   };
   while (pos <= text.size()) {
     const auto comma = text.find(',', pos);
-    const auto item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const auto item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     const auto dash = item.find('-');
     try {
       std::size_t used = 0;
@@ -92,18 +93,22 @@ int run_collective_command(const CollectiveArgs& a) {
   std::optional<CollectiveAlgo> algo;
   if (a.algo != "auto") {
     algo = parse_collective_algo(a.algo);
-    if (!algo) throw Error("", "--algo", "unknown algorithm '" + a.algo + "' (auto|ring|tree|nvls|hier|direct)");
+    if (!algo)
+      throw Error("", "--algo",
+                  "unknown algorithm '" + a.algo + "' (auto|ring|tree|nvls|hier|direct)");
   }
   const Topology topo = load_topology(a.topology, opt);
   std::vector<std::int32_t> ranks;
-  if (!a.group.empty() && a.gpus != 0) throw Error("", "--gpus", "give --gpus or --group, not both");
+  if (!a.group.empty() && a.gpus != 0)
+    throw Error("", "--gpus", "give --gpus or --group, not both");
   if (!a.group.empty()) {
     ranks = parse_group(a.group, topo.gpu_count());
   } else {
     if (a.gpus <= 0) throw Error("", "--gpus", "give --gpus N (N > 0) or --group");
     if (static_cast<std::size_t>(a.gpus) > topo.gpu_count())
-      throw Error("", "--gpus", std::to_string(a.gpus) + " GPUs asked, the cluster has " +
-                                    std::to_string(topo.gpu_count()));
+      throw Error("", "--gpus",
+                  std::to_string(a.gpus) + " GPUs asked, the cluster has " +
+                      std::to_string(topo.gpu_count()));
     for (std::int32_t g = 0; g < a.gpus; ++g) ranks.push_back(g);
   }
   if (*op == CollectiveOp::send_recv && ranks.size() < 2)
@@ -123,25 +128,28 @@ int run_collective_command(const CollectiveArgs& a) {
     const auto priced = price_collective(topo, router, call, algo, &cache);
     const double t = priced.time.seconds();
     const double algbw = t > 0 ? bytes / t : 0.0;
-    table.push_back(Row{bytes, t, algbw, algbw * busbw_factor(*op, ranks.size()),
-                        std::string(name_of(priced.algo)) + "/" +
-                            std::string(name_of(priced.protocol))});
+    table.push_back(
+        Row{bytes, t, algbw, algbw * busbw_factor(*op, ranks.size()),
+            std::string(name_of(priced.algo)) + "/" + std::string(name_of(priced.protocol))});
   }
   Json rows = Json::array();
   if (!a.json) {
-    std::cout << fmt::format("# meshsim collective: {} on {} ranks of {} ({} GPUs)\n",
-                             name_of(*op), ranks.size(), topo.name, topo.gpu_count());
+    std::cout << fmt::format("# meshsim collective: {} on {} ranks of {} ({} GPUs)\n", name_of(*op),
+                             ranks.size(), topo.name, topo.gpu_count());
     std::cout << fmt::format("# {:>14} {:>12} {:>6} {:>12} {:>12} {:>12}  {}\n", "size(B)", "count",
                              "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algorithm");
   }
   for (const auto& row : table) {
     if (a.json) {
-      rows.push_back({{"bytes", row.bytes}, {"time_s", row.time_s}, {"algbw_Bps", row.algbw},
-                      {"busbw_Bps", row.busbw}, {"algo", row.algo}});
+      rows.push_back({{"bytes", row.bytes},
+                      {"time_s", row.time_s},
+                      {"algbw_Bps", row.algbw},
+                      {"busbw_Bps", row.busbw},
+                      {"algo", row.algo}});
     } else {
       std::cout << fmt::format("  {:>14.0f} {:>12.0f} {:>6} {:>12.2f} {:>12.2f} {:>12.2f}  {}\n",
-                               row.bytes, row.bytes / 4, "float", row.time_s * 1e6,
-                               row.algbw / 1e9, row.busbw / 1e9, row.algo);
+                               row.bytes, row.bytes / 4, "float", row.time_s * 1e6, row.algbw / 1e9,
+                               row.busbw / 1e9, row.algo);
     }
   }
   if (a.json) {
@@ -158,7 +166,8 @@ int run_collective_command(const CollectiveArgs& a) {
 
 Runner add_collective_command(CLI::App& app) {
   auto args = std::make_shared<CollectiveArgs>();
-  auto* cmd = app.add_subcommand("collective", "Price a collective over a size sweep, like nccl-tests");
+  auto* cmd =
+      app.add_subcommand("collective", "Price a collective over a size sweep, like nccl-tests");
   cmd->add_option("--topology", args->topology, "Cluster file (topologies/*.json)")->required();
   cmd->add_option("--nodes", args->nodes, "Rebuild a parametric cluster with N nodes");
   cmd->add_option("--op", args->op,
@@ -166,7 +175,8 @@ Runner add_collective_command(CLI::App& app) {
       ->required();
   cmd->add_option("--gpus", args->gpus, "Use the first N GPUs");
   cmd->add_option("--group", args->group, "Explicit ranks, e.g. 0-7,16");
-  cmd->add_option("--sizes", args->sizes, "Message sizes: 8:8G (x2 steps) or one size")->capture_default_str();
+  cmd->add_option("--sizes", args->sizes, "Message sizes: 8:8G (x2 steps) or one size")
+      ->capture_default_str();
   cmd->add_option("--algo", args->algo, "auto|ring|tree|nvls|hier|direct")->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON document");
   return [args] { return run_collective_command(*args); };

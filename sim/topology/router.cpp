@@ -13,6 +13,7 @@ namespace meshsim {
 namespace {
 constexpr double kChunkBytes = 65536.0;
 constexpr std::size_t kMaxPaths = 256;
+constexpr std::int64_t kUnreachable = std::numeric_limits<std::int64_t>::max() / 4;
 }  // namespace
 
 Router::Router(const Topology& topo)
@@ -46,6 +47,13 @@ Router::Router(const Topology& topo)
   }
   for (std::size_t n = 0; n < exits_.size(); ++n)
     if (broken[n]) exits_[n].clear();
+  fabric_index_.assign(topo.vertex_count(), 0);
+  for (VertexId v = 0; v < topo.vertex_count(); ++v)
+    if (topo.vertex(v).node < 0) {
+      fabric_index_[v] = static_cast<std::uint32_t>(fabric_vertices_.size());
+      fabric_vertices_.push_back(v);
+    }
+  fabric_dist_.resize(fabric_vertices_.size());
 }
 
 std::int64_t Router::link_cost(const Link& l) {
@@ -164,6 +172,35 @@ const std::vector<Path>& Router::fabric_paths(VertexId a, VertexId b) {
   return fabric_.emplace(key, std::move(paths)).first->second;
 }
 
+const std::vector<std::int64_t>& Router::fabric_distances(VertexId to) {
+  const auto idx = fabric_index_[to];
+  auto& d = fabric_dist_[idx];
+  if (!d.empty()) return d;
+  // Dijkstra over the fabric alone (switches, node -1): cost from every switch to `to`.
+  d.assign(fabric_vertices_.size(), kUnreachable);
+  using Item = std::pair<std::int64_t, std::uint32_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+  d[idx] = 0;
+  heap.emplace(0, idx);
+  const auto& g = topo_.graph();
+  while (!heap.empty()) {
+    const auto [dv, v] = heap.top();
+    heap.pop();
+    if (dv != d[v]) continue;
+    for (auto [e, end] = boost::out_edges(fabric_vertices_[v], g); e != end; ++e) {
+      const VertexId w = boost::target(*e, g);
+      if (topo_.vertex(w).node >= 0) continue;
+      const auto wi = fabric_index_[w];
+      const std::int64_t nd = dv + link_cost(g[*e]);
+      if (nd < d[wi]) {
+        d[wi] = nd;
+        heap.emplace(nd, wi);
+      }
+    }
+  }
+  return d;
+}
+
 std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
   const Vertex& a = topo_.vertex(src);
   const Vertex& b = topo_.vertex(dst);
@@ -181,16 +218,20 @@ std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
     cost_b[j] = B[j].cost + path_cost(route(B[j].nic, dst).paths.front());
   std::int64_t best = std::numeric_limits<std::int64_t>::max();
   std::vector<std::pair<std::size_t, std::size_t>> ties;
-  for (std::size_t i = 0; i < A.size(); ++i)
-    for (std::size_t j = 0; j < B.size(); ++j) {
-      const auto& fab = fabric_paths(A[i].fabric, B[j].fabric);
-      const std::int64_t c = cost_a[i] + path_cost(fab.front()) + cost_b[j];
+  for (std::size_t j = 0; j < B.size(); ++j) {
+    const auto& to_b = fabric_distances(B[j].fabric);
+    for (std::size_t i = 0; i < A.size(); ++i) {
+      const std::int64_t f = to_b[fabric_index_[A[i].fabric]];
+      if (f == kUnreachable) continue;
+      const std::int64_t c = cost_a[i] + f + cost_b[j];
       if (c < best) {
         best = c;
         ties.clear();
       }
       if (c == best) ties.emplace_back(i, j);
     }
+  }
+  if (ties.empty()) return std::nullopt;
   // Rail affinity: each GPU's own NIC (same local index) when it is among the least-cost
   // choices, as NCCL pairs GPU i with NIC i; otherwise a fixed hash, like ECMP.
   auto own = [&](std::size_t i, std::size_t j) {

@@ -62,6 +62,7 @@ class Router {
   Route compute(VertexId src, VertexId dst, bool all = false);
   std::optional<Route> cross_node(VertexId src, VertexId dst);
   const std::vector<Path>& fabric_paths(VertexId a, VertexId b);
+  const std::vector<std::int64_t>& fabric_distances(VertexId to);
   std::int64_t path_cost(const Path& p) const;
   // Walks least-cost next hops from `at` to `dst`: striping over equal NVLinks (or over every
   // equal choice when `all`), hashing among others.
@@ -76,6 +77,9 @@ class Router {
   };
   std::vector<std::vector<Exit>> exits_;                         // per node
   std::unordered_map<std::uint64_t, std::vector<Path>> fabric_;  // all least-cost switch paths
+  std::vector<VertexId> fabric_vertices_;                        // switches (node -1)
+  std::vector<std::uint32_t> fabric_index_;                      // vertex → index among them
+  std::vector<std::vector<std::int64_t>> fabric_dist_;  // per target switch, filled on demand
 
   const Topology& topo_;
   std::unordered_map<std::uint64_t, Route> cache_;

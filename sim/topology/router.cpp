@@ -57,8 +57,12 @@ Router::Router(const Topology& topo)
 }
 
 std::int64_t Router::link_cost(const Link& l) {
-  return l.latency.picoseconds() +
-         static_cast<std::int64_t>(std::ceil(kChunkBytes / l.bandwidth_Bps * 1e12));
+  // Each term is capped at 2^40 ps (about a second), so absurd inputs (a link of 1e-300 B/s or
+  // a latency of years) still give finite costs whose sums over any path cannot overflow.
+  constexpr double kCap = 1099511627776.0;
+  const double chunk_ps = std::min(kCap, std::ceil(kChunkBytes / l.bandwidth_Bps * 1e12));
+  const double latency_ps = std::min(kCap, static_cast<double>(l.latency.picoseconds()));
+  return static_cast<std::int64_t>(latency_ps + chunk_ps);
 }
 
 bool Router::may_transit(VertexId v, std::int32_t src_node, std::int32_t dst_node) const {

@@ -1,5 +1,7 @@
 #include "network/collective.hpp"
 
+#include "core/enum_names.hpp"
+
 namespace meshsim {
 
 std::string_view name_of(CollectiveOp op) {
@@ -51,15 +53,11 @@ std::string_view name_of(Protocol p) {
 }
 
 std::optional<CollectiveOp> parse_collective_op(std::string_view s) {
-  for (auto op : kAllCollectiveOps)
-    if (name_of(op) == s) return op;
-  return std::nullopt;
+  return parse_by_name<CollectiveOp>(kAllCollectiveOps, s);
 }
 
 std::optional<CollectiveAlgo> parse_collective_algo(std::string_view s) {
-  for (auto a : kAllCollectiveAlgos)
-    if (name_of(a) == s) return a;
-  return std::nullopt;
+  return parse_by_name<CollectiveAlgo>(kAllCollectiveAlgos, s);
 }
 
 double busbw_factor(CollectiveOp op, std::size_t ranks) {

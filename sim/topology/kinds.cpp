@@ -1,5 +1,7 @@
 #include "topology/kinds.hpp"
 
+#include "core/enum_names.hpp"
+
 namespace meshsim {
 
 std::string_view name_of(VertexKind k) {
@@ -45,15 +47,11 @@ std::string_view name_of(LinkKind k) {
 }
 
 std::optional<VertexKind> parse_vertex_kind(std::string_view s) {
-  for (auto k : kAllVertexKinds)
-    if (name_of(k) == s) return k;
-  return std::nullopt;
+  return parse_by_name<VertexKind>(kAllVertexKinds, s);
 }
 
 std::optional<LinkKind> parse_link_kind(std::string_view s) {
-  for (auto k : kAllLinkKinds)
-    if (name_of(k) == s) return k;
-  return std::nullopt;
+  return parse_by_name<LinkKind>(kAllLinkKinds, s);
 }
 
 }  // namespace meshsim

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "core/enum_names.hpp"
+
 namespace meshsim {
 namespace {
 
@@ -27,11 +29,9 @@ LinkSpec read_link_spec(ObjectReader& r) {
   LinkSpec s;
   auto kind_ref = r.required("kind");
   auto kind = parse_link_kind(kind_ref.string());
-  if (!kind) {
-    std::string known;
-    for (auto k : kAllLinkKinds) known += (known.empty() ? "" : ", ") + std::string(name_of(k));
-    kind_ref.fail("unknown link kind '" + kind_ref.string() + "' (known: " + known + ")");
-  }
+  if (!kind)
+    kind_ref.fail("unknown link kind '" + kind_ref.string() +
+                  "' (known: " + joined_names(kAllLinkKinds) + ")");
   s.kind = *kind;
   s.bandwidth_Bps =
       read_one_of(r, {{"bandwidth_Bps", 1.0}, {"bandwidth_GBps", 1e9}, {"bandwidth_Gbps", 1e9 / 8}},
@@ -54,11 +54,9 @@ NodeTemplate read_node_template(ObjectReader& r, bool allow_node_field) {
       name_ref.fail("vertex names must be non-empty and contain no '/'");
     auto kind_ref = vr.required("kind");
     auto kind = parse_vertex_kind(kind_ref.string());
-    if (!kind) {
-      std::string known;
-      for (auto k : kAllVertexKinds) known += (known.empty() ? "" : ", ") + std::string(name_of(k));
-      kind_ref.fail("unknown vertex kind '" + kind_ref.string() + "' (known: " + known + ")");
-    }
+    if (!kind)
+      kind_ref.fail("unknown vertex kind '" + kind_ref.string() +
+                    "' (known: " + joined_names(kAllVertexKinds) + ")");
     std::int32_t node = 0;
     if (allow_node_field) {
       if (auto n = vr.optional("node")) {

@@ -2,9 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include "network/flow_links_helper.hpp"
 #include "network/link_usage.hpp"
 
 using namespace meshsim;
+namespace test = meshsim::test;
 
 namespace {
 // gpu_a ══ NVLink 100 GB/s/dir ══ gpu_b ── NVLink 100 ── gpu_c
@@ -19,11 +21,6 @@ struct Line {
     topo.add_link(b, c, LinkKind::nvlink, 100e9, Time::zero());  // edges 2 (b→c), 3 (c→b)
   }
 };
-FlowLinks on(std::initializer_list<std::uint32_t> links) {
-  FlowLinks f;
-  for (auto l : links) f.push_back(LinkUse{l, 1.0});
-  return f;
-}
 }  // namespace
 
 TEST_CASE("one flow takes bytes / payload capacity") {
@@ -32,7 +29,7 @@ TEST_CASE("one flow takes bytes / payload capacity") {
   FlowNetwork net(l.topo, sim);
   CHECK(net.capacity_Bps(0) == doctest::Approx(80e9));
   Time end;
-  net.transfer(on({0}), 8e9, [&] { end = sim.now(); });  // 8 GB / 80 GB/s = 100 ms
+  net.transfer(test::on_links({0}), 8e9, [&] { end = sim.now(); });  // 8 GB / 80 GB/s = 100 ms
   sim.run();
   CHECK(end == Time::ms(100));
   CHECK(net.active_flows() == 0);
@@ -45,8 +42,8 @@ TEST_CASE("two flows share, and the survivor speeds up when one ends") {
   Simulator sim;
   FlowNetwork net(l.topo, sim);
   Time a_end, b_end;
-  net.transfer(on({0}), 4e9, [&] { a_end = sim.now(); });
-  net.transfer(on({0}), 8e9, [&] { b_end = sim.now(); });
+  net.transfer(test::on_links({0}), 4e9, [&] { a_end = sim.now(); });
+  net.transfer(test::on_links({0}), 8e9, [&] { b_end = sim.now(); });
   CHECK(net.rates_on_link(0) == std::vector<double>{40e9, 40e9});
   sim.run();
   CHECK(a_end == Time::ms(100));
@@ -58,8 +55,8 @@ TEST_CASE("opposite directions of a link do not share") {
   Simulator sim;
   FlowNetwork net(l.topo, sim);
   Time ab, ba;
-  net.transfer(on({0}), 8e9, [&] { ab = sim.now(); });
-  net.transfer(on({1}), 8e9, [&] { ba = sim.now(); });
+  net.transfer(test::on_links({0}), 8e9, [&] { ab = sim.now(); });
+  net.transfer(test::on_links({1}), 8e9, [&] { ba = sim.now(); });
   sim.run();
   CHECK(ab == Time::ms(100));
   CHECK(ba == Time::ms(100));
@@ -70,11 +67,11 @@ TEST_CASE("a flow started later re-rates only its connected set") {
   Line l;
   Simulator sim;
   FlowNetwork net(l.topo, sim);
-  net.transfer(on({0}), 8e9, [] {});
+  net.transfer(test::on_links({0}), 8e9, [] {});
   CHECK(net.stats().flows_resolved == 1);
-  net.transfer(on({2}), 8e9, [] {});
+  net.transfer(test::on_links({2}), 8e9, [] {});
   CHECK(net.stats().flows_resolved == 2);  // + Y only
-  net.transfer(on({0, 2}), 8e9, [] {});
+  net.transfer(test::on_links({0, 2}), 8e9, [] {});
   CHECK(net.stats().flows_resolved == 5);  // + X, Y, Z
   // Z shares each link with one flow: everyone gets 40 GB/s.
   CHECK(net.rates_on_link(0) == std::vector<double>{40e9, 40e9});
@@ -89,8 +86,9 @@ TEST_CASE("a flow starting mid-way slows an existing one from then on") {
   Simulator sim;
   FlowNetwork net(l.topo, sim);
   Time a_end, b_end;
-  net.transfer(on({0}), 8e9, [&] { a_end = sim.now(); });
-  sim.schedule_at(Time::ms(50), [&] { net.transfer(on({0}), 2e9, [&] { b_end = sim.now(); }); });
+  net.transfer(test::on_links({0}), 8e9, [&] { a_end = sim.now(); });
+  sim.schedule_at(Time::ms(50),
+                  [&] { net.transfer(test::on_links({0}), 2e9, [&] { b_end = sim.now(); }); });
   sim.run();
   CHECK(b_end == Time::ms(100));
   CHECK(a_end == Time::ms(125));
@@ -101,7 +99,7 @@ TEST_CASE("zero bytes or no links complete at once") {
   Simulator sim;
   FlowNetwork net(l.topo, sim);
   int done = 0;
-  net.transfer(on({0}), 0.0, [&] { ++done; });
+  net.transfer(test::on_links({0}), 0.0, [&] { ++done; });
   net.transfer(FlowLinks{}, 5.0, [&] { ++done; });
   sim.run();
   CHECK(done == 2);

@@ -6,20 +6,14 @@
 #include <cmath>
 
 #include "core/rng.hpp"
+#include "network/flow_links_helper.hpp"
 
 using namespace meshsim;
-
-namespace {
-FlowLinks uses(std::initializer_list<std::uint32_t> links) {
-  FlowLinks f;
-  for (auto l : links) f.push_back(LinkUse{l, 1.0});
-  return f;
-}
-}  // namespace
+namespace test = meshsim::test;
 
 TEST_CASE("two flows on one link get half each") {
   // f0, f1 ── link0 (10) ──   Each gets 10/2 = 5.
-  const auto r = solve_max_min({{10.0}, {uses({0}), uses({0})}});
+  const auto r = solve_max_min({{10.0}, {test::on_links({0}), test::on_links({0})}});
   CHECK(r[0] == doctest::Approx(5.0));
   CHECK(r[1] == doctest::Approx(5.0));
 }
@@ -28,7 +22,7 @@ TEST_CASE("a flow held back by a bottleneck frees capacity for the others") {
   // link0 (10): f0, f1.  link1 (2): f1.
   // Progressive filling: link1's share is 2/1 = 2 < link0's 10/2 = 5, so f1 freezes at 2; f0
   // takes the rest of link0: 10 - 2 = 8.
-  const auto r = solve_max_min({{10.0, 2.0}, {uses({0}), uses({0, 1})}});
+  const auto r = solve_max_min({{10.0, 2.0}, {test::on_links({0}), test::on_links({0, 1})}});
   CHECK(r[0] == doctest::Approx(8.0));
   CHECK(r[1] == doctest::Approx(2.0));
 }
@@ -39,16 +33,18 @@ TEST_CASE("parking lot") {
   //    s0 ──►       s1 ──►       s2 ──►
   // Every link carries the long flow and one short flow: all fair shares are 1/2, so every
   // flow gets 0.5 (max-min; a throughput-maximising allocation would starve the long flow).
-  const auto r =
-      solve_max_min({{1.0, 1.0, 1.0}, {uses({0, 1, 2}), uses({0}), uses({1}), uses({2})}});
+  const auto r = solve_max_min(
+      {{1.0, 1.0, 1.0},
+       {test::on_links({0, 1, 2}), test::on_links({0}), test::on_links({1}), test::on_links({2})}});
   for (double x : r) CHECK(x == doctest::Approx(0.5));
 }
 
 TEST_CASE("parking lot with a fatter middle link") {
   // L0 = 1, L1 = 3, L2 = 1. L0 and L2 bind first at 1/2: long, s0 and s2 freeze at 0.5. L1 then
   // has 3 - 0.5 = 2.5 left for s1 alone.
-  const auto r =
-      solve_max_min({{1.0, 3.0, 1.0}, {uses({0, 1, 2}), uses({0}), uses({1}), uses({2})}});
+  const auto r = solve_max_min(
+      {{1.0, 3.0, 1.0},
+       {test::on_links({0, 1, 2}), test::on_links({0}), test::on_links({1}), test::on_links({2})}});
   CHECK(r[0] == doctest::Approx(0.5));
   CHECK(r[1] == doctest::Approx(0.5));
   CHECK(r[2] == doctest::Approx(2.5));

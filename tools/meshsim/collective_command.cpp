@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "core/enum_names.hpp"
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
 #include "network/collective_runner.hpp"
@@ -85,11 +86,9 @@ int run_collective_command(const CollectiveArgs& a) {
     opt.nodes = a.nodes;
   }
   const auto op = parse_collective_op(a.op);
-  if (!op) {
-    std::string known;
-    for (auto o : kAllCollectiveOps) known += (known.empty() ? "" : "|") + std::string(name_of(o));
-    throw Error("", "--op", "unknown operation '" + a.op + "' (" + known + ")");
-  }
+  if (!op)
+    throw Error("", "--op",
+                "unknown operation '" + a.op + "' (" + joined_names(kAllCollectiveOps, "|") + ")");
   std::optional<CollectiveAlgo> algo;
   if (a.algo != "auto") {
     algo = parse_collective_algo(a.algo);

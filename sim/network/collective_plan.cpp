@@ -17,6 +17,7 @@ struct Planner {
   GroupLayout layout;
   double wire;  // 1 / protocol efficiency
   bool with_flows;
+  UsageBuilder usage{with_flows ? topo.directed_edge_count() : 0};
 
   std::int32_t node_of(std::int32_t gpu) const {
     return topo.vertex(topo.gpus()[static_cast<std::size_t>(gpu)]).node;
@@ -42,39 +43,36 @@ struct Planner {
   }
 
   // Paths from GPU a to GPU b; across nodes through the NVLink peer on b's rail (PXN).
-  std::vector<Path> paths(std::int32_t a, std::int32_t b) {
-    if (!with_flows) return {};
+  // Adds the links of a→b with `weight`. Across nodes and rails the hop goes through the NVLink
+  // peer on b's rail (PXN): the usage of the two legs adds up, since each leg's path fractions
+  // sum to one.
+  void add_hop(std::int32_t a, std::int32_t b, double weight) {
+    if (!with_flows) return;
     if (node_of(a) != node_of(b) && local_of(a) != local_of(b)) {
       if (auto via = gpu_at(node_of(a), local_of(b)); via && *via != a) {
         const Route& first = router.gpu_route(a, *via);
-        const Route& second = router.gpu_route(*via, b);
         if (classify(topo, first) == PathClass::NVL) {
-          std::vector<Path> out;
-          for (const auto& p1 : first.paths)
-            for (const auto& p2 : second.paths) {
-              Path p;
-              p.edges = p1.edges;
-              p.edges.insert(p.edges.end(), p2.edges.begin(), p2.edges.end());
-              p.fraction = p1.fraction * p2.fraction;
-              p.latency = p1.latency + p2.latency;
-              out.push_back(std::move(p));
-            }
-          return out;
+          usage.add(first.paths, weight);
+          usage.add(router.gpu_route(*via, b).paths, weight);
+          return;
         }
       }
     }
-    return router.gpu_route(a, b).paths;
+    usage.add(router.gpu_route(a, b).paths, weight);
   }
 
   // An independent point-to-point flow.
   PlannedFlow flow(std::int32_t a, std::int32_t b, double payload) {
-    return PlannedFlow{usage_of(paths(a, b)), payload * wire};
+    add_hop(a, b, 1.0);
+    return PlannedFlow{usage.take(), payload * wire};
   }
-  // Adds edge a→b of a coupled (pipelined) flow with `weight` units of its bytes.
-  void edge(PlannedFlow& f, std::int32_t a, std::int32_t b, double weight = 1.0) {
-    add_usage(f.links, paths(a, b), weight);
+  // Adds edge a→b to the coupled (pipelined) flow being built; `finish` takes it.
+  void edge(PlannedFlow&, std::int32_t a, std::int32_t b, double weight = 1.0) {
+    add_hop(a, b, weight);
   }
-  static PlannedFlow finish(PlannedFlow f) {
+  PlannedFlow finish(PlannedFlow f) {
+    auto built = usage.take();
+    f.links.insert(f.links.end(), built.begin(), built.end());
     normalize(f.links);
     return f;
   }
@@ -208,7 +206,7 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
           if (op == CollectiveOp::reduce) std::swap(a, b);
           p.edge(channel, a, b);
         }
-        phase.push_back(Planner::finish(std::move(channel)));
+        phase.push_back(p.finish(std::move(channel)));
       }
       plan.latency = p.latency_us(p.ring_latency(steps, inter));
       plan.phases.push_back(std::move(phase));
@@ -256,7 +254,7 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
           all.links.push_back(LinkUse{id ^ 1u, down / S / k});  // the reverse direction
         }
       }
-      phase.push_back(Planner::finish(std::move(all)));
+      phase.push_back(p.finish(std::move(all)));
       plan.phases.push_back(std::move(phase));
       return plan;
     }
@@ -293,7 +291,7 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
             p.edge(channel, head[child_node], head[parent_node]);  // reduce
             p.edge(channel, head[parent_node], head[child_node]);  // broadcast
           }
-        phase.push_back(Planner::finish(std::move(channel)));
+        phase.push_back(p.finish(std::move(channel)));
       }
       const double lat = p.base() + 2 * ((static_cast<double>(ppn) - 1) * p.hop(p.layout.intra) +
                                          std::log2(N) * p.hop(HopClass::network));
@@ -316,7 +314,7 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
         for (const auto& m : p.layout.per_node) {
           PlannedFlow ring{{}, (g - 1) / g * S * p.wire};
           for (std::size_t j = 0; j < ppn; ++j) p.edge(ring, m[j], m[(j + 1) % ppn]);
-          ph.push_back(Planner::finish(std::move(ring)));
+          ph.push_back(p.finish(std::move(ring)));
         }
         return ph;
       };
@@ -326,7 +324,7 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
         PlannedFlow ring{{}, 2.0 * (N - 1) / N * S / g * p.wire};
         for (std::size_t k = 0; k < p.nodes(); ++k)
           p.edge(ring, p.layout.per_node[k][j], p.layout.per_node[(k + 1) % p.nodes()][j]);
-        inter.push_back(Planner::finish(std::move(ring)));
+        inter.push_back(p.finish(std::move(ring)));
       }
       if (auto ph = intra_phase(); !ph.empty()) plan.phases.push_back(std::move(ph));
       plan.phases.push_back(std::move(inter));

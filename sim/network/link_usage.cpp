@@ -29,4 +29,24 @@ FlowLinks usage_of(const std::vector<Path>& paths) {
   return u;
 }
 
+void UsageBuilder::add(const std::vector<Path>& paths, double weight) {
+  for (const auto& p : paths)
+    for (auto e : p.edges) {
+      if (weight_[e] == 0.0) touched_.push_back(e);
+      weight_[e] += weight * p.fraction;
+    }
+}
+
+FlowLinks UsageBuilder::take() {
+  std::sort(touched_.begin(), touched_.end());
+  FlowLinks out;
+  out.reserve(touched_.size());
+  for (auto e : touched_) {
+    out.push_back(LinkUse{e, weight_[e]});
+    weight_[e] = 0.0;
+  }
+  touched_.clear();
+  return out;
+}
+
 }  // namespace meshsim

@@ -142,19 +142,26 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
                                               const CollectiveCall& call, CollectiveAlgo algo,
                                               Protocol protocol, std::string* why_not,
                                               bool with_flows) {
+  if (call.ranks.empty()) {
+    if (why_not) *why_not = "empty group";
+    return std::nullopt;
+  }
+  return plan_collective(topo, router, call, layout_of(topo, router, call.ranks), algo, protocol,
+                         why_not, with_flows);
+}
+
+std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& router,
+                                              const CollectiveCall& call, const GroupLayout& layout,
+                                              CollectiveAlgo algo, Protocol protocol,
+                                              std::string* why_not, bool with_flows) {
   auto no = [&](const char* why) -> std::optional<CollectivePlan> {
     if (why_not) *why_not = why;
     return std::nullopt;
   };
   if (call.ranks.empty()) return no("empty group");
-  Planner p{topo,
-            router,
-            call,
-            algo,
-            protocol,
-            layout_of(topo, router, call.ranks),
-            1.0 / protocol_efficiency(algo, protocol),
-            with_flows};
+  Planner p{
+      topo,      router, call, algo, protocol, layout, 1.0 / protocol_efficiency(algo, protocol),
+      with_flows};
   const auto n = call.ranks.size();
   const double nd = static_cast<double>(n);
   const double S = call.bytes;

@@ -54,5 +54,11 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
                                               const CollectiveCall& call, CollectiveAlgo algo,
                                               Protocol protocol, std::string* why_not = nullptr,
                                               bool with_flows = true);
+// The same with the group's layout worked out once by the caller (pricing plans one call many
+// times: every algorithm, every protocol).
+std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& router,
+                                              const CollectiveCall& call, const GroupLayout& layout,
+                                              CollectiveAlgo algo, Protocol protocol,
+                                              std::string* why_not, bool with_flows);
 
 }  // namespace meshsim

@@ -86,6 +86,8 @@ PricedCollective price_collective(const Topology& topo, Router& router, const Co
     if (const auto* hit = cache->find(key)) return *hit;
   std::optional<PricedCollective> best;
   std::string why;
+  if (call.ranks.empty()) throw Error("", "--gpus", "empty group");
+  const GroupLayout layout = layout_of(topo, router, call.ranks);
   for (auto a : kAllCollectiveAlgos) {
     if (algo && a != *algo) continue;
     // Simulate the algorithm's flows once; every protocol scales all of its flows by the same
@@ -94,7 +96,7 @@ PricedCollective price_collective(const Topology& topo, Router& router, const Co
     double flow_wire = 1.0;
     for (auto proto : kAllProtocols) {
       std::string reason;
-      const auto plan = plan_collective(topo, router, call, a, proto, &reason, !flow_time);
+      const auto plan = plan_collective(topo, router, call, layout, a, proto, &reason, !flow_time);
       if (!plan) {
         if (why.empty()) why = reason;
         continue;

@@ -80,11 +80,7 @@ std::vector<double> parse_sizes(const std::string& text) {
 }
 
 int run_collective_command(const CollectiveArgs& a) {
-  TopologyOptions opt;
-  if (a.nodes != 0) {
-    if (a.nodes < 0) throw Error("", "--nodes", "must be a positive integer");
-    opt.nodes = a.nodes;
-  }
+  const TopologyOptions opt = topology_options(a.nodes);
   const auto op = parse_collective_op(a.op);
   if (!op)
     throw Error("", "--op",

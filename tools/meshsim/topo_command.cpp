@@ -25,11 +25,7 @@ struct TopoArgs {
 constexpr std::size_t kMatrixGpus = 16;
 
 int run_topo(const TopoArgs& a) {
-  TopologyOptions opt;
-  if (a.nodes != 0) {
-    if (a.nodes < 0) throw Error("", "--nodes", "must be a positive integer");
-    opt.nodes = a.nodes;
-  }
+  const TopologyOptions opt = topology_options(a.nodes);
   const Topology topo = load_topology(a.topology, opt);
   const TopologySummary s = summarize(topo);
   Router router(topo);

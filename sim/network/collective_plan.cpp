@@ -71,9 +71,13 @@ struct Planner {
     add_hop(a, b, weight);
   }
   PlannedFlow finish(PlannedFlow f) {
-    auto built = usage.take();
-    f.links.insert(f.links.end(), built.begin(), built.end());
-    normalize(f.links);
+    if (f.links.empty()) {
+      f.links = usage.take();
+    } else {  // links added directly (NVLS): merge with anything built
+      auto built = usage.take();
+      f.links.insert(f.links.end(), built.begin(), built.end());
+      normalize(f.links);
+    }
     return f;
   }
 

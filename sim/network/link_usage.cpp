@@ -38,7 +38,6 @@ void UsageBuilder::add(const std::vector<Path>& paths, double weight) {
 }
 
 FlowLinks UsageBuilder::take() {
-  std::sort(touched_.begin(), touched_.end());
   FlowLinks out;
   out.reserve(touched_.size());
   for (auto e : touched_) {

@@ -14,12 +14,13 @@ void normalize(FlowLinks& usage);
 FlowLinks usage_of(const std::vector<Path>& paths);
 
 // Accumulates usage into a dense per-link array, for flows built from thousands of hops (a
-// 512-rank ring channel): adding is O(1) per link and taking sorts only the distinct links.
+// 512-rank ring channel): adding is O(1) per link. Links come out in first-use order, which is
+// deterministic for deterministic input; the solver needs each link once, not sorted.
 class UsageBuilder {
  public:
   explicit UsageBuilder(std::size_t link_count) : weight_(link_count, 0.0) {}
   void add(const std::vector<Path>& paths, double weight = 1.0);
-  FlowLinks take();  // sorted by link; leaves the builder empty
+  FlowLinks take();  // each link once, in first-use order; leaves the builder empty
 
  private:
   std::vector<double> weight_;

@@ -37,7 +37,6 @@ void MaxMinSolver::solve(std::span<const std::uint32_t> flows,
   if (flows.size() <= few_flows_) {
     // Few flows over many links (a collective's channels): each round scans the links for the
     // smallest fair share; there are at most as many rounds as flows, and no heap churn.
-    std::sort(touched_.begin(), touched_.end());
     for (;;) {
       double share = std::numeric_limits<double>::infinity();
       std::uint32_t bottleneck = 0;
@@ -66,7 +65,6 @@ void MaxMinSolver::solve(std::span<const std::uint32_t> flows,
   // on the link id, so the result never depends on container order.
   using Item = std::tuple<double, std::uint32_t, std::uint32_t>;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
-  std::sort(touched_.begin(), touched_.end());
   for (auto l : touched_) heap.emplace(residual_[l] / unfrozen_[l], l, ++version_[l]);
   while (!heap.empty()) {
     const auto [share, link, version] = heap.top();

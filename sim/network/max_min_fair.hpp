@@ -18,7 +18,7 @@ struct LinkUse {
   double weight = 1.0;  // > 0
   auto operator<=>(const LinkUse&) const = default;
 };
-using FlowLinks = std::vector<LinkUse>;  // sorted by link, each link once
+using FlowLinks = std::vector<LinkUse>;  // each link at most once
 
 struct FairShareInput {
   std::vector<double> capacity;  // per link, bytes/s

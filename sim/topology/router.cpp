@@ -21,6 +21,7 @@ Router::Router(const Topology& topo)
       dist_(topo.vertex_count(), 0),
       seen_(topo.vertex_count(), 0),
       settled_(topo.vertex_count(), 0) {
+  cache_.reserve(4096);
   // Each node's NICs with their single link into the fabric. A node whose NICs do not all have
   // exactly one fabric link is left out (routes to it use the general search).
   const auto& g = topo.graph();
@@ -166,6 +167,7 @@ Route Router::compute(VertexId src, VertexId dst, bool all) {
         "no route from '" + topo_.vertex(src).name + "' to '" + topo_.vertex(dst).name + "'");
   Path start;
   expand(src, src, dst, start, 1.0, r.paths, 0, all);
+  r.cost = path_cost(r.paths.front());
   return r;
 }
 
@@ -215,13 +217,15 @@ std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
   // Any path between two nodes leaves the first through one of its NICs and enters the second
   // through one of its NICs, so the least cost is the least over NIC pairs of (inside a) + (NIC
   // links) + (fabric between their switches) + (inside b).
-  std::vector<std::int64_t> cost_a(A.size()), cost_b(B.size());
-  for (std::size_t i = 0; i < A.size(); ++i)
-    cost_a[i] = path_cost(route(src, A[i].nic).paths.front()) + A[i].cost;
-  for (std::size_t j = 0; j < B.size(); ++j)
-    cost_b[j] = B[j].cost + path_cost(route(B[j].nic, dst).paths.front());
+  auto& cost_a = scratch_a_;
+  auto& cost_b = scratch_b_;
+  cost_a.resize(A.size());
+  cost_b.resize(B.size());
+  for (std::size_t i = 0; i < A.size(); ++i) cost_a[i] = route(src, A[i].nic).cost + A[i].cost;
+  for (std::size_t j = 0; j < B.size(); ++j) cost_b[j] = B[j].cost + route(B[j].nic, dst).cost;
   std::int64_t best = std::numeric_limits<std::int64_t>::max();
-  std::vector<std::pair<std::size_t, std::size_t>> ties;
+  auto& ties = scratch_ties_;
+  ties.clear();
   for (std::size_t j = 0; j < B.size(); ++j) {
     const auto& to_b = fabric_distances(B[j].fabric);
     for (std::size_t i = 0; i < A.size(); ++i) {
@@ -256,7 +260,7 @@ std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
   const Exit& eb = B[chosen.second];
   const auto& fab = fabric_paths(ea.fabric, eb.fabric);
   const Path& middle = fab[hash_combine(h, 0x5eed) % fab.size()];
-  Route r{src, dst, {}};
+  Route r{src, dst, {}, best};
   for (const auto& p1 : route(src, ea.nic).paths)
     for (const auto& p3 : route(eb.nic, dst).paths) {
       Path p = p1;
@@ -288,7 +292,7 @@ const Route& Router::route(VertexId src, VertexId dst) {
     for (const auto& p : base.paths)
       for (auto e : p.edges) inside = inside && e < stride.edges_per_node;
     if (inside) {
-      Route r{src, dst, base.paths};
+      Route r{src, dst, base.paths, base.cost};
       const auto shift = static_cast<std::uint32_t>(k * stride.edges_per_node);
       for (auto& p : r.paths)
         for (auto& e : p.edges) e += shift;

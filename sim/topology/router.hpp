@@ -36,6 +36,7 @@ struct Path {
 struct Route {
   VertexId src = 0, dst = 0;
   std::vector<Path> paths;  // fractions sum to 1; empty when src == dst
+  std::int64_t cost = 0;    // routing cost of each path (they are equal-cost)
   std::size_t hops() const { return paths.empty() ? 0 : paths.front().edges.size(); }
 };
 
@@ -80,6 +81,8 @@ class Router {
   std::vector<VertexId> fabric_vertices_;                        // switches (node -1)
   std::vector<std::uint32_t> fabric_index_;                      // vertex → index among them
   std::vector<std::vector<std::int64_t>> fabric_dist_;  // per target switch, filled on demand
+  std::vector<std::int64_t> scratch_a_, scratch_b_;     // cross_node's per-NIC costs
+  std::vector<std::pair<std::size_t, std::size_t>> scratch_ties_;
 
   const Topology& topo_;
   std::unordered_map<std::uint64_t, Route> cache_;

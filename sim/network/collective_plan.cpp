@@ -71,13 +71,7 @@ struct Planner {
     add_hop(a, b, weight);
   }
   PlannedFlow finish(PlannedFlow f) {
-    if (f.links.empty()) {
-      f.links = usage.take();
-    } else {  // links added directly (NVLS): merge with anything built
-      auto built = usage.take();
-      f.links.insert(f.links.end(), built.begin(), built.end());
-      normalize(f.links);
-    }
+    f.links = usage.take();
     return f;
   }
 
@@ -261,8 +255,8 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
             planes.push_back(g[*e].id);
         const double k = static_cast<double>(planes.size());
         for (auto id : planes) {
-          all.links.push_back(LinkUse{id, up / S / k});
-          all.links.push_back(LinkUse{id ^ 1u, down / S / k});  // the reverse direction
+          p.usage.add(id, up / S / k);
+          p.usage.add(id ^ 1u, down / S / k);  // the reverse direction
         }
       }
       phase.push_back(p.finish(std::move(all)));

@@ -17,7 +17,7 @@
 
 #include "engine/simulator.hpp"
 #include "network/max_min_fair.hpp"
-#include "topology/router.hpp"
+#include "topology/topology.hpp"
 
 namespace meshsim {
 

@@ -4,37 +4,14 @@
 
 namespace meshsim {
 
-void add_usage(FlowLinks& usage, const std::vector<Path>& paths, double weight) {
-  for (const auto& p : paths)
-    for (auto e : p.edges) usage.push_back(LinkUse{e, weight * p.fraction});
-}
-
-void normalize(FlowLinks& usage) {
-  std::sort(usage.begin(), usage.end(),
-            [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
-  std::size_t out = 0;
-  for (std::size_t i = 0; i < usage.size(); ++i) {
-    if (out > 0 && usage[out - 1].link == usage[i].link)
-      usage[out - 1].weight += usage[i].weight;
-    else
-      usage[out++] = usage[i];
-  }
-  usage.resize(out);
-}
-
-FlowLinks usage_of(const std::vector<Path>& paths) {
-  FlowLinks u;
-  add_usage(u, paths);
-  normalize(u);
-  return u;
+void UsageBuilder::add(std::uint32_t link, double weight) {
+  if (weight_[link] == 0.0) touched_.push_back(link);
+  weight_[link] += weight;
 }
 
 void UsageBuilder::add(const std::vector<Path>& paths, double weight) {
   for (const auto& p : paths)
-    for (auto e : p.edges) {
-      if (weight_[e] == 0.0) touched_.push_back(e);
-      weight_[e] += weight * p.fraction;
-    }
+    for (auto e : p.edges) add(e, weight * p.fraction);
 }
 
 FlowLinks UsageBuilder::take() {
@@ -46,6 +23,15 @@ FlowLinks UsageBuilder::take() {
   }
   touched_.clear();
   return out;
+}
+
+FlowLinks usage_of(const std::vector<Path>& paths) {
+  std::uint32_t max_link = 0;
+  for (const auto& p : paths)
+    for (auto e : p.edges) max_link = std::max(max_link, e);
+  UsageBuilder b(static_cast<std::size_t>(max_link) + 1);
+  b.add(paths);
+  return b.take();
 }
 
 }  // namespace meshsim

@@ -310,26 +310,26 @@ const Route& Router::gpu_route(std::int32_t gpu_a, std::int32_t gpu_b) {
   return route(gpus.at(static_cast<std::size_t>(gpu_a)), gpus.at(static_cast<std::size_t>(gpu_b)));
 }
 
-std::optional<VertexId> Router::first_unreachable_gpu() const {
+std::optional<VertexId> first_unreachable_gpu(const Topology& topo) {
   // One breadth-first search from GPU 0 under the transit rules as seen from GPU 0's node: a
   // node other than GPU 0's may be entered but never left, and GPUs are never crossed.
-  const auto& g = topo_.graph();
-  const auto& gpus = topo_.gpus();
+  const auto& g = topo.graph();
+  const auto& gpus = topo.gpus();
   if (gpus.empty()) return std::nullopt;
   const VertexId start = gpus.front();
-  const std::int32_t home = topo_.vertex(start).node;
-  std::vector<char> seen(topo_.vertex_count(), 0);
+  const std::int32_t home = topo.vertex(start).node;
+  std::vector<char> seen(topo.vertex_count(), 0);
   std::deque<VertexId> q{start};
   seen[start] = 1;
   while (!q.empty()) {
     const VertexId v = q.front();
     q.pop_front();
-    const Vertex& x = topo_.vertex(v);
+    const Vertex& x = topo.vertex(v);
     if (v != start && x.kind == VertexKind::gpu) continue;
     for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
       const VertexId u = boost::target(*e, g);
       if (seen[u]) continue;
-      const Vertex& y = topo_.vertex(u);
+      const Vertex& y = topo.vertex(u);
       if (x.node >= 0 && x.node != home && y.node != x.node) continue;  // servers do not forward
       seen[u] = 1;
       q.push_back(u);

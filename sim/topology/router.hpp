@@ -48,9 +48,6 @@ class Router {
   const Route& route(VertexId src, VertexId dst);
   const Route& gpu_route(std::int32_t gpu_a, std::int32_t gpu_b);
 
-  // A GPU that GPU 0 cannot reach under the transit rules, if any (one search).
-  std::optional<VertexId> first_unreachable_gpu() const;
-
   std::size_t cached_routes() const { return cache_.size(); }
   std::uint64_t searches() const { return searches_; }
   std::uint64_t vertices_settled() const { return settled_count_; }
@@ -92,5 +89,9 @@ class Router {
   std::uint32_t epoch_ = 0;
   std::uint64_t searches_ = 0, settled_count_ = 0;
 };
+
+// A GPU that GPU 0 cannot reach under the routing rules, if any: one breadth-first search, no
+// router state needed (the loader calls it on every cluster it builds).
+std::optional<VertexId> first_unreachable_gpu(const Topology& topo);
 
 }  // namespace meshsim

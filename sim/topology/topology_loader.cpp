@@ -60,8 +60,7 @@ NodeSource read_node_from(const JsonRef& ref, const std::string& file, int depth
 
 void check_connected(const Topology& t, const std::string& file) {
   if (t.gpu_count() == 0) throw Error(file, "/", "the cluster has no GPU");
-  Router router(t);
-  const auto unreachable = router.first_unreachable_gpu();
+  const auto unreachable = first_unreachable_gpu(t);
   if (unreachable)
     throw Error(file, "/",
                 "GPU '" + t.vertex(*unreachable).name + "' cannot reach GPU '" +

@@ -114,3 +114,17 @@ TEST_CASE("usage of striped paths merges and weighs by fraction") {
   CHECK(u[0].weight == doctest::Approx(1.0));
   CHECK(u[1].weight == doctest::Approx(0.5));
 }
+
+TEST_CASE("bytes carried per link are counted by weight") {
+  // A flow of 8 GB over a→b (weight 1) and b→c (weight 0.5): 8 GB and 4 GB.
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  net.transfer(FlowLinks{{0, 1.0}, {2, 0.5}}, 8e9, [] {});
+  sim.run();
+  CHECK(net.stats().bytes_on_link[0] == doctest::Approx(8e9));
+  CHECK(net.stats().bytes_on_link[2] == doctest::Approx(4e9));
+  CHECK(net.stats().bytes_on_link[1] == 0.0);
+  // Rate: link 2 allows 80/0.5 = 160 GB/s, link 0 80 GB/s: 8/80 = 100 ms.
+  CHECK(sim.now() == Time::ms(100));
+}

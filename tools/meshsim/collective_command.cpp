@@ -17,14 +17,12 @@ namespace meshsim::cli {
 namespace {
 
 struct CollectiveArgs {
-  std::string topology;
-  std::int32_t nodes = 0;
+  ClusterArgs cluster;
   std::string op;
   std::int32_t gpus = 0;
   std::string group;
   std::string sizes = "8:8G";
   std::string algo = "auto";
-  bool json = false;
 };
 
 // "0-7,16" → {0..7, 16}
@@ -80,7 +78,6 @@ std::vector<double> parse_sizes(const std::string& text) {
 }
 
 int run_collective_command(const CollectiveArgs& a) {
-  const TopologyOptions opt = topology_options(a.nodes);
   const auto op = parse_collective_op(a.op);
   if (!op)
     throw Error("", "--op",
@@ -92,7 +89,7 @@ int run_collective_command(const CollectiveArgs& a) {
       throw Error("", "--algo",
                   "unknown algorithm '" + a.algo + "' (auto|ring|tree|nvls|hier|direct)");
   }
-  const Topology topo = load_topology(a.topology, opt);
+  const Topology topo = a.cluster.load();
   std::vector<std::int32_t> ranks;
   if (!a.group.empty() && a.gpus != 0)
     throw Error("", "--gpus", "give --gpus or --group, not both");
@@ -128,14 +125,14 @@ int run_collective_command(const CollectiveArgs& a) {
             std::string(name_of(priced.algo)) + "/" + std::string(name_of(priced.protocol))});
   }
   Json rows = Json::array();
-  if (!a.json) {
+  if (!a.cluster.json) {
     std::cout << fmt::format("# meshsim collective: {} on {} ranks of {} ({} GPUs)\n", name_of(*op),
                              ranks.size(), topo.name, topo.gpu_count());
     std::cout << fmt::format("# {:>14} {:>12} {:>6} {:>12} {:>12} {:>12}  {}\n", "size(B)", "count",
                              "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algorithm");
   }
   for (const auto& row : table) {
-    if (a.json) {
+    if (a.cluster.json) {
       rows.push_back({{"bytes", row.bytes},
                       {"time_s", row.time_s},
                       {"algbw_Bps", row.algbw},
@@ -147,7 +144,7 @@ int run_collective_command(const CollectiveArgs& a) {
                                row.busbw / 1e9, row.algo);
     }
   }
-  if (a.json) {
+  if (a.cluster.json) {
     Json j;
     j["op"] = std::string(name_of(*op));
     j["ranks"] = ranks.size();
@@ -163,8 +160,7 @@ Runner add_collective_command(CLI::App& app) {
   auto args = std::make_shared<CollectiveArgs>();
   auto* cmd =
       app.add_subcommand("collective", "Price a collective over a size sweep, like nccl-tests");
-  cmd->add_option("--topology", args->topology, "Cluster file (topologies/*.json)")->required();
-  cmd->add_option("--nodes", args->nodes, "Rebuild a parametric cluster with N nodes");
+  args->cluster.add_to(cmd);
   cmd->add_option("--op", args->op,
                   "all_reduce|all_gather|reduce_scatter|all_to_all|broadcast|reduce|send_recv")
       ->required();
@@ -173,7 +169,6 @@ Runner add_collective_command(CLI::App& app) {
   cmd->add_option("--sizes", args->sizes, "Message sizes: 8:8G (x2 steps) or one size")
       ->capture_default_str();
   cmd->add_option("--algo", args->algo, "auto|ring|tree|nvls|hier|direct")->capture_default_str();
-  cmd->add_flag("--json", args->json, "Print one JSON document");
   return [args] { return run_collective_command(*args); };
 }
 

@@ -12,13 +12,24 @@ namespace meshsim::cli {
 
 using Runner = std::function<int()>;
 
-// `--nodes N` as loader options: 0 means "as the file says".
-inline TopologyOptions topology_options(std::int32_t nodes) {
-  TopologyOptions opt;
-  if (nodes < 0) throw Error("", "--nodes", "must be a positive integer");
-  if (nodes > 0) opt.nodes = nodes;
-  return opt;
-}
+// The flags every cluster command shares: --topology, --nodes and --json.
+struct ClusterArgs {
+  std::string topology;
+  std::int32_t nodes = 0;  // 0: as the file says
+  bool json = false;
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--topology", topology, "Cluster file (topologies/*.json)")->required();
+    cmd->add_option("--nodes", nodes, "Rebuild a parametric cluster with N nodes");
+    cmd->add_flag("--json", json, "Print one JSON document");
+  }
+  Topology load() const {
+    TopologyOptions opt;
+    if (nodes < 0) throw Error("", "--nodes", "must be a positive integer");
+    if (nodes > 0) opt.nodes = nodes;
+    return load_topology(topology, opt);
+  }
+};
 
 Runner add_topo_command(CLI::App& app);
 Runner add_collective_command(CLI::App& app);

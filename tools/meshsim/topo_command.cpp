@@ -16,17 +16,14 @@ namespace meshsim::cli {
 namespace {
 
 struct TopoArgs {
-  std::string topology;
-  std::int32_t nodes = 0;
+  ClusterArgs cluster;
   std::string dot;
-  bool json = false;
 };
 
 constexpr std::size_t kMatrixGpus = 16;
 
 int run_topo(const TopoArgs& a) {
-  const TopologyOptions opt = topology_options(a.nodes);
-  const Topology topo = load_topology(a.topology, opt);
+  const Topology topo = a.cluster.load();
   const TopologySummary s = summarize(topo);
   Router router(topo);
   const auto matrix = topo.gpu_count() <= kMatrixGpus ? path_matrix(topo, router, kMatrixGpus)
@@ -37,7 +34,7 @@ int run_topo(const TopoArgs& a) {
     write_dot(out, topo);
   }
 
-  if (a.json) {
+  if (a.cluster.json) {
     Json j;
     j["name"] = topo.name;
     j["gpus"] = s.gpus;
@@ -107,10 +104,8 @@ Runner add_topo_command(CLI::App& app) {
   auto args = std::make_shared<TopoArgs>();
   auto* cmd =
       app.add_subcommand("topo", "Describe a cluster: counts, bandwidths, bisection, paths");
-  cmd->add_option("--topology", args->topology, "Cluster file (topologies/*.json)")->required();
-  cmd->add_option("--nodes", args->nodes, "Rebuild a parametric cluster with N nodes");
+  args->cluster.add_to(cmd);
   cmd->add_option("--dot", args->dot, "Write the graph in Graphviz format to FILE");
-  cmd->add_flag("--json", args->json, "Print one JSON document");
   return [args] { return run_topo(*args); };
 }
 

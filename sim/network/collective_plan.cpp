@@ -42,7 +42,6 @@ struct Planner {
     return std::nullopt;
   }
 
-  // Paths from GPU a to GPU b; across nodes through the NVLink peer on b's rail (PXN).
   // Adds the links of a→b with `weight`. Across nodes and rails the hop goes through the NVLink
   // peer on b's rail (PXN): the usage of the two legs adds up, since each leg's path fractions
   // sum to one.
@@ -64,16 +63,12 @@ struct Planner {
   // An independent point-to-point flow.
   PlannedFlow flow(std::int32_t a, std::int32_t b, double payload) {
     add_hop(a, b, 1.0);
-    return PlannedFlow{usage.take(), payload * wire};
+    return take(payload);
   }
-  // Adds edge a→b to the coupled (pipelined) flow being built; `finish` takes it.
-  void edge(PlannedFlow&, std::int32_t a, std::int32_t b, double weight = 1.0) {
-    add_hop(a, b, weight);
-  }
-  PlannedFlow finish(PlannedFlow f) {
-    f.links = usage.take();
-    return f;
-  }
+  // A coupled (pipelined) flow is built by edge() calls carrying `weight` units of its bytes,
+  // then taken with its payload bytes per unit.
+  void edge(std::int32_t a, std::int32_t b, double weight = 1.0) { add_hop(a, b, weight); }
+  PlannedFlow take(double payload) { return PlannedFlow{usage.take(), payload * wire}; }
 
   std::size_t nodes() const { return layout.per_node.size(); }
 
@@ -204,14 +199,13 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
         // A chain starts at the root (ranks[0]); reduce flows toward it, so reverse direction.
         std::size_t root = 0;
         while (order[root] != call.ranks.front()) ++root;
-        PlannedFlow channel{{}, per_edge / static_cast<double>(C) * p.wire};
         for (std::size_t i = 0; i < n; ++i) {
           if (chain && (i + 1) % n == root) continue;  // the chain's last rank sends nowhere
           auto a = order[i], b = order[(i + 1) % n];
           if (op == CollectiveOp::reduce) std::swap(a, b);
-          p.edge(channel, a, b);
+          p.edge(a, b);
         }
-        phase.push_back(p.finish(std::move(channel)));
+        phase.push_back(p.take(per_edge / static_cast<double>(C)));
       }
       plan.latency = p.latency_us(p.ring_latency(steps, inter));
       plan.phases.push_back(std::move(phase));
@@ -243,10 +237,9 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
         default:
           return no("NVLS applies to all_reduce, all_gather, reduce_scatter");
       }
-      // One coupled flow of S wire bytes; each GPU's links to the switches carry up/S and
-      // down/S of it, striped evenly over the switch planes.
+      // One coupled flow of S bytes; each GPU's links to the switches carry up/S and down/S of
+      // it, striped evenly over the switch planes.
       const auto& g = topo.graph();
-      PlannedFlow all{{}, S * p.wire};
       for (auto r : with_flows ? call.ranks : std::vector<std::int32_t>{}) {
         const VertexId v = topo.gpus()[static_cast<std::size_t>(r)];
         std::vector<std::uint32_t> planes;
@@ -259,7 +252,7 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
           p.usage.add(id ^ 1u, down / S / k);  // the reverse direction
         }
       }
-      phase.push_back(p.finish(std::move(all)));
+      phase.push_back(p.take(S));
       plan.phases.push_back(std::move(phase));
       return plan;
     }
@@ -274,7 +267,6 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
       const auto nodes = p.nodes();
       for (std::size_t c = 0; c < C; ++c) {
         // One coupled flow per channel, in units of one tree's bytes (per_tree).
-        PlannedFlow channel{{}, per_tree * p.wire};
         std::vector<std::int32_t> head(nodes);
         for (std::size_t k = 0; k < nodes; ++k) {
           const auto& m = p.layout.per_node[k];
@@ -282,8 +274,8 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
           // Intra-node chain from the head: reduce up it and broadcast down it, for both trees.
           for (std::size_t j = 0; j + 1 < ppn; ++j) {
             const auto a = m[(c + j) % ppn], b = m[(c + j + 1) % ppn];
-            p.edge(channel, a, b, 2.0);
-            p.edge(channel, b, a, 2.0);
+            p.edge(a, b, 2.0);
+            p.edge(b, a, 2.0);
           }
         }
         // Double binary tree over nodes: tree 0 in heap order, tree 1 mirrored, so a node that
@@ -293,10 +285,10 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
             const auto parent = (k - 1) / 2;
             const auto child_node = t == 0 ? k : nodes - 1 - k;
             const auto parent_node = t == 0 ? parent : nodes - 1 - parent;
-            p.edge(channel, head[child_node], head[parent_node]);  // reduce
-            p.edge(channel, head[parent_node], head[child_node]);  // broadcast
+            p.edge(head[child_node], head[parent_node]);  // reduce
+            p.edge(head[parent_node], head[child_node]);  // broadcast
           }
-        phase.push_back(p.finish(std::move(channel)));
+        phase.push_back(p.take(per_tree));
       }
       const double lat = p.base() + 2 * ((static_cast<double>(ppn) - 1) * p.hop(p.layout.intra) +
                                          std::log2(N) * p.hop(HopClass::network));
@@ -312,28 +304,24 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
         return no("hierarchical needs the same ranks on every node");
       const auto ppn = static_cast<std::size_t>(p.layout.ranks_per_node);
       const double g = static_cast<double>(ppn);
-      // Phase 1 and 3: ring reduce-scatter / all-gather inside each node, S bytes.
-      auto intra_phase = [&] {
-        std::vector<PlannedFlow> ph;
-        if (ppn < 2) return ph;
+      // Phases 1 and 3: ring reduce-scatter, then all-gather, inside each node over S bytes. The
+      // two move the same bytes over the same links, so one flow set serves both.
+      std::vector<PlannedFlow> intra;
+      if (ppn > 1)
         for (const auto& m : p.layout.per_node) {
-          PlannedFlow ring{{}, (g - 1) / g * S * p.wire};
-          for (std::size_t j = 0; j < ppn; ++j) p.edge(ring, m[j], m[(j + 1) % ppn]);
-          ph.push_back(p.finish(std::move(ring)));
+          for (std::size_t j = 0; j < ppn; ++j) p.edge(m[j], m[(j + 1) % ppn]);
+          intra.push_back(p.take((g - 1) / g * S));
         }
-        return ph;
-      };
       // Phase 2: per-rail ring all-reduce across nodes of each rank's S/ppn shard.
       std::vector<PlannedFlow> inter;
       for (std::size_t j = 0; j < ppn; ++j) {
-        PlannedFlow ring{{}, 2.0 * (N - 1) / N * S / g * p.wire};
         for (std::size_t k = 0; k < p.nodes(); ++k)
-          p.edge(ring, p.layout.per_node[k][j], p.layout.per_node[(k + 1) % p.nodes()][j]);
-        inter.push_back(p.finish(std::move(ring)));
+          p.edge(p.layout.per_node[k][j], p.layout.per_node[(k + 1) % p.nodes()][j]);
+        inter.push_back(p.take(2.0 * (N - 1) / N * S / g));
       }
-      if (auto ph = intra_phase(); !ph.empty()) plan.phases.push_back(std::move(ph));
+      if (!intra.empty()) plan.phases.push_back(intra);
       plan.phases.push_back(std::move(inter));
-      if (auto ph = intra_phase(); !ph.empty()) plan.phases.push_back(std::move(ph));
+      if (!intra.empty()) plan.phases.push_back(std::move(intra));
       const double intra_lat = ppn > 1 ? p.base() + (g - 1) * p.hop(p.layout.intra) : 0.0;
       const double inter_lat = p.base() + 2 * (N - 1) * p.hop(HopClass::network);
       plan.latency = p.latency_us(2 * intra_lat + inter_lat);

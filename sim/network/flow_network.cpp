@@ -9,8 +9,7 @@
 namespace meshsim {
 
 FlowNetwork::FlowNetwork(const Topology& topo, Simulator& sim)
-    : topo_(topo),
-      sim_(sim),
+    : sim_(sim),
       capacity_(topo.directed_edge_count()),
       flows_on_link_(topo.directed_edge_count()),
       solver_(topo.directed_edge_count()),

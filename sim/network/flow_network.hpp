@@ -77,7 +77,6 @@ class FlowNetwork {
   void reschedule();
   void on_completion();
 
-  const Topology& topo_;
   Simulator& sim_;
   std::vector<double> capacity_;
   std::vector<std::vector<std::uint32_t>> flows_on_link_;

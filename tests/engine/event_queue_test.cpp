@@ -33,9 +33,13 @@ TEST_CASE_TEMPLATE("queue pops in (time, priority, sequence) order", Q, BinaryHe
 TEST_CASE_TEMPLATE("equal time and priority run in insertion order", Q, BinaryHeapQueue,
                    QuaternaryHeapQueue) {
   Q q;
-  for (std::uint64_t s = 0; s < 100; ++s)
-    q.push(QueueEntry{Time::us(1), 0, 0, 99 - s == s ? s : s});
-  for (std::uint64_t s = 0; s < 100; ++s) CHECK(q.pop().seq == s);
+  // Interleave a later event between the ties so the heap has to reorder around them.
+  for (std::uint64_t s = 0; s < 100; ++s) {
+    q.push(QueueEntry{Time::us(1), 0, 0, 2 * s});
+    q.push(QueueEntry{Time::us(2), 0, 0, 2 * s + 1});
+  }
+  for (std::uint64_t s = 0; s < 100; ++s) CHECK(q.pop().seq == 2 * s);
+  for (std::uint64_t s = 0; s < 100; ++s) CHECK(q.pop().seq == 2 * s + 1);
 }
 
 TEST_CASE_TEMPLATE("interleaved push and pop keep heap order", Q, BinaryHeapQueue,

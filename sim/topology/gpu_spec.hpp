@@ -1,5 +1,6 @@
 #pragma once
 // What one GPU can do: the numbers MFU and the roofline need.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ struct GpuSpec {
   // NVLink SHARP (NVLS): in-switch reduction and multicast, Hopper and later with NVSwitch
   // (NVIDIA/nccl: NVLS needs compute capability >= 9.0 and NVSwitch).
   bool nvls = false;
+  // Streaming multiprocessors: the unit of GEMM wave quantization (CUDA programming guide,
+  // compute capability tables; NVIDIA architecture whitepapers for the per-SKU counts).
+  std::int32_t sm_count = 0;
 };
 
 // The built-in catalogue, from ../shared/validation/hardware.md tables C1 and C2.
@@ -27,7 +31,7 @@ const std::vector<GpuSpec>& gpu_catalogue();
 std::optional<GpuSpec> find_gpu(const std::string& model);
 
 // A GPU field of a topology file: a catalogue name ("H100-SXM5-80GB") or an object
-// {model, peak_tflops {dtype: TFLOP/s}, hbm_bytes, hbm_GBps}.
+// {model, peak_tflops {dtype: TFLOP/s}, hbm_bytes, hbm_GBps, sm_count, nvls}.
 GpuSpec read_gpu_spec(const JsonRef& ref);
 
 }  // namespace meshsim

@@ -1,0 +1,111 @@
+#include "compute/calibration_profile.hpp"
+
+#include "core/enum_names.hpp"
+
+namespace meshsim {
+namespace {
+
+DType read_dtype(const JsonRef& ref) {
+  const auto s = ref.string();
+  if (auto d = parse_dtype(s)) return *d;
+  ref.fail("unknown dtype '" + s + "' (known: " + joined_names(kAllDTypes) + ")");
+}
+
+std::int64_t read_dim(ObjectReader& r, std::string_view key) {
+  return r.required(key).positive_integer();
+}
+
+GemmPoint read_gemm_point(const JsonRef& ref) {
+  ObjectReader r(ref);
+  GemmPoint p;
+  p.dtype = read_dtype(r.required("dtype"));
+  p.shape.m = read_dim(r, "m");
+  p.shape.n = read_dim(r, "n");
+  p.shape.k = read_dim(r, "k");
+  if (auto b = r.optional("batch")) p.shape.batch = b->positive_integer();
+  p.flops_per_s = r.required("tflops").positive_number() * 1e12;
+  r.finish();
+  return p;
+}
+
+AttentionPoint read_attention_point(const JsonRef& ref) {
+  ObjectReader r(ref);
+  AttentionPoint p;
+  p.dtype = read_dtype(r.required("dtype"));
+  p.shape.batch = read_dim(r, "batch");
+  p.shape.seq_q = read_dim(r, "seq_q");
+  p.shape.seq_kv = p.shape.seq_q;
+  if (auto s = r.optional("seq_kv")) p.shape.seq_kv = s->positive_integer();
+  p.shape.heads = read_dim(r, "heads");
+  p.shape.kv_heads = p.shape.heads;
+  if (auto kv = r.optional("kv_heads")) p.shape.kv_heads = kv->positive_integer();
+  p.shape.head_dim = read_dim(r, "head_dim");
+  p.shape.causal = r.required("causal").boolean();
+  const auto dir = r.required("direction");
+  const auto d = dir.string();
+  if (d != "forward" && d != "backward") dir.fail("expected 'forward' or 'backward'");
+  p.shape.backward = d == "backward";
+  p.flops_per_s = r.required("tflops").positive_number() * 1e12;
+  r.finish();
+  return p;
+}
+
+}  // namespace
+
+CalibrationProfile read_calibration_profile(const JsonRef& root) {
+  ObjectReader r(root);
+  CalibrationProfile p;
+  p.file = root.file();
+  p.gpu = r.required("gpu").string();
+  p.source = r.required("source").string();
+  if (auto v = r.optional("launch_overhead_us"))
+    p.launch_overhead = Time::from_seconds_ceil(v->non_negative_number() * 1e-6);
+  if (auto v = r.optional("memory_bandwidth_GBps"))
+    p.memory_bandwidth_Bps = v->positive_number() * 1e9;
+  if (auto g = r.optional("gemm"))
+    for (const auto& e : g->array()) p.gemm.push_back(read_gemm_point(e));
+  if (auto a = r.optional("attention"))
+    for (const auto& e : a->array()) p.attention.push_back(read_attention_point(e));
+  r.finish();
+  return p;
+}
+
+CalibrationProfile load_calibration_profile(const std::string& path) {
+  const Json doc = load_json_file(path);
+  return read_calibration_profile(JsonRef::root(doc, path));
+}
+
+Json to_json(const CalibrationProfile& p) {
+  Json j = {{"gpu", p.gpu}, {"source", p.source}};
+  if (p.launch_overhead) j["launch_overhead_us"] = p.launch_overhead->seconds() * 1e6;
+  if (p.memory_bandwidth_Bps) j["memory_bandwidth_GBps"] = *p.memory_bandwidth_Bps / 1e9;
+  if (!p.gemm.empty()) {
+    Json g = Json::array();
+    for (const auto& e : p.gemm)
+      g.push_back({{"dtype", name_of(e.dtype)},
+                   {"m", e.shape.m},
+                   {"n", e.shape.n},
+                   {"k", e.shape.k},
+                   {"batch", e.shape.batch},
+                   {"tflops", e.flops_per_s / 1e12}});
+    j["gemm"] = std::move(g);
+  }
+  if (!p.attention.empty()) {
+    Json a = Json::array();
+    for (const auto& e : p.attention)
+      a.push_back({{"dtype", name_of(e.dtype)},
+                   {"batch", e.shape.batch},
+                   {"seq_q", e.shape.seq_q},
+                   {"seq_kv", e.shape.seq_kv},
+                   {"heads", e.shape.heads},
+                   {"kv_heads", e.shape.kv_heads},
+                   {"head_dim", e.shape.head_dim},
+                   {"causal", e.shape.causal},
+                   {"direction", e.shape.backward ? "backward" : "forward"},
+                   {"tflops", e.flops_per_s / 1e12}});
+    j["attention"] = std::move(a);
+  }
+  return j;
+}
+
+}  // namespace meshsim

@@ -1,0 +1,44 @@
+#pragma once
+// A calibration profile: kernel timings measured on a real GPU (by tools/calibrate, or read off
+// published microbenchmarks) that replace the default efficiency curves where they apply.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compute/dtype.hpp"
+#include "compute/kernel.hpp"
+#include "core/json_reader.hpp"
+#include "core/units.hpp"
+
+namespace meshsim {
+
+struct GemmPoint {
+  DType dtype = DType::bf16;
+  GemmShape shape;
+  double flops_per_s = 0;  // measured 2MNK·batch / time
+};
+
+struct AttentionPoint {
+  DType dtype = DType::bf16;
+  AttentionShape shape;
+  double flops_per_s = 0;  // measured, counting FLOPs as attention_kernel() does
+};
+
+struct CalibrationProfile {
+  std::string gpu;  // the GPU model it was measured on; a mismatch with the cluster is an error
+  std::string source;
+  std::string file;
+  std::optional<Time> launch_overhead;
+  std::optional<double> memory_bandwidth_Bps;  // achieved streaming bandwidth
+  std::vector<GemmPoint> gemm;
+  std::vector<AttentionPoint> attention;
+};
+
+// {gpu, source, launch_overhead_us?, memory_bandwidth_GBps?,
+//  gemm: [{dtype, m, n, k, batch?, tflops}], attention: [{dtype, batch, seq_q, seq_kv?, heads,
+//  kv_heads?, head_dim, causal, direction: forward|backward, tflops}]}
+CalibrationProfile read_calibration_profile(const JsonRef& root);
+CalibrationProfile load_calibration_profile(const std::string& path);
+Json to_json(const CalibrationProfile& p);
+
+}  // namespace meshsim

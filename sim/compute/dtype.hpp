@@ -1,0 +1,18 @@
+#pragma once
+// Number formats a kernel computes in and a tensor is stored in.
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace meshsim {
+
+enum class DType { fp32, bf16, fp16, fp8 };
+
+inline constexpr std::array kAllDTypes{DType::fp32, DType::bf16, DType::fp16, DType::fp8};
+
+std::string_view name_of(DType d);
+std::optional<DType> parse_dtype(std::string_view s);
+// Bytes of one element.
+double bytes_of(DType d);
+
+}  // namespace meshsim

@@ -1,0 +1,291 @@
+#include "memory/memory_model.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.hpp"
+#include "model/op_catalogue.hpp"
+#include "model/param_count.hpp"
+
+namespace meshsim {
+namespace {
+
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
+
+struct StageParams {
+  double dense = 0, expert = 0;
+};
+
+// Weights, gradients and optimizer state of `p` parameters sharded over `n` replicas at a ZeRO
+// stage.
+void add_model_state(MemoryBreakdown& b, double p, double n, std::int32_t zero,
+                     const PrecisionRecipe& r) {
+  b.weights += p * r.weight_bytes / (zero >= 3 ? n : 1.0);
+  b.gradients += p * r.grad_bytes / (zero >= 2 ? n : 1.0);
+  b.optimizer += p * (r.master_bytes + r.optimizer_bytes) / (zero >= 1 ? n : 1.0);
+}
+
+std::int64_t communicators(std::initializer_list<std::int64_t> degrees) {
+  std::int64_t n = 0;
+  for (auto g : degrees) n += g > 1 ? 1 : 0;
+  return n;
+}
+
+void finish(MemoryBreakdown& b, const MemoryOptions& o) {
+  b.allocator = 0;
+  b.allocator = o.allocator_fraction * b.total() + o.runtime_bytes;
+}
+
+std::vector<MemoryBreakdown> params_only_stages(const ModelSpec& model,
+                                                const ParallelConfig& config,
+                                                const MemoryOptions& options) {
+  // Only the parameter count is known: parameters are spread evenly over TP and PP, and there
+  // is nothing to say about activations or workspaces.
+  const auto& mesh = config.mesh;
+  std::vector<MemoryBreakdown> out(static_cast<std::size_t>(mesh.pp));
+  for (std::int64_t s = 0; s < mesh.pp; ++s) {
+    auto& b = out[static_cast<std::size_t>(s)];
+    b.stage = s;
+    b.activations_modeled = false;
+    add_model_state(b, *model.declared_params / d(mesh.tp * mesh.pp), d(mesh.dense_replicas()),
+                    config.zero, options.recipe);
+    b.communication = d(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
+                      options.nccl_bytes_per_group;
+    finish(b, options);
+  }
+  return out;
+}
+
+}  // namespace
+
+PrecisionRecipe default_recipe(DType dtype) {
+  PrecisionRecipe r;
+  if (dtype == DType::fp8) r.weight_bytes = 3;  // bf16 weights + fp8 copy
+  if (dtype == DType::fp32) {
+    r.weight_bytes = 4;  // pure fp32 training: no separate master copy
+    r.grad_bytes = 4;
+    r.master_bytes = 0;
+  }
+  return r;
+}
+
+double microbatches_in_flight(const Schedule& schedule, std::int64_t pp, std::int64_t stage,
+                              std::int64_t microbatches) {
+  if (pp <= 1) return 1.0;
+  const double m = d(std::max<std::int64_t>(microbatches, 1));
+  switch (schedule.kind) {
+    case ScheduleKind::gpipe:
+      return m;
+    case ScheduleKind::one_f_one_b:
+    case ScheduleKind::zero_bubble:
+      return std::min(d(pp - stage), m);
+    case ScheduleKind::interleaved: {
+      // Megatron-LM's interleaved schedule: stage i runs 2(p − i − 1) + (v − 1)·p warm-up
+      // forward chunks, then one more before its first backward; each chunk is 1/v of the
+      // stage's layers (Narayanan et al. 2021 §2.2; Korthikanti et al. 2022 §4.2.3 give the
+      // same p·(1 + (p − 1)/(p·v)) for the first stage).
+      const double v = d(schedule.virtual_stages);
+      const double chunks = d(2 * (pp - stage - 1) + (schedule.virtual_stages - 1) * pp + 1);
+      return std::min(chunks, m * v) / v;
+    }
+  }
+  return 1.0;
+}
+
+std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
+                                                       const TrainingMemoryJob& job,
+                                                       const ParallelConfig& config,
+                                                       const MemoryOptions& options) {
+  if (!model.has_architecture()) return params_only_stages(model, config, options);
+  const auto& mesh = config.mesh;
+  const auto& recipe = options.recipe;
+  const std::int64_t v =
+      config.schedule.kind == ScheduleKind::interleaved ? config.schedule.virtual_stages : 1;
+  const std::int64_t chunks = mesh.pp * v;
+  if (chunks > model.layers)
+    throw Error("", "--mesh",
+                "pp × virtual stages = " + std::to_string(chunks) + " exceeds the " +
+                    std::to_string(model.layers) + " layers of " + model.name);
+  const auto per_chunk = split_layers(model.layers, chunks);
+
+  const Sharding sh{mesh.tp, config.sp, mesh.cp, mesh.ep};
+  LayerShape shape;
+  shape.micro_batch = job.micro_batch;
+  shape.seq = job.seq;
+  shape.dtype = job.dtype;
+  shape.flash_attention = options.flash_attention;
+
+  // Dense layers are all alike, and so are MoE layers: two catalogue calls cover a model.
+  struct LayerSummary {
+    OpTotals t;
+    double dense = 0, expert = 0;
+    double checkpoint = 0;  // full recompute keeps the layer input
+  };
+  std::map<bool, LayerSummary> cache;
+  auto summary = [&](std::int64_t layer) -> const LayerSummary& {
+    const bool moe = model.is_moe_layer(layer);
+    auto it = cache.find(moe);
+    if (it != cache.end()) return it->second;
+    LayerSummary s;
+    const auto ops = layer_ops(model, layer, shape, sh);
+    s.t = totals(ops);
+    for (const auto& op : ops) (op.expert_weights ? s.expert : s.dense) += op.weight_params;
+    // Megatron checkpoints each layer's input (sharded over TP with SP): Korthikanti's 2·s·b·h.
+    const double tokens = d(job.micro_batch) * d(job.seq) / d(mesh.cp);
+    s.checkpoint = 2.0 * tokens * d(model.hidden) / (config.sp ? d(mesh.tp) : 1.0);
+    return cache.emplace(moe, s).first->second;
+  };
+
+  const std::int64_t replicas_batch = mesh.dp * job.micro_batch;
+  const std::int64_t microbatches = std::max<std::int64_t>(job.global_batch / replicas_batch, 1);
+  std::vector<MemoryBreakdown> out(static_cast<std::size_t>(mesh.pp));
+  std::vector<std::int64_t> first_layer(static_cast<std::size_t>(chunks), 0);
+  for (std::int64_t c = 1; c < chunks; ++c)
+    first_layer[static_cast<std::size_t>(c)] =
+        first_layer[static_cast<std::size_t>(c - 1)] + per_chunk[static_cast<std::size_t>(c - 1)];
+
+  for (std::int64_t s = 0; s < mesh.pp; ++s) {
+    auto& b = out[static_cast<std::size_t>(s)];
+    b.stage = s;
+    StageParams params;
+    double act_per_mb = 0, max_layer_params = 0, max_layer_activation = 0, temporary = 0;
+    for (std::int64_t c = s; c < chunks; c += mesh.pp) {
+      const auto first = first_layer[static_cast<std::size_t>(c)];
+      for (std::int64_t l = first; l < first + per_chunk[static_cast<std::size_t>(c)]; ++l) {
+        const auto& ls = summary(l);
+        params.dense += ls.dense;
+        params.expert += ls.expert;
+        max_layer_params = std::max(max_layer_params, ls.dense + ls.expert);
+        const double full = ls.t.saved_bytes + ls.t.score_bytes;
+        max_layer_activation = std::max(max_layer_activation, full);
+        switch (config.recompute) {
+          case Recompute::none:
+            act_per_mb += full;
+            break;
+          case Recompute::selective:
+            act_per_mb += ls.t.saved_bytes;
+            break;
+          case Recompute::full:
+            act_per_mb += ls.checkpoint;
+            break;
+        }
+      }
+    }
+    if (s == 0) {
+      const auto t = totals(embedding_ops(model, shape, sh));
+      params.dense += t.weight_params;
+      act_per_mb += t.saved_bytes;
+    }
+    if (s == mesh.pp - 1) {
+      const auto t = totals(head_ops(model, shape, sh));
+      params.dense += t.weight_params;
+      act_per_mb += t.saved_bytes;
+      temporary += t.temporary_bytes;
+      // A tied head on its own stage keeps a copy of the embedding (Megatron all-reduces the
+      // two copies' gradients).
+      if (model.tied_embeddings && mesh.pp > 1)
+        params.dense += d(model.vocab) * d(model.hidden) / d(mesh.tp);
+    }
+    add_model_state(b, params.dense, d(mesh.dense_replicas()), config.zero, recipe);
+    add_model_state(b, params.expert, d(mesh.expert_replicas()), config.zero, recipe);
+
+    b.activations = act_per_mb * microbatches_in_flight(config.schedule, mesh.pp, s, microbatches);
+    if (config.zero >= 3) {
+      // FSDP/ZeRO-3 gathers each layer's full weights: the current layer and the prefetched
+      // next one, plus the layer's unsharded gradients before their reduce-scatter. Without
+      // resharding after forward, every layer's gathered weights stay until its backward.
+      const double n = d(mesh.dense_replicas());
+      const double gathered =
+          config.reshard_after_forward
+              ? 2.0 * max_layer_params * recipe.weight_bytes
+              : (params.dense + params.expert) * recipe.weight_bytes * (1.0 - 1.0 / n);
+      temporary += gathered + max_layer_params * recipe.grad_bytes;
+    }
+    // Full recompute rebuilds one layer's activations during its backward.
+    if (config.recompute == Recompute::full) temporary += max_layer_activation;
+    b.temporary = temporary;
+    b.communication = d(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
+                      options.nccl_bytes_per_group;
+    if (config.zero >= 2 && mesh.dense_replicas() > 1)
+      b.communication += 2.0 * options.bucket_bytes;
+    finish(b, options);
+  }
+  return out;
+}
+
+MemoryBreakdown worst_stage(const std::vector<MemoryBreakdown>& stages) {
+  if (stages.empty()) return {};
+  return *std::max_element(stages.begin(), stages.end(),
+                           [](const auto& a, const auto& b) { return a.total() < b.total(); });
+}
+
+double kv_bytes_per_token(const ModelSpec& model, DType kv_dtype) {
+  if (!model.has_architecture()) return 0;
+  const double bytes = bytes_of(kv_dtype);
+  if (model.mla)
+    return d(model.layers) * d(model.mla->kv_lora_rank + model.mla->qk_rope_head_dim) * bytes;
+  return 2.0 * d(model.layers) * d(model.kv_heads) * d(model.head_dim) * bytes;
+}
+
+MemoryBreakdown serving_memory(const ModelSpec& model, const ServingMemoryJob& job,
+                               const MemoryOptions& options) {
+  const double wbytes = bytes_of(job.weight_dtype);
+  const double t = d(job.tp);
+  std::vector<MemoryBreakdown> stages(static_cast<std::size_t>(job.pp));
+  if (!model.has_architecture()) {
+    for (auto& b : stages) {
+      b.activations_modeled = false;
+      b.weights = *model.declared_params * wbytes / (t * d(job.pp));
+    }
+  } else {
+    if (job.pp > model.layers)
+      throw Error("", "--mesh",
+                  "pp = " + std::to_string(job.pp) + " exceeds the " +
+                      std::to_string(model.layers) + " layers of " + model.name);
+    const auto per_stage = split_layers(model.layers, job.pp);
+    const auto params = count_params(model);
+    // Per rank and token: KV heads split over TP while there are enough, replicated after;
+    // MLA's latent is replicated over TP.
+    const double kv_heads_rank = model.kv_heads >= job.tp ? d(model.kv_heads) / t : 1.0;
+    const double kv_layer_token =
+        model.mla
+            ? d(model.mla->kv_lora_rank + model.mla->qk_rope_head_dim) * bytes_of(job.kv_dtype)
+            : 2.0 * kv_heads_rank * d(model.head_dim) * bytes_of(job.kv_dtype);
+    const double ffn = model.moe
+                           ? std::max(d(model.ffn), d(model.moe->top_k * model.moe->expert_ffn))
+                           : d(model.ffn);
+    const double gated = model.activation == Activation::swiglu ? 3.0 : 2.0;
+    std::int64_t layer = 0;
+    for (std::int64_t s = 0; s < job.pp; ++s) {
+      auto& b = stages[static_cast<std::size_t>(s)];
+      b.stage = s;
+      double p = 0;
+      const auto n = per_stage[static_cast<std::size_t>(s)];
+      for (std::int64_t l = layer; l < layer + n; ++l) p += layer_params(model, l);
+      layer += n;
+      if (s == 0) p += params.embedding;
+      if (s == job.pp - 1) {
+        p += params.output + norm_params(model);
+        if (model.tied_embeddings && job.pp > 1) p += d(model.vocab) * d(model.hidden);
+      }
+      b.weights = p * wbytes / t;
+      b.kv_cache = d(job.concurrency) * d(job.context) * d(n) * kv_layer_token;
+      // One forward of max_batch_tokens: the layer input and output plus the MLP intermediates
+      // (16-bit), and fp32 logits of the sequences that sample a token.
+      const double tokens = d(job.max_batch_tokens);
+      b.temporary = tokens * (2.0 * d(model.hidden) + gated * ffn / t) * 2.0;
+      if (s == job.pp - 1)
+        b.temporary +=
+            d(std::min(job.concurrency, job.max_batch_tokens)) * d(model.vocab) / t * 4.0;
+    }
+  }
+  for (auto& b : stages) {
+    b.communication = d(communicators({job.tp, job.pp})) * options.nccl_bytes_per_group;
+    finish(b, options);
+  }
+  return worst_stage(stages);
+}
+
+}  // namespace meshsim

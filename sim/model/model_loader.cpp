@@ -1,0 +1,284 @@
+#include "model/model_loader.hpp"
+
+#include <filesystem>
+#include <set>
+
+namespace meshsim {
+namespace {
+
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;  // 16M: beyond any real model
+
+std::int64_t dim(const JsonRef& ref) {
+  const auto v = ref.positive_integer();
+  if (v > kMaxDim) ref.fail("is implausibly large (more than " + std::to_string(kMaxDim) + ")");
+  return v;
+}
+
+std::int64_t count(const JsonRef& ref) {  // may be zero
+  const auto v = ref.integer();
+  if (v < 0) ref.fail("must not be negative");
+  if (v > kMaxDim) ref.fail("is implausibly large (more than " + std::to_string(kMaxDim) + ")");
+  return v;
+}
+
+std::string stem_of(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
+
+// Hugging Face configs carry dozens of keys meshsim does not need (token ids, rope scaling,
+// initializer ranges...), so unknown keys are ignored here, unlike in meshsim's own formats.
+class HfReader {
+ public:
+  explicit HfReader(const JsonRef& root) : root_(root) {}
+  bool has(std::string_view key) const {
+    return root_.raw().contains(key) && !root_.raw().at(std::string(key)).is_null();
+  }
+  JsonRef get(std::string_view key) const {
+    if (!has(key)) root_.fail("missing required field '" + std::string(key) + "'");
+    return root_.child(key);
+  }
+  std::optional<JsonRef> maybe(std::string_view key) const {
+    if (!has(key)) return std::nullopt;
+    return root_.child(key);
+  }
+  const JsonRef& root() const { return root_; }
+
+ private:
+  JsonRef root_;
+};
+
+void check_heads(const JsonRef& root, ModelSpec& m, const std::string& heads_key,
+                 const std::string& kv_key, bool head_dim_given) {
+  if (!head_dim_given) {
+    if (m.hidden % m.heads != 0)
+      root.child(heads_key).fail(std::to_string(m.heads) + " heads do not divide the hidden size " +
+                                 std::to_string(m.hidden));
+    m.head_dim = m.hidden / m.heads;
+  }
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+    root.child(kv_key).fail(std::to_string(m.kv_heads) + " key/value heads do not divide the " +
+                            std::to_string(m.heads) + " attention heads");
+}
+
+Activation gated_activation(const JsonRef& ref) {
+  const auto act = ref.string();
+  // Gated MLPs (three projections): SiLU gives SwiGLU (Llama, Mistral, Qwen, DeepSeek); GELU
+  // gives GeGLU, which costs the same FLOPs and bytes, so it is modelled as the same op.
+  static const std::set<std::string, std::less<>> kKnown = {"silu", "swish", "gelu", "gelu_new",
+                                                            "gelu_pytorch_tanh"};
+  if (!kKnown.contains(act))
+    ref.fail("unknown activation '" + act + "' (known: silu, swish, gelu, gelu_new, " +
+             "gelu_pytorch_tanh)");
+  return Activation::swiglu;
+}
+
+ModelSpec read_gpt2(const HfReader& r, ModelSpec m) {
+  m.hidden = dim(r.get("n_embd"));
+  m.layers = dim(r.get("n_layer"));
+  m.heads = dim(r.get("n_head"));
+  m.kv_heads = m.heads;
+  m.vocab = dim(r.get("vocab_size"));
+  m.max_positions = dim(r.get("n_positions"));
+  m.ffn = 4 * m.hidden;
+  if (auto inner = r.maybe("n_inner")) m.ffn = dim(*inner);
+  m.activation = Activation::gelu;
+  if (auto act = r.maybe("activation_function")) {
+    const auto a = act->string();
+    if (a != "gelu" && a != "gelu_new" && a != "gelu_fast" && a != "gelu_pytorch_tanh")
+      act->fail("unknown activation '" + a + "' (known: gelu, gelu_new, gelu_fast, " +
+                "gelu_pytorch_tanh)");
+  }
+  m.norm = Norm::layernorm;
+  m.positions = Positions::learned;
+  m.tied_embeddings = true;  // GPT-2's default; a config may say otherwise
+  if (auto t = r.maybe("tie_word_embeddings")) m.tied_embeddings = t->boolean();
+  m.bias = true;
+  m.dropout = true;
+  check_heads(r.root(), m, "n_head", "n_head", false);
+  return m;
+}
+
+ModelSpec read_llama_family(const HfReader& r, ModelSpec m) {
+  m.hidden = dim(r.get("hidden_size"));
+  m.layers = dim(r.get("num_hidden_layers"));
+  m.heads = dim(r.get("num_attention_heads"));
+  m.kv_heads = m.heads;
+  if (auto kv = r.maybe("num_key_value_heads")) m.kv_heads = dim(*kv);
+  m.vocab = dim(r.get("vocab_size"));
+  m.ffn = dim(r.get("intermediate_size"));
+  if (auto p = r.maybe("max_position_embeddings")) m.max_positions = dim(*p);
+  m.activation = gated_activation(r.get("hidden_act"));
+  m.norm = Norm::rmsnorm;
+  m.positions = Positions::rope;
+  m.tied_embeddings = false;
+  if (auto t = r.maybe("tie_word_embeddings")) m.tied_embeddings = t->boolean();
+  m.bias = false;
+  m.qkv_bias = m.format == "hf:qwen2" || m.format == "hf:qwen2_moe";
+  m.dropout = false;
+  bool head_dim_given = false;
+  if (auto hd = r.maybe("head_dim")) {
+    m.head_dim = dim(*hd);
+    head_dim_given = true;
+  }
+  check_heads(r.root(), m, "num_attention_heads",
+              r.has("num_key_value_heads") ? "num_key_value_heads" : "num_attention_heads",
+              head_dim_given);
+  return m;
+}
+
+void read_moe(const HfReader& r, ModelSpec& m, const std::string& type) {
+  MoeSpec moe;
+  if (type == "mixtral") {
+    moe.experts = dim(r.get("num_local_experts"));
+    moe.expert_ffn = m.ffn;
+  } else if (type == "qwen2_moe") {
+    moe.experts = dim(r.get("num_experts"));
+    moe.expert_ffn = dim(r.get("moe_intermediate_size"));
+    // Qwen2-MoE has one shared expert of shared_expert_intermediate_size; it is expressed as
+    // whole experts of expert_ffn, which keeps its parameters and FLOPs.
+    const auto shared = dim(r.get("shared_expert_intermediate_size"));
+    if (shared % moe.expert_ffn != 0)
+      r.root()
+          .child("shared_expert_intermediate_size")
+          .fail("must be a multiple of moe_intermediate_size");
+    moe.shared_experts = shared / moe.expert_ffn;
+  } else {  // deepseek_v2 / deepseek_v3
+    moe.experts = dim(r.get("n_routed_experts"));
+    moe.expert_ffn = dim(r.get("moe_intermediate_size"));
+    if (auto s = r.maybe("n_shared_experts")) moe.shared_experts = count(*s);
+    if (auto f = r.maybe("first_k_dense_replace")) moe.first_dense_layers = count(*f);
+    if (auto freq = r.maybe("moe_layer_freq"); freq && freq->integer() != 1)
+      freq->fail("only moe_layer_freq 1 (every layer after the dense ones) is modelled");
+  }
+  const auto k = r.get("num_experts_per_tok");
+  moe.top_k = dim(k);
+  if (moe.top_k > moe.experts)
+    k.fail("top-k " + std::to_string(moe.top_k) + " exceeds the " + std::to_string(moe.experts) +
+           " experts");
+  if (moe.first_dense_layers > m.layers)
+    r.root().child("first_k_dense_replace").fail("exceeds num_hidden_layers");
+  m.moe = moe;
+}
+
+void read_mla(const HfReader& r, ModelSpec& m) {
+  MlaSpec mla;
+  if (auto q = r.maybe("q_lora_rank")) mla.q_lora_rank = dim(*q);
+  mla.kv_lora_rank = dim(r.get("kv_lora_rank"));
+  mla.qk_nope_head_dim = dim(r.get("qk_nope_head_dim"));
+  mla.qk_rope_head_dim = dim(r.get("qk_rope_head_dim"));
+  mla.v_head_dim = dim(r.get("v_head_dim"));
+  m.mla = mla;
+  // Attention runs with a query/key head dimension of nope + rope and one "KV head" per query
+  // head after decompression.
+  m.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  m.kv_heads = m.heads;
+}
+
+ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
+  const HfReader r(root);
+  const auto type_ref = r.get("model_type");
+  const auto type = type_ref.string();
+  m.format = "hf:" + type;
+  if (type == "gpt2") return read_gpt2(r, std::move(m));
+  static const std::set<std::string, std::less<>> kDense = {"llama", "mistral", "qwen2"};
+  static const std::set<std::string, std::less<>> kMoe = {"mixtral", "qwen2_moe", "deepseek_v2",
+                                                          "deepseek_v3"};
+  if (!kDense.contains(type) && !kMoe.contains(type))
+    type_ref.fail("unsupported model_type '" + type +
+                  "' (supported: gpt2, llama, mistral, qwen2, mixtral, qwen2_moe, deepseek_v2, " +
+                  "deepseek_v3; or the plain GPT form)");
+  if (type.starts_with("deepseek")) {
+    // DeepSeek's num_key_value_heads equals the head count and head_dim is absent: MLA sets both.
+    m.hidden = dim(r.get("hidden_size"));
+    m.layers = dim(r.get("num_hidden_layers"));
+    m.heads = dim(r.get("num_attention_heads"));
+    m.vocab = dim(r.get("vocab_size"));
+    m.ffn = dim(r.get("intermediate_size"));
+    if (auto p = r.maybe("max_position_embeddings")) m.max_positions = dim(*p);
+    m.activation = gated_activation(r.get("hidden_act"));
+    m.norm = Norm::rmsnorm;
+    m.positions = Positions::rope;
+    if (auto t = r.maybe("tie_word_embeddings")) m.tied_embeddings = t->boolean();
+    read_mla(r, m);
+    // The multi-token-prediction module (num_nextn_predict_layers) is a training add-on that
+    // meshsim does not simulate; its parameters (14 B in DeepSeek-V3) are not counted.
+  } else {
+    m = read_llama_family(r, std::move(m));
+  }
+  if (kMoe.contains(type)) read_moe(r, m, type);
+  return m;
+}
+
+ModelSpec read_plain_gpt(const JsonRef& root, ModelSpec m) {
+  ObjectReader r(root);
+  m.format = "gpt";
+  if (auto n = r.optional("name")) m.name = n->string();
+  if (auto s = r.optional("source")) (void)s->string();
+  m.hidden = dim(r.required("hidden"));
+  m.layers = dim(r.required("layers"));
+  m.heads = dim(r.required("heads"));
+  m.kv_heads = m.heads;
+  if (auto kv = r.optional("kv_heads")) m.kv_heads = dim(*kv);
+  m.vocab = dim(r.required("vocab"));
+  m.max_positions = dim(r.required("max_positions"));
+  m.ffn = 4 * m.hidden;
+  if (auto f = r.optional("ffn")) m.ffn = dim(*f);
+  // The GPT form: GELU MLP, LayerNorm, learned positions, tied embeddings, biases and dropout, as
+  // Megatron-LM's GPT (Narayanan et al. 2021); each can be changed.
+  m.activation = Activation::gelu;
+  m.norm = Norm::layernorm;
+  m.positions = Positions::learned;
+  m.tied_embeddings = true;
+  m.bias = true;
+  m.dropout = true;
+  if (auto a = r.optional("activation")) {
+    const auto s = a->string();
+    if (s == "gelu")
+      m.activation = Activation::gelu;
+    else if (s == "swiglu")
+      m.activation = Activation::swiglu;
+    else
+      a->fail("unknown activation '" + s + "' (known: gelu, swiglu)");
+  }
+  if (auto t = r.optional("tie_embeddings")) m.tied_embeddings = t->boolean();
+  if (auto b = r.optional("bias")) m.bias = b->boolean();
+  if (auto d = r.optional("dropout")) m.dropout = d->boolean();
+  r.finish();
+  check_heads(root, m, "heads", root.raw().contains("kv_heads") ? "kv_heads" : "heads", false);
+  return m;
+}
+
+ModelSpec read_params_only(const JsonRef& root, ModelSpec m) {
+  ObjectReader r(root);
+  m.format = "params";
+  if (auto n = r.optional("name")) m.name = n->string();
+  if (auto s = r.optional("source")) (void)s->string();
+  const auto p = r.required("params");
+  const double v = p.positive_number();
+  if (v > 1e16) p.fail("is implausibly large (more than 1e16 parameters)");
+  m.declared_params = v;
+  r.finish();
+  return m;
+}
+
+}  // namespace
+
+ModelSpec read_model(const JsonRef& root) {
+  if (!root.raw().is_object()) root.fail("expected a model object");
+  ModelSpec m;
+  m.file = root.file();
+  m.name = stem_of(root.file());
+  if (root.raw().contains("model_type")) return read_hf(root, std::move(m));
+  if (root.raw().contains("params")) return read_params_only(root, std::move(m));
+  if (root.raw().contains("hidden")) return read_plain_gpt(root, std::move(m));
+  root.fail(
+      "not a model: expected a Hugging Face config (model_type), the GPT form (hidden, "
+      "layers, heads, vocab, max_positions) or {params}");
+}
+
+ModelSpec load_model(const std::string& path) {
+  const Json doc = load_json_file(path);
+  return read_model(JsonRef::root(doc, path));
+}
+
+}  // namespace meshsim

@@ -1,0 +1,71 @@
+#pragma once
+// A transformer architecture: dense decoders (GPT, Llama and its relatives) and mixtures of
+// experts (Mixtral, DeepSeek-V3 with multi-head latent attention).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace meshsim {
+
+enum class Activation { gelu, swiglu };  // SwiGLU: silu(gate) · up, three projections
+enum class Norm { layernorm, rmsnorm };
+enum class Positions { learned, rope };
+
+std::string_view name_of(Activation a);
+std::string_view name_of(Norm n);
+std::string_view name_of(Positions p);
+
+struct MoeSpec {
+  std::int64_t experts = 0;             // routed experts per MoE layer
+  std::int64_t top_k = 0;               // routed experts per token
+  std::int64_t expert_ffn = 0;          // intermediate size of one routed expert
+  std::int64_t shared_experts = 0;      // always-active experts, each of expert_ffn
+  std::int64_t first_dense_layers = 0;  // DeepSeek's first_k_dense_replace
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass through low-rank
+// projections; the cache holds the compressed KV (kv_lora_rank) plus the shared RoPE key.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;  // 0: queries projected directly from the hidden state
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string file;
+  std::string format;  // "hf:<model_type>", "gpt" or "params"
+
+  // A model known only by its parameter count (the seed's "a 70B model"): enough for the model
+  // state in memory, not for activations, FLOPs or kernels.
+  std::optional<double> declared_params;
+
+  std::int64_t hidden = 0;
+  std::int64_t layers = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t ffn = 0;  // dense MLP intermediate size
+  std::int64_t vocab = 0;
+  std::int64_t max_positions = 0;
+  Activation activation = Activation::swiglu;
+  Norm norm = Norm::rmsnorm;
+  Positions positions = Positions::rope;
+  bool tied_embeddings = false;
+  bool bias = false;      // GPT-2/3: biases on every linear layer and LayerNorm
+  bool dropout = false;   // GPT training recipes (Megatron: 0.1); Llama recipes train without
+  bool qkv_bias = false;  // Qwen2: biases on the Q, K and V projections only
+  std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;
+
+  bool has_architecture() const { return !declared_params.has_value(); }
+  bool is_moe_layer(std::int64_t layer) const {
+    return moe.has_value() && layer >= moe->first_dense_layers;
+  }
+  std::int64_t moe_layers() const { return moe ? layers - moe->first_dense_layers : 0; }
+};
+
+}  // namespace meshsim

@@ -1,0 +1,61 @@
+#include "parallel/mesh_rules.hpp"
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace meshsim {
+namespace {
+
+[[noreturn]] void fail(const std::string& flag, const std::string& what) {
+  throw Error("", flag, what);
+}
+
+std::string s(std::int64_t v) {
+  return std::to_string(v);
+}
+
+}  // namespace
+
+void check_mesh(const ModelSpec& model, const ParallelConfig& config, const MeshJob& job) {
+  const auto& m = config.mesh;
+  if (model.has_architecture()) {
+    if (model.heads % m.tp != 0)
+      fail("--mesh", "tp=" + s(m.tp) + " does not divide the " + s(model.heads) +
+                         " attention heads of " + model.name);
+    if (model.kv_heads % m.tp != 0 && m.tp % model.kv_heads != 0)
+      fail("--mesh", "tp=" + s(m.tp) + " and the " + s(model.kv_heads) + " KV heads of " +
+                         model.name +
+                         " do not divide one another (KV heads are split or replicated evenly)");
+    const std::int64_t v =
+        config.schedule.kind == ScheduleKind::interleaved ? config.schedule.virtual_stages : 1;
+    if (m.pp * v > model.layers)
+      fail("--mesh", "pp=" + s(m.pp) + (v > 1 ? " × " + s(v) + " virtual stages" : "") +
+                         " needs at least that many layers; " + model.name + " has " +
+                         s(model.layers));
+    if (model.moe) {
+      if (model.moe->experts % m.ep != 0)
+        fail("--mesh", "ep=" + s(m.ep) + " does not divide the " + s(model.moe->experts) +
+                           " experts of " + model.name);
+      if (m.tp > 1 && !config.sp)
+        fail("--sp", "MoE layers with tp > 1 need sequence parallelism (as in Megatron-Core)");
+    } else if (m.ep > 1) {
+      fail("--mesh", "ep=" + s(m.ep) + " but " + model.name + " has no experts");
+    }
+    if (job.seq > 0) {
+      const std::int64_t unit = job.causal && m.cp > 1 ? 2 * m.cp : m.cp;
+      if (job.seq % unit != 0)
+        fail("--seq", "sequence " + s(job.seq) + " is not a multiple of " + s(unit) +
+                          (unit == 2 * m.cp ? " (2 × cp: causal load balancing gives each CP rank "
+                                              "two chunks)"
+                                            : " (cp)"));
+    }
+  }
+  if (config.sp && m.tp == 1) fail("--sp", "sequence parallelism needs tp > 1");
+  if (config.zero < 0 || config.zero > 3) fail("--zero", "must be 0, 1, 2 or 3");
+  if (job.global_batch > 0 && job.global_batch % (m.dp * job.micro_batch) != 0)
+    fail("--gbs", "global batch " + s(job.global_batch) +
+                      " is not a multiple of dp × micro-batch = " + s(m.dp * job.micro_batch));
+}
+
+}  // namespace meshsim

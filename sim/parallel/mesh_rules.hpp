@@ -1,0 +1,23 @@
+#pragma once
+// The divisibility rules a mesh must satisfy for a model and job, each with a precise error.
+#include <cstdint>
+
+#include "model/model_spec.hpp"
+#include "parallel/parallel_config.hpp"
+
+namespace meshsim {
+
+struct MeshJob {
+  std::int64_t seq = 0;           // 0: not checked
+  std::int64_t global_batch = 0;  // 0: not checked
+  std::int64_t micro_batch = 1;
+  bool causal = true;
+};
+
+// Throws Error("", "--mesh" or the job flag, what) for the first rule broken:
+// heads % tp; KV heads vs tp (divisible either way); pp × virtual stages ≤ layers; experts % ep;
+// MoE with tp > 1 needs sequence parallelism; seq % (2·cp) for causal load balancing (seq % cp
+// otherwise); global batch % (dp × micro-batch).
+void check_mesh(const ModelSpec& model, const ParallelConfig& config, const MeshJob& job);
+
+}  // namespace meshsim

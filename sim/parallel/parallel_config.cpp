@@ -1,0 +1,77 @@
+#include "parallel/parallel_config.hpp"
+
+#include <charconv>
+
+#include "core/enum_names.hpp"
+#include "core/error.hpp"
+
+namespace meshsim {
+
+std::string_view name_of(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
+std::optional<Recompute> parse_recompute(std::string_view s) {
+  return parse_by_name<Recompute>(kAllRecompute, s);
+}
+
+std::string to_string(const Schedule& s) {
+  switch (s.kind) {
+    case ScheduleKind::gpipe:
+      return "gpipe";
+    case ScheduleKind::one_f_one_b:
+      return "1f1b";
+    case ScheduleKind::interleaved:
+      return "interleaved:" + std::to_string(s.virtual_stages);
+    case ScheduleKind::zero_bubble:
+      return "zb";
+  }
+  return "?";
+}
+
+Schedule parse_schedule(std::string_view text, const std::string& where) {
+  Schedule s;
+  if (text == "gpipe")
+    s.kind = ScheduleKind::gpipe;
+  else if (text == "1f1b")
+    s.kind = ScheduleKind::one_f_one_b;
+  else if (text == "zb")
+    s.kind = ScheduleKind::zero_bubble;
+  else if (text.starts_with("interleaved:")) {
+    s.kind = ScheduleKind::interleaved;
+    const auto v = text.substr(12);
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s.virtual_stages);
+    if (ec != std::errc() || end != v.data() + v.size() || s.virtual_stages < 1 ||
+        s.virtual_stages > 1024)
+      throw Error("", where, "'" + std::string(text) + "': virtual stages must be 1..1024");
+  } else {
+    throw Error("", where,
+                "'" + std::string(text) + "': expected gpipe, 1f1b, interleaved:V or zb");
+  }
+  return s;
+}
+
+std::vector<std::int64_t> split_layers(std::int64_t layers, std::int64_t chunks) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), layers / chunks);
+  std::int64_t extra = layers % chunks;
+  // Middle chunks first, outward: the ends carry the embedding and the logits.
+  const std::int64_t mid = chunks / 2;
+  for (std::int64_t step = 0; extra > 0; ++step) {
+    const std::int64_t i = (step % 2 == 0) ? mid + step / 2 : mid - 1 - step / 2;
+    if (i >= 0 && i < chunks) {
+      ++out[static_cast<std::size_t>(i)];
+      --extra;
+    }
+  }
+  return out;
+}
+
+}  // namespace meshsim

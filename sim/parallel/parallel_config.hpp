@@ -1,0 +1,47 @@
+#pragma once
+// How a training job runs on its mesh: sharding of model state (DDP, ZeRO-1/2/3, FSDP2),
+// sequence parallelism, pipeline schedule, activation recomputation.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "parallel/mesh.hpp"
+
+namespace meshsim {
+
+enum class Recompute { none, selective, full };
+inline constexpr std::array kAllRecompute{Recompute::none, Recompute::selective, Recompute::full};
+std::string_view name_of(Recompute r);
+std::optional<Recompute> parse_recompute(std::string_view s);
+
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zero_bubble };
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  std::int64_t virtual_stages = 1;  // interleaved 1F1B: model chunks per pipeline rank
+};
+std::string to_string(const Schedule& s);  // "gpipe", "1f1b", "interleaved:2", "zb"
+// "gpipe", "1f1b", "interleaved:V", "zb"; errors name `where`.
+Schedule parse_schedule(std::string_view text, const std::string& where);
+
+struct ParallelConfig {
+  Mesh mesh;
+  // 0: DDP (replicated state); 1: optimizer state sharded; 2: + gradients; 3: + weights
+  // (ZeRO-3, FSDP/FSDP2 FULL_SHARD).
+  std::int32_t zero = 0;
+  // FSDP2 reshard_after_forward: free gathered weights after each layer's forward (true) or keep
+  // them until backward (false, ZeRO++/"SHARD_GRAD_OP"-like for the weights).
+  bool reshard_after_forward = true;
+  bool sp = false;
+  Recompute recompute = Recompute::none;
+  Schedule schedule;
+};
+
+// Layers of each pipeline stage (in order); `stages` = pp · virtual stages chunks. Equal
+// shares, the remainder going to the middle chunks (the first chunk also runs the embedding and
+// the last the logits).
+std::vector<std::int64_t> split_layers(std::int64_t layers, std::int64_t chunks);
+
+}  // namespace meshsim

@@ -1,0 +1,129 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+using meshsim::test::run_cli;
+using meshsim::test::source_path;
+using nlohmann::json;
+
+namespace {
+std::string model(const std::string& name) {
+  return source_path("workloads/models/" + name + ".json");
+}
+json memory_json(const std::string& args) {
+  const auto r = run_cli("memory " + args + " --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return json::parse(r.out);
+}
+}  // namespace
+
+TEST_CASE("memory: the seed's 70B model state over 64 GPUs") {
+  // DESIGN.md seed checks: 140 GB of BF16 weights; DDP 1120 GB; ZeRO-1 ≈ 293 GB, ZeRO-2 ≈ 155
+  // GB, ZeRO-3 ≈ 17.5 GB per GPU.
+  const std::pair<int, double> rows[] = {{0, 1120}, {1, 293.1}, {2, 155.3}, {3, 17.5}};
+  for (const auto& [zero, gb] : rows) {
+    const auto j = memory_json("--workload " + model("dense-70b") + " --mesh dp=64 --zero " +
+                               std::to_string(zero));
+    INFO("zero " << zero);
+    CHECK(j["model_state_bytes"].get<double>() / 1e9 == doctest::Approx(gb).epsilon(0.001));
+    CHECK(j["fits"] == (zero == 3));
+    CHECK(j["activations_modeled"] == false);
+  }
+  const auto j = memory_json("--workload " + model("dense-70b") + " --mesh dp=64");
+  CHECK(j["per_gpu_bytes"]["weights"].get<double>() == 140e9);
+  CHECK(j["params"]["total"].get<double>() == 70e9);
+  for (const char* key : {"weights", "gradients", "optimizer", "activations", "temporary",
+                          "communication", "allocator", "kv_cache"})
+    CHECK(j["per_gpu_bytes"].contains(key));
+  CHECK(j["gpu_bytes"].get<double>() == 80.0 * (1ull << 30));
+}
+
+TEST_CASE("memory: Llama 3.1 70B KV cache, serving") {
+  const auto j = memory_json("--workload " + model("llama3.1-70b") +
+                             " --mode serve --mesh tp=8 --concurrency 1 --context 32768");
+  // ≈ 0.33 MB per token; 32,768 tokens ≈ 10.7 GB, split over 8 TP ranks.
+  CHECK(j["kv_bytes_per_token"].get<double>() / 1e6 == doctest::Approx(0.33).epsilon(0.01));
+  CHECK(j["per_gpu_bytes"]["kv_cache"].get<double>() * 8 / 1e9 ==
+        doctest::Approx(10.7).epsilon(0.005));
+  CHECK(j["fits"] == true);
+  const auto text = run_cli("memory --workload " + model("llama3.1-70b") +
+                            " --mode serve --mesh tp=1 --context 32768");
+  CHECK(text.out.find("KV cache 0.3277 MB per token") != std::string::npos);
+  CHECK(text.out.find("(10.74 GB per sequence)") != std::string::npos);
+  CHECK(text.out.find("verdict: does not fit") != std::string::npos);
+}
+
+TEST_CASE("memory: Mixtral counts and a text table") {
+  const auto r = run_cli("memory --workload " + source_path("workloads/jobs/mixtral-8x7b-4k.json") +
+                         " --mesh dp=8,ep=8 --zero 1 --gpu H200-SXM-141GB");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("mixtral-8x7b (46.70 B parameters, 12.88 B active per token)") !=
+        std::string::npos);
+  CHECK(r.out.find("training, dp=8 tp=1 pp=1 cp=1 ep=8, ZeRO-1, recompute none") !=
+        std::string::npos);
+  CHECK(r.out.find("seq 4096, global batch 256, micro-batch 1, bf16") != std::string::npos);
+  for (const char* row : {"weights", "gradients", "optimizer", "activations", "temporary",
+                          "communication", "allocator", "kv_cache", "model state", "total"})
+    CHECK(r.out.find(std::string("\n") + row + " ") != std::string::npos);
+  CHECK(r.out.find("# GPU H200-SXM-141GB (141.00 GB)") != std::string::npos);
+}
+
+TEST_CASE("memory: the seed's 512-GPU 70B candidates fit; the GPU comes from a topology") {
+  const auto j = memory_json("--workload " + source_path("workloads/jobs/llama3.1-70b-32k.json") +
+                             " --mesh tp=8,pp=4,cp=4,dp=4 --zero 1 --recompute selective" +
+                             " --topology " + source_path("topologies/dgx-h100-superpod.json"));
+  CHECK(j["gpu"] == "H100-SXM5-80GB");
+  CHECK(j["fits"] == true);
+  CHECK(j["mesh"]["cp"] == 4);
+  CHECK(j["stage_total_bytes"].size() == 4);
+  // Recompute none keeps more than selective, which keeps more than full.
+  auto act = [&](const std::string& rc) {
+    return memory_json("--workload " + source_path("workloads/jobs/llama3.1-70b-32k.json") +
+                       " --mesh tp=8,pp=4,cp=4,dp=4 --attention unfused --recompute " +
+                       rc)["per_gpu_bytes"]["activations"]
+        .get<double>();
+  };
+  CHECK(act("none") > act("selective"));
+  CHECK(act("selective") > act("full"));
+}
+
+TEST_CASE("memory: bad input gives one error line and exit 2") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto bad = (dir / "meshsim_bad_model.json").string();
+  std::ofstream(bad) << R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2,
+    "num_attention_heads": 48, "vocab_size": 10, "intermediate_size": 8, "hidden_act": "silu"})";
+  auto r = run_cli("memory --workload " + bad + " --mesh dp=1 --seq 128");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err ==
+        "error: " + bad + ":/num_attention_heads: 48 heads do not divide the hidden size 4096\n");
+  std::filesystem::remove(bad);
+
+  const std::pair<std::string, std::string> cases[] = {
+      {"--mesh tp=3 --seq 128",
+       "error: --mesh: tp=3 does not divide the 64 attention heads of "
+       "llama3.1-70b\n"},
+      {"--mesh dp=2 --seq 128 --zero 5", "error: --zero: must be 0, 1, 2 or 3\n"},
+      {"--mesh dp=2", "error: --seq: give the sequence length (or a job file with seq)\n"},
+      {"--mesh dp=2 --seq 128 --dtype int4",
+       "error: --dtype: 'int4': expected one of fp32, bf16, fp16, fp8\n"},
+      {"--mesh dp=2 --seq 128 --recompute some",
+       "error: --recompute: 'some': expected none, selective or full\n"},
+      {"--mesh dp=2 --seq 128 --gpu V100", "error: --gpu: unknown GPU 'V100' (known: "},
+      {"--mesh dp=2 --mode serve --context 10",
+       "error: --mesh: a serving replica is tp=..,pp=.. "
+       "(replicas are separate GPUs)\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    INFO(args);
+    r = run_cli("memory --workload " + model("llama3.1-70b") + " " + args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.starts_with(expected));
+    CHECK(r.out.empty());
+  }
+  r = run_cli("memory --workload /nonexistent.json --mesh dp=1");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "error: /nonexistent.json: cannot open file\n");
+}

@@ -1,0 +1,143 @@
+#include "memory/memory_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include "core/error.hpp"
+#include "model/model_loader.hpp"
+#include "model/op_catalogue.hpp"
+#include "test_paths.hpp"
+
+using namespace meshsim;
+using meshsim::test::source_path;
+
+namespace {
+
+ModelSpec bundled(const std::string& name) {
+  return load_model(source_path("workloads/models/" + name + ".json"));
+}
+
+ModelSpec seventy_b() {
+  const auto doc = Json::parse(R"({"params": 7e10})");
+  return read_model(JsonRef::root(doc, "dense-70b.json"));
+}
+
+MemoryBreakdown train(const ModelSpec& m, const std::string& mesh, std::int32_t zero,
+                      TrainingMemoryJob job = {4096, 0, 1, DType::bf16},
+                      Recompute rc = Recompute::none, Schedule sched = {}) {
+  ParallelConfig c;
+  c.mesh = parse_mesh(mesh, "--mesh");
+  c.zero = zero;
+  c.sp = c.mesh.tp > 1;
+  c.recompute = rc;
+  c.schedule = sched;
+  if (job.global_batch == 0) job.global_batch = c.mesh.dp * job.micro_batch;
+  return worst_stage(training_memory_per_stage(m, job, c, {}));
+}
+
+}  // namespace
+
+TEST_CASE("seed: model state of a 70B model (ZeRO paper's 2 + 2 + 12 bytes per parameter)") {
+  const auto m = seventy_b();
+  // 140 GB of BF16 weights; DDP 16Ψ = 1120 GB.
+  const auto ddp = train(m, "dp=64", 0);
+  CHECK(ddp.weights == 140e9);
+  CHECK(ddp.model_state() == 1120e9);
+  CHECK_FALSE(ddp.activations_modeled);
+  // ZeRO-1 4Ψ + 12Ψ/64 = 293.125 GB; ZeRO-2 2Ψ + 14Ψ/64 = 155.3125 GB; ZeRO-3 16Ψ/64 = 17.5 GB.
+  CHECK(train(m, "dp=64", 1).model_state() == doctest::Approx(293.125e9));
+  CHECK(train(m, "dp=64", 2).model_state() == doctest::Approx(155.3125e9));
+  CHECK(train(m, "dp=64", 3).model_state() == doctest::Approx(17.5e9));
+}
+
+TEST_CASE("precision recipes are byte counts per state") {
+  CHECK(default_recipe(DType::bf16).per_param() == 16);
+  CHECK(default_recipe(DType::fp8).per_param() == 17);  // + the fp8 weight copy
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=8", "--mesh");
+  c.zero = 1;
+  MemoryOptions o;
+  o.recipe = {2, 2, 0, 4};  // bf16 weights and moments, no master copy
+  const auto b = worst_stage(training_memory_per_stage(seventy_b(), {}, c, o));
+  CHECK(b.model_state() == doctest::Approx(70e9 * (2 + 2 + 4.0 / 8)));
+}
+
+TEST_CASE("seed: KV cache of Llama 3.1 70B") {
+  const auto m = bundled("llama3.1-70b");
+  // 2 × 80 layers × 8 KV heads × 128 × 2 bytes = 327,680 B ≈ 0.33 MB per token.
+  CHECK(kv_bytes_per_token(m, DType::bf16) == 327680);
+  ServingMemoryJob job;
+  job.context = 32768;
+  const auto b = serving_memory(m, job, {});
+  // 32,768 tokens ≈ 10.7 GB.
+  CHECK(b.kv_cache == 327680.0 * 32768);
+  CHECK(b.kv_cache / 1e9 == doctest::Approx(10.7).epsilon(0.005));
+  // TP 8: one KV head per rank, an eighth of the cache and of the weights.
+  job.tp = 8;
+  const auto t8 = serving_memory(m, job, {});
+  CHECK(t8.kv_cache == doctest::Approx(b.kv_cache / 8));
+  CHECK(t8.weights == doctest::Approx(b.weights / 8));
+  // fp8 cache halves it.
+  job.kv_dtype = DType::fp8;
+  CHECK(serving_memory(m, job, {}).kv_cache == doctest::Approx(t8.kv_cache / 2));
+  // MLA caches 512 + 64 values per layer and token.
+  CHECK(kv_bytes_per_token(bundled("deepseek-v3"), DType::bf16) == 61.0 * 576 * 2);
+}
+
+TEST_CASE("micro-batches in flight per pipeline schedule") {
+  const Schedule gpipe{ScheduleKind::gpipe, 1}, ofob{ScheduleKind::one_f_one_b, 1},
+      inter{ScheduleKind::interleaved, 2};
+  CHECK(microbatches_in_flight(gpipe, 4, 0, 16) == 16);
+  CHECK(microbatches_in_flight(ofob, 4, 0, 16) == 4);
+  CHECK(microbatches_in_flight(ofob, 4, 3, 16) == 1);
+  CHECK(microbatches_in_flight(ofob, 4, 0, 2) == 2);
+  // Interleaved, p = 4, v = 2, first stage: p + (p − 1)/v = 5.5 (Korthikanti et al. §4.2.3).
+  CHECK(microbatches_in_flight(inter, 4, 0, 16) == 5.5);
+  CHECK(microbatches_in_flight(ofob, 1, 0, 16) == 1);
+}
+
+TEST_CASE("activations: full recompute keeps 2·s·b·h per layer; 1F1B multiplies by p") {
+  const auto doc = Json::parse(R"({"hidden": 1024, "layers": 8, "heads": 16, "vocab": 5120,
+                                   "max_positions": 2048})");
+  const auto m = read_model(JsonRef::root(doc, "gpt.json"));
+  const double s = 2048, b = 1, h = 1024, V = 5120;
+  LayerShape shape;
+  shape.seq = 2048;
+  const double embed = totals(embedding_ops(m, shape, {})).saved_bytes;
+  const double head = totals(head_ops(m, shape, {})).saved_bytes;
+  // Embedding dropout mask s·b·h; final LayerNorm input and logits input, 2·s·b·h each.
+  CHECK(embed == s * b * h);
+  CHECK(head == 4 * s * b * h);
+  const auto full = train(m, "dp=1", 0, {2048, 1, 1, DType::bf16}, Recompute::full);
+  CHECK(full.activations == 8 * 2 * s * b * h + embed + head);
+  // The loss's fp32 logits are temporary, with 16-bit logits: 6·s·b·V; full recompute also
+  // rebuilds one layer (Korthikanti's no-parallelism layer, flash: 34·s·b·h + LSE).
+  CHECK(full.temporary == doctest::Approx(6 * s * b * V + 34 * s * b * h + 4 * s * b * 16));
+  // Four stages with 1F1B: stage 0 holds 4 micro-batches of its 2 layers and the embedding.
+  const auto pp = train(m, "dp=1,pp=4", 0, {2048, 8, 1, DType::bf16}, Recompute::selective);
+  const double layer_sel = 34 * s * b * h + 4 * s * b * 16;
+  CHECK(pp.stage == 0);
+  CHECK(pp.activations == doctest::Approx(4 * (2 * layer_sel + embed)));
+}
+
+TEST_CASE("ZeRO-3 gathers layers; expert state shards over the expert data-parallel group") {
+  const auto m = bundled("llama3.1-8b");
+  const auto z3 = train(m, "dp=8", 3);
+  const auto z2 = train(m, "dp=8", 2);
+  // One layer's weights gathered twice (current + prefetch) plus its unsharded gradients.
+  const double layer = 2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 3.0 * 4096 * 14336 + 2 * 4096;
+  CHECK(z3.temporary - z2.temporary == doctest::Approx(2 * layer * 2 + layer * 2));
+  CHECK(z3.weights == doctest::Approx(z2.weights / 8));
+  // Mixtral with ep = dp = 8: every expert has one owner, so ZeRO cannot shard its state.
+  const auto mix = bundled("mixtral-8x7b");
+  const auto e8 = train(mix, "dp=8,ep=8", 1);
+  const auto e1 = train(mix, "dp=8", 1);
+  CHECK(e8.weights < e1.weights);
+  const double expert_params = 32.0 * 3 * 4096 * 14336;  // one local expert per layer
+  CHECK(e8.optimizer ==
+        doctest::Approx(expert_params * 12 + (46.7e9 - 8 * expert_params) * 12 / 8).epsilon(0.002));
+}
+
+TEST_CASE("memory errors") {
+  const auto m = bundled("llama3.1-8b");
+  CHECK_THROWS_AS(train(m, "pp=33", 0), Error);
+}

@@ -1,0 +1,192 @@
+#include "model/model_loader.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "model/param_count.hpp"
+#include "model/workload.hpp"
+#include "test_paths.hpp"
+
+using namespace meshsim;
+using meshsim::test::source_path;
+
+namespace {
+ModelSpec bundled(const std::string& name) {
+  return load_model(source_path("workloads/models/" + name + ".json"));
+}
+std::string error_of(const std::string& text) {
+  try {
+    const auto doc = parse_json_text(text, "m.json");
+    read_model(JsonRef::root(doc, "m.json"));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("Hugging Face configs are read as they are") {
+  const auto l = bundled("llama3.1-70b");
+  CHECK(l.format == "hf:llama");
+  CHECK(l.hidden == 8192);
+  CHECK(l.layers == 80);
+  CHECK(l.heads == 64);
+  CHECK(l.kv_heads == 8);
+  CHECK(l.head_dim == 128);
+  CHECK(l.ffn == 28672);
+  CHECK(l.vocab == 128256);
+  CHECK(l.activation == Activation::swiglu);
+  CHECK(l.norm == Norm::rmsnorm);
+  CHECK_FALSE(l.tied_embeddings);
+  CHECK_FALSE(l.moe);
+
+  const auto g = bundled("gpt3-175b");
+  CHECK(g.format == "hf:gpt2");
+  CHECK(g.ffn == 4 * 12288);
+  CHECK(g.head_dim == 128);
+  CHECK(g.activation == Activation::gelu);
+  CHECK(g.positions == Positions::learned);
+  CHECK(g.tied_embeddings);
+
+  const auto x = bundled("mixtral-8x7b");
+  REQUIRE(x.moe);
+  CHECK(x.moe->experts == 8);
+  CHECK(x.moe->top_k == 2);
+  CHECK(x.moe->expert_ffn == 14336);
+
+  const auto d = bundled("deepseek-v3");
+  REQUIRE(d.moe);
+  REQUIRE(d.mla);
+  CHECK(d.moe->experts == 256);
+  CHECK(d.moe->shared_experts == 1);
+  CHECK(d.moe->first_dense_layers == 3);
+  CHECK(d.mla->kv_lora_rank == 512);
+  CHECK(d.head_dim == 192);  // nope 128 + rope 64
+}
+
+TEST_CASE("parameter counts from the architecture match the published ones") {
+  // Published (shared/models/README.md): Llama 3.1 8.03 B, 70.6 B, 405.9 B (within 0.5 %);
+  // Mixtral 46.7 B total, 12.9 B active; DeepSeek-V3 671 B total, 37 B active (its
+  // multi-token-prediction module, 14 B more, is not counted); GPT-3 175 B.
+  CHECK(count_params(bundled("llama3.1-8b")).total == doctest::Approx(8.03e9).epsilon(0.005));
+  CHECK(count_params(bundled("llama3.1-70b")).total == doctest::Approx(70.6e9).epsilon(0.005));
+  CHECK(count_params(bundled("llama3.1-405b")).total == doctest::Approx(405.9e9).epsilon(0.005));
+  const auto mix = count_params(bundled("mixtral-8x7b"));
+  CHECK(mix.total == doctest::Approx(46.7e9).epsilon(0.005));
+  CHECK(mix.active == doctest::Approx(12.9e9).epsilon(0.005));
+  const auto ds = count_params(bundled("deepseek-v3"));
+  CHECK(ds.total == doctest::Approx(671e9).epsilon(0.005));
+  CHECK(ds.active == doctest::Approx(37e9).epsilon(0.02));
+  CHECK(count_params(bundled("gpt3-175b")).total == doctest::Approx(175e9).epsilon(0.005));
+  CHECK(count_params(bundled("llama2-70b")).total == doctest::Approx(69e9).epsilon(0.005));
+}
+
+TEST_CASE("Llama 3.1 8B, counted by hand") {
+  // Per layer: Q and O 4096·4096 each, K and V 4096·1024 each, MLP 3·4096·14336, two RMSNorms
+  // of 4096. Ends: embedding and untied head 128256·4096 each, final norm 4096.
+  const double layer = 2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 3.0 * 4096 * 14336 + 2 * 4096;
+  const double total = 32 * layer + 2.0 * 128256 * 4096 + 4096;
+  CHECK(count_params(bundled("llama3.1-8b")).total == total);
+}
+
+TEST_CASE("the Megatron-LM GPT sizes match their tables") {
+  // validation/training.md A1 (SC21 Table 1), parameters in billions.
+  const std::pair<const char*, double> rows[] = {
+      {"gpt-sc21-3.6b", 3.6},   {"gpt-sc21-7.5b", 7.5},   {"gpt-sc21-18b", 18.4},
+      {"gpt-sc21-39b", 39.1},   {"gpt-sc21-76b", 76.1},   {"gpt-sc21-145b", 145.6},
+      {"gpt-sc21-310b", 310.1}, {"gpt-sc21-530b", 529.6}, {"gpt-sc21-1t", 1008.0}};
+  for (const auto& [name, billions] : rows) {
+    INFO(name);
+    // The table gives one decimal.
+    CHECK(std::abs(count_params(bundled(name)).total / 1e9 - billions) <= 0.05);
+  }
+  // Narayanan et al.'s formula P = 12·l·h²·(1 + 13/(12h) + (V + s)/(12·l·h)) for the 1.7B row
+  // (the table rounds 1.65 up).
+  const double l = 24, h = 2304, V = 51200, s = 2048;
+  CHECK(count_params(bundled("gpt-sc21-1.7b")).total ==
+        doctest::Approx(12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h))));
+}
+
+TEST_CASE("every bundled model and job loads") {
+  int models = 0, jobs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(source_path("workloads/models"))) {
+    INFO(e.path().string());
+    const auto m = load_model(e.path().string());
+    CHECK(count_params(m).total > 0);
+    ++models;
+  }
+  for (const auto& e : std::filesystem::directory_iterator(source_path("workloads/jobs"))) {
+    INFO(e.path().string());
+    const auto w = load_workload(e.path().string());
+    CHECK(w.job.seq.has_value());
+    CHECK(count_params(w.model).total > 0);
+    ++jobs;
+  }
+  CHECK(models >= 26);
+  CHECK(jobs >= 4);
+}
+
+TEST_CASE("the plain GPT form and the parameter-count form") {
+  const auto doc = Json::parse(R"({"hidden": 1024, "layers": 2, "heads": 16, "vocab": 1000,
+                                   "max_positions": 512})");
+  const auto m = read_model(JsonRef::root(doc, "/models/tiny.json"));
+  CHECK(m.name == "tiny");
+  CHECK(m.format == "gpt");
+  CHECK(m.ffn == 4096);
+  CHECK(m.head_dim == 64);
+  // 12h² + 13h per layer (weights and biases of QKV, O, two MLP GEMMs, two LayerNorms), then
+  // token and position embeddings (tied head) and the final LayerNorm.
+  const double h = 1024;
+  CHECK(count_params(m).total == 2 * (12 * h * h + 13 * h) + (1000 + 512) * h + 2 * h);
+  const auto p = Json::parse(R"({"params": 7e10})");
+  const auto seventy = read_model(JsonRef::root(p, "dense-70b.json"));
+  CHECK_FALSE(seventy.has_architecture());
+  CHECK(count_params(seventy).total == 7e10);
+}
+
+TEST_CASE("bad model files: one line naming the JSON path") {
+  CHECK(error_of(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2,
+        "num_attention_heads": 48, "vocab_size": 10, "intermediate_size": 8,
+        "hidden_act": "silu"})") ==
+        "m.json:/num_attention_heads: 48 heads do not divide the hidden size 4096");
+  CHECK(error_of(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2,
+        "num_attention_heads": 32, "num_key_value_heads": 5, "vocab_size": 10,
+        "intermediate_size": 8, "hidden_act": "silu"})") ==
+        "m.json:/num_key_value_heads: 5 key/value heads do not divide the 32 attention heads");
+  CHECK(error_of(R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2,
+        "num_attention_heads": 32, "vocab_size": 10, "intermediate_size": 8,
+        "hidden_act": "relu2"})") ==
+        "m.json:/hidden_act: unknown activation 'relu2' (known: silu, swish, gelu, gelu_new, "
+        "gelu_pytorch_tanh)");
+  CHECK(error_of(R"({"model_type": "llama", "num_hidden_layers": 2})") ==
+        "m.json:/: missing required field 'hidden_size'");
+  CHECK(error_of(R"({"model_type": "mamba"})")
+            .starts_with("m.json:/model_type: unsupported model_type 'mamba'"));
+  CHECK(error_of(R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 8, "vocab_size": 10, "intermediate_size": 8, "hidden_act": "silu",
+        "num_local_experts": 4, "num_experts_per_tok": 5})") ==
+        "m.json:/num_experts_per_tok: top-k 5 exceeds the 4 experts");
+  CHECK(error_of(R"({"hidden": 1024, "layers": 2, "heads": 16, "vocab": 1000,
+        "max_positions": 512, "activation": "relu"})") ==
+        "m.json:/activation: unknown activation 'relu' (known: gelu, swiglu)");
+  CHECK(error_of(R"({"hidden": 1024, "layers": 2, "heads": 16, "vocab": 1000,
+        "max_positions": 512, "layer": 3})")
+            .starts_with("m.json:/layer: unknown key 'layer'"));
+  CHECK(error_of(R"({"hidden": 1024, "layers": -2, "heads": 16, "vocab": 1000,
+        "max_positions": 512})")
+            .starts_with("m.json:/layers:"));
+  CHECK(error_of(R"([1, 2])") == "m.json:/: expected a model object");
+  CHECK(error_of(R"({"name": "x"})")
+            .starts_with("m.json:/: not a model: expected a Hugging Face config"));
+  CHECK(error_of(R"({"params": -1})").starts_with("m.json:/params:"));
+}
+
+TEST_CASE("a job file names its model relative to itself") {
+  const auto w = load_workload(source_path("workloads/jobs/llama3.1-70b-32k.json"));
+  CHECK(w.model.hidden == 8192);
+  CHECK(w.job.seq == 32768);
+  CHECK(w.job.dtype == DType::bf16);
+}

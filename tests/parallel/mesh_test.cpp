@@ -1,0 +1,86 @@
+#include <doctest/doctest.h>
+
+#include "core/error.hpp"
+#include "model/model_loader.hpp"
+#include "parallel/mesh_rules.hpp"
+#include "test_paths.hpp"
+
+using namespace meshsim;
+using meshsim::test::source_path;
+
+TEST_CASE("mesh parsing") {
+  const auto m = parse_mesh("tp=8,dp=4,pp=4,cp=4", "--mesh");
+  CHECK(m == Mesh{4, 8, 4, 4, 1});
+  CHECK(m.world() == 512);
+  CHECK(to_string(m) == "dp=4 tp=8 pp=4 cp=4 ep=1");
+  // EP is folded into DP × CP: it adds no ranks.
+  const auto e = parse_mesh("dp=8,ep=4,cp=2", "--mesh");
+  CHECK(e.world() == 16);
+  CHECK(e.expert_replicas() == 4);
+  CHECK(e.dense_replicas() == 16);
+  CHECK_THROWS_WITH_AS(parse_mesh("dp=0", "--mesh"),
+                       "--mesh: 'dp=0': degree '0' of dp is not a positive integer", Error);
+  CHECK_THROWS_WITH_AS(parse_mesh("dp=2,xp=2", "--mesh"),
+                       "--mesh: 'dp=2,xp=2': unknown degree 'xp' (known: dp, tp, pp, cp, ep)",
+                       Error);
+  CHECK_THROWS_WITH_AS(parse_mesh("dp=2,dp=4", "--mesh"), "--mesh: 'dp=2,dp=4': dp is given twice",
+                       Error);
+  CHECK_THROWS_WITH_AS(parse_mesh("dp=6,ep=4", "--mesh"),
+                       "--mesh: 'dp=6,ep=4': ep=4 must divide dp·cp = 6 (expert parallelism is "
+                       "folded into DP × CP)",
+                       Error);
+  CHECK_THROWS_AS(parse_mesh("dp", "--mesh"), Error);
+  CHECK_THROWS_AS(parse_mesh("", "--mesh"), Error);
+  CHECK_THROWS_AS(parse_mesh("dp=99999999999999999999", "--mesh"), Error);
+}
+
+TEST_CASE("schedules and layer splits") {
+  CHECK(to_string(parse_schedule("interleaved:4", "--schedule")) == "interleaved:4");
+  CHECK(parse_schedule("zb", "--schedule").kind == ScheduleKind::zero_bubble);
+  CHECK_THROWS_AS(parse_schedule("interleaved:0", "--schedule"), Error);
+  CHECK_THROWS_AS(parse_schedule("pipedream", "--schedule"), Error);
+  CHECK(split_layers(8, 4) == std::vector<std::int64_t>{2, 2, 2, 2});
+  // Llama 3 405B: 126 layers on 16 stages, remainder to the middle stages.
+  const auto s = split_layers(126, 16);
+  CHECK(s.size() == 16);
+  CHECK(s.front() == 7);
+  CHECK(s.back() == 7);
+  std::int64_t sum = 0;
+  for (auto v : s) sum += v;
+  CHECK(sum == 126);
+  CHECK(split_layers(5, 4) == std::vector<std::int64_t>{1, 1, 2, 1});
+}
+
+TEST_CASE("mesh rules, one precise error each") {
+  const auto llama = load_model(source_path("workloads/models/llama3.1-70b.json"));
+  const auto mix = load_model(source_path("workloads/models/mixtral-8x7b.json"));
+  ParallelConfig c;
+  auto err = [&](const ModelSpec& m, const std::string& mesh, MeshJob job, bool sp = true) {
+    c.mesh = parse_mesh(mesh, "--mesh");
+    c.sp = sp && c.mesh.tp > 1;
+    try {
+      check_mesh(m, c, job);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("ok");
+  };
+  // The seed's two 512-GPU candidates for a 70B model at 32K context.
+  CHECK(err(llama, "tp=8,pp=4,cp=4,dp=4", {32768, 512, 1, true}) == "ok");
+  CHECK(err(llama, "tp=8,pp=8,cp=2,dp=4", {32768, 512, 1, true}) == "ok");
+  CHECK(err(llama, "tp=3", {}) ==
+        "--mesh: tp=3 does not divide the 64 attention heads of llama3.1-70b");
+  CHECK(err(llama, "tp=32", {}) == "ok");  // 8 KV heads replicated 4×
+  CHECK(err(llama, "pp=81", {}) ==
+        "--mesh: pp=81 needs at least that many layers; llama3.1-70b has 80");
+  CHECK(err(mix, "dp=8,ep=8,tp=1", {}) == "ok");
+  CHECK(err(mix, "dp=3,ep=3", {}) == "--mesh: ep=3 does not divide the 8 experts of mixtral-8x7b");
+  CHECK(err(llama, "dp=2,ep=2", {}) == "--mesh: ep=2 but llama3.1-70b has no experts");
+  CHECK(err(mix, "tp=2", {}, false) ==
+        "--sp: MoE layers with tp > 1 need sequence parallelism (as in Megatron-Core)");
+  CHECK(err(llama, "cp=4", {4100, 0, 1, true}) ==
+        "--seq: sequence 4100 is not a multiple of 8 (2 × cp: causal load balancing gives each "
+        "CP rank two chunks)");
+  CHECK(err(llama, "dp=4", {4096, 10, 1, true}) ==
+        "--gbs: global batch 10 is not a multiple of dp × micro-batch = 4");
+}

@@ -1,0 +1,239 @@
+// meshsim memory --workload W --mesh dp=64[,tp=..,pp=..,cp=..,ep=..] [--zero 0..3]
+//                [--recompute none|selective|full] [--seq S --gbs G --mbs B --dtype bf16|fp16|fp8
+//                --sp on|off] [--mode train|serve --concurrency C --context S] [--gpu NAME |
+//                --topology T] [--json]
+// Memory per GPU by category against the GPU's capacity, with a fits / does-not-fit verdict.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "core/enum_names.hpp"
+#include "memory/memory_model.hpp"
+#include "model/param_count.hpp"
+#include "model/workload.hpp"
+#include "parallel/mesh_rules.hpp"
+#include "topology/topology_loader.hpp"
+
+namespace meshsim::cli {
+namespace {
+
+struct MemoryArgs {
+  std::string workload, mesh, mode = "train";
+  std::int32_t zero = 0;
+  std::string recompute = "none", dtype, sp, schedule = "1f1b", attention = "flash";
+  std::string reshard = "on";
+  std::int64_t seq = 0, gbs = 0, mbs = 0;
+  std::int64_t concurrency = 1, context = 0, max_batch_tokens = 8192;
+  std::string kv_dtype;
+  std::string gpu, topology;
+  std::int32_t nodes = 0;
+  double allocator_headroom = -1;
+  bool json = false;
+};
+
+bool on_off(const std::string& v, const std::string& flag) {
+  if (v == "on") return true;
+  if (v == "off") return false;
+  throw Error("", flag, "'" + v + "': expected on or off");
+}
+
+DType dtype_flag(const std::string& v, const std::string& flag) {
+  if (auto d = parse_dtype(v)) return *d;
+  throw Error("", flag, "'" + v + "': expected one of " + joined_names(kAllDTypes));
+}
+
+GpuSpec gpu_of(const MemoryArgs& a) {
+  if (!a.topology.empty()) {
+    if (!a.gpu.empty()) throw Error("", "--gpu", "give --gpu or --topology, not both");
+    TopologyOptions opt;
+    if (a.nodes > 0) opt.nodes = a.nodes;
+    const auto topo = load_topology(a.topology, opt);
+    return topo.gpu;
+  }
+  const std::string name = a.gpu.empty() ? "H100-SXM5-80GB" : a.gpu;
+  if (auto g = find_gpu(name)) return *g;
+  std::string known;
+  for (const auto& g : gpu_catalogue()) known += (known.empty() ? "" : ", ") + g.model;
+  throw Error("", "--gpu", "unknown GPU '" + name + "' (known: " + known + ")");
+}
+
+Json breakdown_json(const MemoryBreakdown& b) {
+  return {{"weights", b.weights},     {"gradients", b.gradients},
+          {"optimizer", b.optimizer}, {"activations", b.activations},
+          {"temporary", b.temporary}, {"communication", b.communication},
+          {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
+}
+
+std::string gb(double bytes) {
+  return fmt::format("{:.2f}", bytes / 1e9);
+}
+
+int run_memory(const MemoryArgs& a) {
+  const auto w = load_workload(a.workload);
+  const auto& model = w.model;
+  const auto gpu = gpu_of(a);
+  const bool serve = a.mode == "serve";
+  if (!serve && a.mode != "train")
+    throw Error("", "--mode", "'" + a.mode + "': expected train or serve");
+  ParallelConfig cfg;
+  cfg.mesh = parse_mesh(a.mesh, "--mesh");
+  MemoryOptions opt;
+  if (a.allocator_headroom >= 0) {
+    if (a.allocator_headroom > 1) throw Error("", "--allocator-headroom", "must be within [0, 1]");
+    opt.allocator_fraction = a.allocator_headroom;
+  }
+  const auto params = count_params(model);
+  Json j;
+  j["params"] = {{"total", params.total}, {"active", params.active}};
+  MemoryBreakdown b;
+  std::string header;
+  const auto dtype =
+      !a.dtype.empty() ? dtype_flag(a.dtype, "--dtype") : w.job.dtype.value_or(DType::bf16);
+  if (serve) {
+    if (cfg.mesh.dp != 1 || cfg.mesh.cp != 1 || cfg.mesh.ep != 1)
+      throw Error("", "--mesh", "a serving replica is tp=..,pp=.. (replicas are separate GPUs)");
+    ParallelConfig check = cfg;
+    check.sp = false;
+    check_mesh(model, check, {});
+    if (a.concurrency < 1) throw Error("", "--concurrency", "must be a positive integer");
+    if (a.context < 0) throw Error("", "--context", "must not be negative");
+    if (a.context == 0 && model.has_architecture())
+      throw Error("", "--context",
+                  "give the tokens per sequence (prompt + output) to size the KV cache");
+    ServingMemoryJob job;
+    job.tp = cfg.mesh.tp;
+    job.pp = cfg.mesh.pp;
+    job.concurrency = a.concurrency;
+    job.context = a.context;
+    job.weight_dtype = dtype;
+    job.kv_dtype = a.kv_dtype.empty() ? (dtype == DType::fp8 ? DType::fp8 : DType::bf16)
+                                      : dtype_flag(a.kv_dtype, "--kv-dtype");
+    if (a.max_batch_tokens < 1) throw Error("", "--max-batch-tokens", "must be a positive integer");
+    job.max_batch_tokens = a.max_batch_tokens;
+    b = serving_memory(model, job, opt);
+    const double kv_token = kv_bytes_per_token(model, job.kv_dtype);
+    j["kv_bytes_per_token"] = kv_token;
+    header = fmt::format("serving, tp={} pp={}, {} weights, {} KV cache, {} sequences × {} tokens",
+                         job.tp, job.pp, name_of(job.weight_dtype), name_of(job.kv_dtype),
+                         job.concurrency, job.context);
+    if (model.has_architecture())
+      header += fmt::format(
+          "\n# KV cache {:.4f} MB per token for the whole model ({:.2f} GB per "
+          "sequence)",
+          kv_token / 1e6, kv_token * static_cast<double>(job.context) / 1e9);
+  } else {
+    cfg.zero = a.zero;
+    cfg.sp = a.sp.empty() ? cfg.mesh.tp > 1 : on_off(a.sp, "--sp");
+    cfg.reshard_after_forward = on_off(a.reshard, "--reshard-after-forward");
+    const auto rc = parse_recompute(a.recompute);
+    if (!rc)
+      throw Error("", "--recompute", "'" + a.recompute + "': expected none, selective or full");
+    cfg.recompute = *rc;
+    cfg.schedule = parse_schedule(a.schedule, "--schedule");
+    opt.recipe = default_recipe(dtype);
+    opt.flash_attention = a.attention == "flash";
+    if (!opt.flash_attention && a.attention != "unfused")
+      throw Error("", "--attention", "'" + a.attention + "': expected flash or unfused");
+    TrainingMemoryJob job;
+    job.dtype = dtype;
+    job.seq = a.seq > 0 ? a.seq : w.job.seq.value_or(0);
+    job.micro_batch = a.mbs > 0 ? a.mbs : w.job.micro_batch.value_or(1);
+    job.global_batch =
+        a.gbs > 0 ? a.gbs : w.job.global_batch.value_or(cfg.mesh.dp * job.micro_batch);
+    if (job.seq <= 0 && model.has_architecture())
+      throw Error("", "--seq", "give the sequence length (or a job file with seq)");
+    check_mesh(model, cfg, {job.seq, job.global_batch, job.micro_batch, true});
+    const auto stages = training_memory_per_stage(model, job, cfg, opt);
+    b = worst_stage(stages);
+    header = fmt::format(
+        "training, {}, ZeRO-{}{}, recompute {}, sp {}, schedule {}\n# seq {}, global batch {}, "
+        "micro-batch {}, {}; worst pipeline stage {} of {}",
+        to_string(cfg.mesh), cfg.zero,
+        cfg.zero == 3 ? (cfg.reshard_after_forward ? " (reshard after forward)" : " (no reshard)")
+                      : "",
+        name_of(cfg.recompute), cfg.sp ? "on" : "off", to_string(cfg.schedule), job.seq,
+        job.global_batch, job.micro_batch, name_of(dtype), b.stage, cfg.mesh.pp);
+    j["stage"] = b.stage;
+    Json per_stage = Json::array();
+    for (const auto& s : stages) per_stage.push_back(s.total());
+    j["stage_total_bytes"] = per_stage;
+  }
+  const double capacity = gpu.hbm_bytes.as_double();
+  const bool fits = b.total() <= capacity;
+  j["mode"] = a.mode;
+  j["mesh"] = {{"dp", cfg.mesh.dp},
+               {"tp", cfg.mesh.tp},
+               {"pp", cfg.mesh.pp},
+               {"cp", cfg.mesh.cp},
+               {"ep", cfg.mesh.ep}};
+  j["per_gpu_bytes"] = breakdown_json(b);
+  j["model_state_bytes"] = b.model_state();
+  j["total_bytes"] = b.total();
+  j["gpu_bytes"] = capacity;
+  j["gpu"] = gpu.model;
+  j["fits"] = fits;
+  j["activations_modeled"] = b.activations_modeled;
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format(
+      "# meshsim memory: {} ({:.2f} B parameters, {:.2f} B active per token)\n", model.name,
+      params.total / 1e9, params.active / 1e9);
+  std::cout << "# " << header << "\n";
+  std::cout << fmt::format("# GPU {} ({} GB); GB = 10^9 bytes\n", gpu.model, gb(capacity));
+  if (!b.activations_modeled)
+    std::cout << "# the model is given by its parameter count only: activations, workspaces and "
+                 "KV cache need an architecture and are not included\n";
+  std::cout << fmt::format("{:<16}{:>12}\n", "category", "GB per GPU");
+  const std::pair<const char*, double> rows[] = {
+      {"weights", b.weights},     {"gradients", b.gradients},
+      {"optimizer", b.optimizer}, {"activations", b.activations},
+      {"temporary", b.temporary}, {"communication", b.communication},
+      {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
+  for (const auto& [name, v] : rows) std::cout << fmt::format("{:<16}{:>12}\n", name, gb(v));
+  std::cout << fmt::format("{:<16}{:>12}\n", "model state", gb(b.model_state()));
+  std::cout << fmt::format("{:<16}{:>12}\n", "total", gb(b.total()));
+  if (fits)
+    std::cout << fmt::format("verdict: fits ({} GB free of {})\n", gb(capacity - b.total()),
+                             gb(capacity));
+  else
+    std::cout << fmt::format("verdict: does not fit ({} GB over {})\n", gb(b.total() - capacity),
+                             gb(capacity));
+  return 0;
+}
+
+}  // namespace
+
+Runner add_memory_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("memory", "Memory per GPU by category, and whether it fits");
+  auto a = std::make_shared<MemoryArgs>();
+  cmd->add_option("--workload", a->workload, "Model or job file (workloads/)")->required();
+  cmd->add_option("--mesh", a->mesh, "dp=..,tp=..,pp=..,cp=..,ep=.. (serve: tp=..,pp=..)")
+      ->required();
+  cmd->add_option("--mode", a->mode, "train or serve");
+  cmd->add_option("--zero", a->zero, "0 DDP, 1, 2, 3 (= FSDP)");
+  cmd->add_option("--reshard-after-forward", a->reshard, "ZeRO-3/FSDP2: on or off");
+  cmd->add_option("--recompute", a->recompute, "none, selective or full");
+  cmd->add_option("--seq", a->seq, "Sequence length (tokens)");
+  cmd->add_option("--gbs", a->gbs, "Global batch (sequences); default dp × mbs");
+  cmd->add_option("--mbs", a->mbs, "Micro-batch (sequences); default 1");
+  cmd->add_option("--dtype", a->dtype, "bf16, fp16 or fp8 (GEMMs and, serving, weights)");
+  cmd->add_option("--sp", a->sp, "Sequence parallelism on or off (default on when tp > 1)");
+  cmd->add_option("--schedule", a->schedule, "gpipe, 1f1b, interleaved:V or zb");
+  cmd->add_option("--attention", a->attention, "flash (default) or unfused");
+  cmd->add_option("--concurrency", a->concurrency, "Serve: sequences resident at once");
+  cmd->add_option("--context", a->context, "Serve: tokens per sequence");
+  cmd->add_option("--kv-dtype", a->kv_dtype, "Serve: KV cache dtype (default: bf16; fp8 with fp8)");
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Serve: tokens per forward");
+  cmd->add_option("--gpu", a->gpu, "GPU model (default H100-SXM5-80GB)");
+  cmd->add_option("--topology", a->topology, "Take the GPU from a cluster file");
+  cmd->add_option("--nodes", a->nodes, "With --topology: rebuild with N nodes");
+  cmd->add_option("--allocator-headroom", a->allocator_headroom,
+                  "Fragmentation as a fraction of the rest (default 0.05)");
+  cmd->add_flag("--json", a->json, "Print one JSON document");
+  return [a] { return run_memory(*a); };
+}
+
+}  // namespace meshsim::cli

@@ -19,7 +19,12 @@ std::int64_t job_count(const JsonRef& ref) {
 
 Workload load_workload(const std::string& path) {
   const Json doc = load_json_file(path);
-  const auto root = JsonRef::root(doc, path);
+  return read_workload(JsonRef::root(doc, path));
+}
+
+Workload read_workload(const JsonRef& root) {
+  const Json& doc = root.raw();
+  const std::string& path = root.file();
   Workload w;
   w.file = path;
   if (!doc.is_object() || !doc.contains("model")) {

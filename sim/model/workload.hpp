@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compute/dtype.hpp"
+#include "core/json_reader.hpp"
 #include "model/model_spec.hpp"
 
 namespace meshsim {
@@ -25,6 +26,8 @@ struct Workload {
   std::string file;
 };
 
+// A model path in a job is relative to the job file (root.file()).
+Workload read_workload(const JsonRef& root);
 Workload load_workload(const std::string& path);
 
 }  // namespace meshsim

@@ -18,6 +18,8 @@ const char* stream_kind_name(StreamKind k) {
       return "cp";
     case StreamKind::ep:
       return "ep";
+    case StreamKind::dp_gather:
+      return "dp_gather";
     case StreamKind::p2p:
       return "p2p";
   }

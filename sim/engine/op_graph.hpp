@@ -12,7 +12,9 @@
 
 namespace meshsim {
 
-enum class StreamKind : std::uint8_t { compute, tp, dp, pp, cp, ep, p2p };
+// dp_gather: ZeRO-3/FSDP weight all-gathers, on their own stream as FSDP2 does, so a prefetch
+// never queues behind a gradient reduce-scatter.
+enum class StreamKind : std::uint8_t { compute, tp, dp, pp, cp, ep, p2p, dp_gather };
 const char* stream_kind_name(StreamKind k);
 
 struct StreamId {

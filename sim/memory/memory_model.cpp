@@ -108,7 +108,9 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     throw Error("", "--mesh",
                 "pp × virtual stages = " + std::to_string(chunks) + " exceeds the " +
                     std::to_string(model.layers) + " layers of " + model.name);
-  const auto per_chunk = split_layers(model.layers, chunks);
+  const auto per_chunk = job.chunk_layers.size() == static_cast<std::size_t>(chunks)
+                             ? job.chunk_layers
+                             : split_layers(model.layers, chunks);
 
   const Sharding sh{mesh.tp, config.sp, mesh.cp, mesh.ep};
   LayerShape shape;

@@ -48,7 +48,7 @@ void BM_TrainingMemory405B(benchmark::State& state) {
   c.schedule = {ScheduleKind::interleaved, 2};
   for (auto _ : state)
     benchmark::DoNotOptimize(
-        training_memory_per_stage(m, {8192, 2048, 1, DType::bf16}, c, MemoryOptions{}));
+        training_memory_per_stage(m, {8192, 2048, 1, DType::bf16, {}}, c, MemoryOptions{}));
 }
 BENCHMARK(BM_TrainingMemory405B);
 

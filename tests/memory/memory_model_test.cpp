@@ -22,7 +22,7 @@ ModelSpec seventy_b() {
 }
 
 MemoryBreakdown train(const ModelSpec& m, const std::string& mesh, std::int32_t zero,
-                      TrainingMemoryJob job = {4096, 0, 1, DType::bf16},
+                      TrainingMemoryJob job = {4096, 0, 1, DType::bf16, {}},
                       Recompute rc = Recompute::none, Schedule sched = {}) {
   ParallelConfig c;
   c.mesh = parse_mesh(mesh, "--mesh");
@@ -107,13 +107,13 @@ TEST_CASE("activations: full recompute keeps 2·s·b·h per layer; 1F1B multipli
   // Embedding dropout mask s·b·h; final LayerNorm input and logits input, 2·s·b·h each.
   CHECK(embed == s * b * h);
   CHECK(head == 4 * s * b * h);
-  const auto full = train(m, "dp=1", 0, {2048, 1, 1, DType::bf16}, Recompute::full);
+  const auto full = train(m, "dp=1", 0, {2048, 1, 1, DType::bf16, {}}, Recompute::full);
   CHECK(full.activations == 8 * 2 * s * b * h + embed + head);
   // The loss's fp32 logits are temporary, with 16-bit logits: 6·s·b·V; full recompute also
   // rebuilds one layer (Korthikanti's no-parallelism layer, flash: 34·s·b·h + LSE).
   CHECK(full.temporary == doctest::Approx(6 * s * b * V + 34 * s * b * h + 4 * s * b * 16));
   // Four stages with 1F1B: stage 0 holds 4 micro-batches of its 2 layers and the embedding.
-  const auto pp = train(m, "dp=1,pp=4", 0, {2048, 8, 1, DType::bf16}, Recompute::selective);
+  const auto pp = train(m, "dp=1,pp=4", 0, {2048, 8, 1, DType::bf16, {}}, Recompute::selective);
   const double layer_sel = 34 * s * b * h + 4 * s * b * 16;
   CHECK(pp.stage == 0);
   CHECK(pp.activations == doctest::Approx(4 * (2 * layer_sel + embed)));

@@ -34,7 +34,7 @@ void exercise(const ModelSpec& m) {
     CHECK(std::isfinite(op.saved_bytes));
   }
   ParallelConfig c;
-  const auto stages = training_memory_per_stage(m, {256, 1, 1, DType::bf16}, c, {});
+  const auto stages = training_memory_per_stage(m, {256, 1, 1, DType::bf16, {}}, c, {});
   CHECK(std::isfinite(worst_stage(stages).total()));
 }
 

@@ -34,5 +34,6 @@ struct ClusterArgs {
 Runner add_topo_command(CLI::App& app);
 Runner add_collective_command(CLI::App& app);
 Runner add_memory_command(CLI::App& app);
+Runner add_train_command(CLI::App& app);
 
 }  // namespace meshsim::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add(meshsim::cli::add_topo_command);
   add(meshsim::cli::add_collective_command);
   add(meshsim::cli::add_memory_command);
+  add(meshsim::cli::add_train_command);
 
   try {
     app.parse(argc, argv);

@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "core/enum_names.hpp"
+#include "job_args.hpp"
 #include "memory/memory_model.hpp"
 #include "model/param_count.hpp"
 #include "model/workload.hpp"
@@ -19,11 +20,8 @@ namespace meshsim::cli {
 namespace {
 
 struct MemoryArgs {
-  std::string workload, mesh, mode = "train";
-  std::int32_t zero = 0;
-  std::string recompute = "none", dtype, sp, schedule = "1f1b", attention = "flash";
-  std::string reshard = "on";
-  std::int64_t seq = 0, gbs = 0, mbs = 0;
+  JobArgs job;
+  std::string mode = "train";
   std::int64_t concurrency = 1, context = 0, max_batch_tokens = 8192;
   std::string kv_dtype;
   std::string gpu, topology;
@@ -31,17 +29,6 @@ struct MemoryArgs {
   double allocator_headroom = -1;
   bool json = false;
 };
-
-bool on_off(const std::string& v, const std::string& flag) {
-  if (v == "on") return true;
-  if (v == "off") return false;
-  throw Error("", flag, "'" + v + "': expected on or off");
-}
-
-DType dtype_flag(const std::string& v, const std::string& flag) {
-  if (auto d = parse_dtype(v)) return *d;
-  throw Error("", flag, "'" + v + "': expected one of " + joined_names(kAllDTypes));
-}
 
 GpuSpec gpu_of(const MemoryArgs& a) {
   if (!a.topology.empty()) {
@@ -70,14 +57,13 @@ std::string gb(double bytes) {
 }
 
 int run_memory(const MemoryArgs& a) {
-  const auto w = load_workload(a.workload);
-  const auto& model = w.model;
-  const auto gpu = gpu_of(a);
   const bool serve = a.mode == "serve";
   if (!serve && a.mode != "train")
     throw Error("", "--mode", "'" + a.mode + "': expected train or serve");
-  ParallelConfig cfg;
-  cfg.mesh = parse_mesh(a.mesh, "--mesh");
+  const auto job_flags = a.job.resolve();
+  const auto& model = job_flags.workload.model;
+  const auto gpu = gpu_of(a);
+  auto cfg = job_flags.config;
   MemoryOptions opt;
   if (a.allocator_headroom >= 0) {
     if (a.allocator_headroom > 1) throw Error("", "--allocator-headroom", "must be within [0, 1]");
@@ -88,13 +74,12 @@ int run_memory(const MemoryArgs& a) {
   j["params"] = {{"total", params.total}, {"active", params.active}};
   MemoryBreakdown b;
   std::string header;
-  const auto dtype =
-      !a.dtype.empty() ? dtype_flag(a.dtype, "--dtype") : w.job.dtype.value_or(DType::bf16);
+  const auto dtype = job_flags.dtype;
   if (serve) {
     if (cfg.mesh.dp != 1 || cfg.mesh.cp != 1 || cfg.mesh.ep != 1)
       throw Error("", "--mesh", "a serving replica is tp=..,pp=.. (replicas are separate GPUs)");
-    ParallelConfig check = cfg;
-    check.sp = false;
+    ParallelConfig check;
+    check.mesh = cfg.mesh;
     check_mesh(model, check, {});
     if (a.concurrency < 1) throw Error("", "--concurrency", "must be a positive integer");
     if (a.context < 0) throw Error("", "--context", "must not be negative");
@@ -123,24 +108,13 @@ int run_memory(const MemoryArgs& a) {
           "sequence)",
           kv_token / 1e6, kv_token * static_cast<double>(job.context) / 1e9);
   } else {
-    cfg.zero = a.zero;
-    cfg.sp = a.sp.empty() ? cfg.mesh.tp > 1 : on_off(a.sp, "--sp");
-    cfg.reshard_after_forward = on_off(a.reshard, "--reshard-after-forward");
-    const auto rc = parse_recompute(a.recompute);
-    if (!rc)
-      throw Error("", "--recompute", "'" + a.recompute + "': expected none, selective or full");
-    cfg.recompute = *rc;
-    cfg.schedule = parse_schedule(a.schedule, "--schedule");
     opt.recipe = default_recipe(dtype);
-    opt.flash_attention = a.attention == "flash";
-    if (!opt.flash_attention && a.attention != "unfused")
-      throw Error("", "--attention", "'" + a.attention + "': expected flash or unfused");
+    opt.flash_attention = job_flags.flash_attention;
     TrainingMemoryJob job;
     job.dtype = dtype;
-    job.seq = a.seq > 0 ? a.seq : w.job.seq.value_or(0);
-    job.micro_batch = a.mbs > 0 ? a.mbs : w.job.micro_batch.value_or(1);
-    job.global_batch =
-        a.gbs > 0 ? a.gbs : w.job.global_batch.value_or(cfg.mesh.dp * job.micro_batch);
+    job.seq = job_flags.seq;
+    job.micro_batch = job_flags.micro_batch;
+    job.global_batch = job_flags.global_batch;
     if (job.seq <= 0 && model.has_architecture())
       throw Error("", "--seq", "give the sequence length (or a job file with seq)");
     check_mesh(model, cfg, {job.seq, job.global_batch, job.micro_batch, true});
@@ -209,20 +183,8 @@ int run_memory(const MemoryArgs& a) {
 Runner add_memory_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("memory", "Memory per GPU by category, and whether it fits");
   auto a = std::make_shared<MemoryArgs>();
-  cmd->add_option("--workload", a->workload, "Model or job file (workloads/)")->required();
-  cmd->add_option("--mesh", a->mesh, "dp=..,tp=..,pp=..,cp=..,ep=.. (serve: tp=..,pp=..)")
-      ->required();
-  cmd->add_option("--mode", a->mode, "train or serve");
-  cmd->add_option("--zero", a->zero, "0 DDP, 1, 2, 3 (= FSDP)");
-  cmd->add_option("--reshard-after-forward", a->reshard, "ZeRO-3/FSDP2: on or off");
-  cmd->add_option("--recompute", a->recompute, "none, selective or full");
-  cmd->add_option("--seq", a->seq, "Sequence length (tokens)");
-  cmd->add_option("--gbs", a->gbs, "Global batch (sequences); default dp × mbs");
-  cmd->add_option("--mbs", a->mbs, "Micro-batch (sequences); default 1");
-  cmd->add_option("--dtype", a->dtype, "bf16, fp16 or fp8 (GEMMs and, serving, weights)");
-  cmd->add_option("--sp", a->sp, "Sequence parallelism on or off (default on when tp > 1)");
-  cmd->add_option("--schedule", a->schedule, "gpipe, 1f1b, interleaved:V or zb");
-  cmd->add_option("--attention", a->attention, "flash (default) or unfused");
+  a->job.add_to(cmd);
+  cmd->add_option("--mode", a->mode, "train or serve (serve: --mesh tp=..,pp=..)");
   cmd->add_option("--concurrency", a->concurrency, "Serve: sequences resident at once");
   cmd->add_option("--context", a->context, "Serve: tokens per sequence");
   cmd->add_option("--kv-dtype", a->kv_dtype, "Serve: KV cache dtype (default: bf16; fp8 with fp8)");

@@ -1,0 +1,87 @@
+#include "strategy/pipeline_schedule.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace meshsim {
+namespace {
+
+void one_f_one_b(std::vector<PipelineAction>& out, std::int64_t pp, std::int64_t stage,
+                 std::int64_t m, bool split_weight) {
+  const std::int64_t warmup = std::min(pp - stage - 1, m);
+  auto backward = [&](std::int64_t mb) {
+    out.push_back({PassKind::backward, mb, 0});
+    if (split_weight) out.push_back({PassKind::weight, mb, 0});
+  };
+  for (std::int64_t i = 0; i < warmup; ++i) out.push_back({PassKind::forward, i, 0});
+  for (std::int64_t i = 0; i < m - warmup; ++i) {
+    out.push_back({PassKind::forward, warmup + i, 0});
+    backward(i);
+  }
+  for (std::int64_t i = m - warmup; i < m; ++i) backward(i);
+}
+
+}  // namespace
+
+std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t pp,
+                                          std::int64_t stage, std::int64_t m) {
+  std::vector<PipelineAction> out;
+  switch (schedule.kind) {
+    case ScheduleKind::gpipe:
+      for (std::int64_t i = 0; i < m; ++i) out.push_back({PassKind::forward, i, 0});
+      for (std::int64_t i = 0; i < m; ++i) out.push_back({PassKind::backward, i, 0});
+      break;
+    case ScheduleKind::one_f_one_b:
+      one_f_one_b(out, pp, stage, m, false);
+      break;
+    case ScheduleKind::zero_bubble:
+      one_f_one_b(out, pp, stage, m, true);
+      break;
+    case ScheduleKind::interleaved: {
+      const std::int64_t v = schedule.virtual_stages;
+      if (v == 1) {
+        one_f_one_b(out, pp, stage, m, false);
+        break;
+      }
+      if (m % pp != 0)
+        throw Error("", "--schedule",
+                    "interleaved 1F1B needs the micro-batches per step (" + std::to_string(m) +
+                        ") to be a multiple of pp = " + std::to_string(pp) +
+                        " (as Megatron-LM requires)");
+      // Megatron-LM's forward_backward_pipelining_with_interleaving: virtual micro-batch k runs
+      // chunk (k / pp) mod v of micro-batch (k / (pp·v))·pp + k mod pp; backward visits the
+      // chunks in reverse.
+      const std::int64_t total = m * v;
+      auto mb_of = [&](std::int64_t k) { return (k / (pp * v)) * pp + k % pp; };
+      auto f = [&](std::int64_t k) {
+        return PipelineAction{PassKind::forward, mb_of(k), (k / pp) % v};
+      };
+      auto b = [&](std::int64_t k) {
+        return PipelineAction{PassKind::backward, mb_of(k), v - 1 - (k / pp) % v};
+      };
+      const std::int64_t warmup = std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
+      for (std::int64_t k = 0; k < warmup; ++k) out.push_back(f(k));
+      for (std::int64_t i = 0; i < total - warmup; ++i) {
+        out.push_back(f(warmup + i));
+        out.push_back(b(i));
+      }
+      for (std::int64_t i = total - warmup; i < total; ++i) out.push_back(b(i));
+      break;
+    }
+  }
+  return out;
+}
+
+std::string to_string(const std::vector<PipelineAction>& actions) {
+  std::string s;
+  for (const auto& a : actions) {
+    if (!s.empty()) s += ' ';
+    s += a.pass == PassKind::forward ? 'F' : a.pass == PassKind::backward ? 'B' : 'W';
+    s += std::to_string(a.microbatch);
+    if (a.chunk > 0) s += "." + std::to_string(a.chunk);
+  }
+  return s;
+}
+
+}  // namespace meshsim

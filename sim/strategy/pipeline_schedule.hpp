@@ -1,0 +1,31 @@
+#pragma once
+// The order in which one pipeline stage runs its forward (F), backward (B) and, for zero-bubble
+// schedules, weight-gradient (W) work: GPipe (Huang et al. 2019), 1F1B (PipeDream-Flush,
+// Narayanan et al. 2021), interleaved 1F1B with v model chunks per stage (Megatron-LM), and
+// ZB-H1 (Qi et al. 2024: backward split into input- and weight-gradient parts; the gradient is
+// sent upstream as soon as the input part is done, so the cooldown chain is shorter).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "parallel/parallel_config.hpp"
+
+namespace meshsim {
+
+enum class PassKind : std::uint8_t { forward, backward, weight };
+
+struct PipelineAction {
+  PassKind pass = PassKind::forward;
+  std::int64_t microbatch = 0;
+  std::int64_t chunk = 0;  // model chunk of this stage (0..v-1); global chunk = chunk·pp + stage
+  bool operator==(const PipelineAction&) const = default;
+};
+
+// Throws Error("", "--schedule", ...) when the schedule cannot run this many micro-batches
+// (interleaving needs a multiple of pp, as Megatron-LM requires).
+std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t pp,
+                                          std::int64_t stage, std::int64_t microbatches);
+
+std::string to_string(const std::vector<PipelineAction>& actions);  // "F0 F1 B0 F2 B1 ..."
+
+}  // namespace meshsim

@@ -1,0 +1,33 @@
+#pragma once
+// A training step as per-rank op graphs: what runs on which stream of which rank, and what each
+// op is (compute, or which collective of which group with how many bytes).
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "engine/op_graph.hpp"
+#include "parallel/placement.hpp"
+
+namespace meshsim {
+
+struct TraceOpInfo {
+  std::int32_t rank = 0;
+  bool comm = false;
+  GroupKind group = GroupKind::tp;
+  std::string_view kind = "compute";  // compute, optimizer, all_reduce, all_gather, ...
+  double bytes = 0;                   // collective size S (nccl-tests' definition)
+  double wire_bytes = 0;              // bytes this GPU sends for it
+  double model_flops = 0;             // MFU convention
+  double hardware_flops = 0;
+  bool recompute = false;
+};
+
+struct Trace {
+  OpGraph graph;
+  std::vector<TraceOpInfo> info;           // by OpId
+  std::vector<std::int32_t> ranks;         // the simulated ranks (one per stage when folded)
+  std::vector<std::int64_t> chunk_layers;  // layers of each global model chunk
+  std::int64_t microbatches = 0;
+};
+
+}  // namespace meshsim

@@ -1,0 +1,657 @@
+#include "strategy/trace_builder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "model/op_catalogue.hpp"
+#include "strategy/layer_plan.hpp"
+#include "strategy/pipeline_schedule.hpp"
+
+namespace meshsim {
+
+std::int64_t microbatches_per_step(const TrainingJob& job, const Mesh& mesh) {
+  return std::max<std::int64_t>(job.global_batch / (mesh.dp * job.micro_batch), 1);
+}
+
+std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chunks, double layer_s,
+                                          double first_extra_s, double last_extra_s) {
+  // Smallest bound B such that a greedy contiguous fill stays within it; the ends carry their
+  // extra time. Layers are identical here (dense or MoE with dense first layers aside), so a
+  // binary search over the layer count of the slowest chunk is exact.
+  auto fits = [&](double bound, std::vector<std::int64_t>* out) {
+    std::int64_t left = layers;
+    std::vector<std::int64_t> v(static_cast<std::size_t>(chunks), 0);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      double extra = (c == 0 ? first_extra_s : 0.0) + (c == chunks - 1 ? last_extra_s : 0.0);
+      const auto room =
+          layer_s > 0 ? static_cast<std::int64_t>(std::floor((bound - extra) / layer_s + 1e-9))
+                      : left;
+      const std::int64_t remaining_chunks = chunks - c - 1;
+      // Every chunk needs at least one layer.
+      std::int64_t take = std::min(std::max<std::int64_t>(room, 1), left - remaining_chunks);
+      if (take < 1) return false;
+      v[static_cast<std::size_t>(c)] = take;
+      left -= take;
+    }
+    if (left != 0) return false;
+    if (out) *out = v;
+    return true;
+  };
+  double lo = 0, hi = static_cast<double>(layers) * layer_s + first_extra_s + last_extra_s + 1;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (fits(mid, nullptr) ? hi : lo) = mid;
+  }
+  std::vector<std::int64_t> out;
+  if (!fits(hi, &out)) out = split_layers(layers, chunks);
+  return out;
+}
+
+namespace {
+
+std::string_view op_name(CollectiveOp op) {
+  return name_of(op);
+}
+
+// Per-GPU bytes sent for a collective of size S on n ranks (ring-equivalent volume).
+double wire_bytes(CollectiveOp op, double s, std::size_t n) {
+  if (n < 2 && op != CollectiveOp::send_recv) return 0;
+  const double f = static_cast<double>(n - 1) / static_cast<double>(std::max<std::size_t>(n, 1));
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return 2 * f * s;
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:
+      return f * s;
+    default:
+      return s;
+  }
+}
+
+struct Costs {
+  LayerPlan dense, moe;
+  EndCost embedding, head;
+  double tp_bytes = 0;       // a TP collective's buffer: T·h in 16 bits
+  double pp_bytes = 0;       // activation sent between stages
+  double kv_step_bytes = 0;  // one CP ring step: this rank's K and V
+  double a2a_bytes = 0;      // EP dispatch buffer per rank
+};
+
+class Builder {
+ public:
+  Builder(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,
+          const Placement& placement, const ComputeModel& cm, CommModel& comm,
+          const StrategyOptions& options)
+      : m_(model),
+        job_(job),
+        cfg_(config),
+        pl_(placement),
+        cm_(cm),
+        comm_(comm),
+        opt_(options),
+        mesh_(config.mesh) {}
+
+  Trace build(const std::vector<std::int32_t>& ranks);
+
+ private:
+  struct RankState {
+    std::int32_t rank = 0;
+    RankCoord coord;
+    StreamId compute, tp, cp, dp, dpg, ep, pp;
+    std::vector<PipelineAction> actions;
+    std::size_t next = 0;
+    std::vector<OpId> pending;
+    std::optional<OpId> last_compute, last_dp;
+    double slow = 1.0;
+    std::map<std::int64_t, OpId> param_gather;  // ZeRO-1/2: per layer, at step start
+    std::map<std::int64_t, std::int64_t> first_forward_mb, last_backward_mb;  // per chunk
+    std::vector<OpId> layer_done;  // ZeRO-3 prefetch: last op of each layer in this pass
+    std::uint64_t slot = 0;
+  };
+
+  void compute_costs();
+  bool emit(RankState& rs, const PipelineAction& a);
+  OpId compute(RankState& rs, const std::string& name, const SegmentCost& c, bool recompute);
+  OpId comm(RankState& rs, StreamId s, const std::string& name, GroupKind g, CollectiveOp op,
+            std::vector<std::int32_t> ranks, double bytes, std::vector<OpId> deps,
+            std::uint64_t instance, std::optional<CollectiveAlgo> algo = std::nullopt,
+            double fraction = 1.0, bool sender_only = false);
+  void tp(RankState& rs, CollectiveOp op, const std::string& name, std::uint64_t inst);
+  void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute);
+  void backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w);
+  void attention(RankState& rs, const std::string& name, const SegmentCost& seg, bool backward,
+                 bool recompute, std::uint64_t inst);
+  void gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst);
+  void reduce_grads(RankState& rs, std::int64_t chunk, std::int64_t first, std::int64_t count,
+                    bool last_mb, OpId after, std::uint64_t inst, bool with_ends);
+  std::uint64_t instance(std::int64_t mb, std::int64_t layer, int pass) const {
+    return hash_combine(
+        hash_combine(static_cast<std::uint64_t>(mb), static_cast<std::uint64_t>(layer)),
+        static_cast<std::uint64_t>(pass));
+  }
+  const LayerPlan& plan(std::int64_t layer) const {
+    return m_.is_moe_layer(layer) ? costs_.moe : costs_.dense;
+  }
+  std::int64_t chunks() const { return static_cast<std::int64_t>(chunk_layers_.size()); }
+  std::int64_t first_layer(std::int64_t g) const {
+    return chunk_first_[static_cast<std::size_t>(g)];
+  }
+  std::int64_t rank_at_stage(const RankState& rs, std::int64_t stage) const {
+    RankCoord c = rs.coord;
+    c.pp = stage;
+    return pl_.rank_of(c);
+  }
+  double end_params(std::int64_t g) const {
+    double p = 0;
+    if (g == 0) p += costs_.embedding.params;
+    if (g == chunks() - 1) p += costs_.head.params;
+    return p;
+  }
+
+  const ModelSpec& m_;
+  const TrainingJob& job_;
+  const ParallelConfig& cfg_;
+  const Placement& pl_;
+  const ComputeModel& cm_;
+  CommModel& comm_;
+  const StrategyOptions& opt_;
+  Mesh mesh_;
+  Costs costs_;
+  std::vector<std::int64_t> chunk_layers_, chunk_first_;
+  std::int64_t microbatches_ = 1;
+  bool sp_ = false, zb_ = false;
+  Trace trace_;
+  std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t, int>, OpId> sends_;
+};
+
+void Builder::compute_costs() {
+  const Sharding sh{mesh_.tp, cfg_.sp, mesh_.cp, mesh_.ep};
+  LayerShape shape;
+  shape.micro_batch = job_.micro_batch;
+  shape.seq = job_.seq;
+  shape.dtype = job_.dtype;
+  shape.flash_attention = job_.flash_attention;
+  const double slowdown = 1.0 + opt_.expert_imbalance;
+  const bool shared = m_.moe && m_.moe->shared_experts > 0;
+  if (!m_.moe || m_.moe->first_dense_layers > 0)
+    costs_.dense = plan_layer(layer_ops(m_, 0, shape, sh), cm_, false, false, 1.0);
+  if (m_.moe)
+    costs_.moe = plan_layer(layer_ops(m_, m_.layers - 1, shape, sh), cm_, true, shared, slowdown);
+  costs_.embedding = plan_end(embedding_ops(m_, shape, sh), cm_);
+  costs_.head = plan_end(head_ops(m_, shape, sh), cm_);
+  const double tokens =
+      static_cast<double>(job_.micro_batch * job_.seq) / static_cast<double>(mesh_.cp);
+  const double h = static_cast<double>(m_.hidden);
+  costs_.tp_bytes = tokens * h * 2;
+  costs_.pp_bytes = tokens * h * 2 / (cfg_.sp ? static_cast<double>(mesh_.tp) : 1.0);
+  const std::int64_t kv_rank = m_.kv_heads >= mesh_.tp ? m_.kv_heads / mesh_.tp : 1;
+  const double kv_dim = m_.mla
+                            ? static_cast<double>(m_.mla->kv_lora_rank + m_.mla->qk_rope_head_dim)
+                            : static_cast<double>(kv_rank * m_.head_dim) * 2;
+  costs_.kv_step_bytes = tokens * kv_dim * 2;
+  if (m_.moe)
+    costs_.a2a_bytes =
+        tokens / static_cast<double>(mesh_.tp) * static_cast<double>(m_.moe->top_k) * h * 2;
+}
+
+OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost& c,
+                      bool recompute) {
+  const Time t = Time::from_seconds_ceil(c.time.seconds() * rs.slow);
+  const OpId id = trace_.graph.add_op(rs.compute, name, t, std::move(rs.pending));
+  rs.pending.clear();
+  TraceOpInfo info;
+  info.rank = rs.rank;
+  info.model_flops = c.model_flops;
+  info.hardware_flops = c.hardware_flops;
+  info.recompute = recompute;
+  trace_.info.push_back(info);
+  rs.last_compute = id;
+  return id;
+}
+
+OpId Builder::comm(RankState& rs, StreamId s, const std::string& name, GroupKind g, CollectiveOp op,
+                   std::vector<std::int32_t> ranks, double bytes, std::vector<OpId> deps,
+                   std::uint64_t inst, std::optional<CollectiveAlgo> algo, double fraction,
+                   bool sender_only) {
+  CommRequest r;
+  r.kind = g;
+  r.call = {op, std::move(ranks), bytes};
+  r.algo = algo;
+  r.fraction = fraction;
+  r.instance = hash_combine(inst, static_cast<std::uint64_t>(g) * 1000 + rs.slot++ % 1000);
+  r.sender_only = sender_only;
+  TraceOpInfo info;
+  info.rank = rs.rank;
+  info.comm = true;
+  info.group = g;
+  info.kind = fraction < 1.0 ? std::string_view("kv_exchange") : op_name(op);
+  info.bytes = bytes * fraction;
+  info.wire_bytes = wire_bytes(op, bytes, r.call.ranks.size()) * fraction;
+  const OpId id = comm_.add(trace_.graph, s, name, r, std::move(deps));
+  trace_.info.push_back(info);
+  return id;
+}
+
+void Builder::tp(RankState& rs, CollectiveOp op, const std::string& name, std::uint64_t inst) {
+  if (mesh_.tp == 1) return;
+  std::vector<OpId> deps;
+  if (rs.last_compute) deps.push_back(*rs.last_compute);
+  rs.pending.push_back(comm(rs, rs.tp, name, GroupKind::tp, op, pl_.group(rs.rank, GroupKind::tp),
+                            costs_.tp_bytes, std::move(deps), inst));
+}
+
+void Builder::attention(RankState& rs, const std::string& name, const SegmentCost& seg,
+                        bool backward, bool recompute, std::uint64_t inst) {
+  if (mesh_.cp == 1) {
+    compute(rs, name, seg, recompute);
+    return;
+  }
+  const auto group = pl_.group(rs.rank, GroupKind::cp);
+  const double step = costs_.kv_step_bytes * (backward ? 2.0 : 1.0);  // + dK, dV backward
+  const auto cp = static_cast<double>(mesh_.cp);
+  if (opt_.cp_comm == CpComm::all_gather) {
+    // Llama 3's CP: all-gather K and V before attention (and reduce-scatter their gradients).
+    std::vector<OpId> deps;
+    if (rs.last_compute) deps.push_back(*rs.last_compute);
+    rs.pending.push_back(comm(rs, rs.cp, name + ".cp_ag", GroupKind::cp, CollectiveOp::all_gather,
+                              group, costs_.kv_step_bytes * cp, std::move(deps), inst));
+    compute(rs, name, seg, recompute);
+    if (backward) {
+      comm(rs, rs.cp, name + ".cp_rs", GroupKind::cp, CollectiveOp::reduce_scatter, group,
+           costs_.kv_step_bytes * cp, {*rs.last_compute}, inst);
+    }
+    return;
+  }
+  // Ring attention (Liu et al. 2023; Megatron-Core CP): cp chunks of attention, each overlapped
+  // with the next K/V block's transfer around the ring; each step is one ring all-gather step.
+  SegmentCost part = seg;
+  part.time = Time::from_seconds_ceil(seg.time.seconds() / cp);
+  part.model_flops /= cp;
+  part.hardware_flops /= cp;
+  std::vector<OpId> deps;
+  if (rs.last_compute) deps.push_back(*rs.last_compute);
+  auto pending = std::move(rs.pending);
+  rs.pending.clear();
+  std::vector<OpId> steps;
+  for (std::int64_t j = 0; j + 1 < mesh_.cp; ++j)
+    steps.push_back(comm(rs, rs.cp, name + ".kv" + std::to_string(j), GroupKind::cp,
+                         CollectiveOp::all_gather, group, step * cp,
+                         j == 0 ? deps : std::vector<OpId>{}, inst + static_cast<std::uint64_t>(j),
+                         CollectiveAlgo::ring, 1.0 / (cp - 1)));
+  rs.pending = std::move(pending);
+  for (std::int64_t j = 0; j < mesh_.cp; ++j) {
+    if (j > 0) rs.pending.push_back(steps[static_cast<std::size_t>(j - 1)]);
+    compute(rs, name + "." + std::to_string(j), part, recompute);
+  }
+}
+
+void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst) {
+  // ZeRO-3/FSDP: all-gather this layer's weights, prefetched one layer ahead: the gather may
+  // start once the layer before the previous one is done.
+  const auto& p = plan(layer);
+  std::vector<OpId> deps;
+  if (rs.layer_done.size() >= 2) deps.push_back(rs.layer_done[rs.layer_done.size() - 2]);
+  if (mesh_.dense_replicas() > 1)
+    rs.pending.push_back(comm(rs, rs.dpg, "L" + std::to_string(layer) + ".fsdp_ag",
+                              GroupKind::dp_cp, CollectiveOp::all_gather,
+                              pl_.group(rs.rank, GroupKind::dp_cp), (p.dense_params + 0.0) * 2,
+                              deps, inst));
+  if (p.expert_params > 0 && mesh_.expert_replicas() > 1)
+    rs.pending.push_back(comm(rs, rs.dpg, "L" + std::to_string(layer) + ".fsdp_ag_experts",
+                              GroupKind::edp, CollectiveOp::all_gather,
+                              pl_.group(rs.rank, GroupKind::edp), p.expert_params * 2, deps, inst));
+}
+
+void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute) {
+  const auto& p = plan(layer);
+  const std::string n = "F" + std::to_string(mb) + ".L" + std::to_string(layer);
+  const auto inst = instance(mb, layer, recompute ? 3 : 0);
+  const auto seg = [&](Seg s) { return p.forward[static_cast<std::size_t>(s)]; };
+  if (cfg_.zero >= 3 && !recompute) gather_layer(rs, layer, inst);
+  if (auto it = rs.param_gather.find(layer); it != rs.param_gather.end()) {
+    rs.pending.push_back(it->second);
+    rs.param_gather.erase(it);
+  }
+  compute(rs, n + ".norm", seg(Seg::norm1), recompute);
+  if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 1);
+  compute(rs, n + ".qkv", seg(Seg::qkv), recompute);
+  attention(rs, n + ".attn", seg(Seg::attn), false, recompute, inst + 2);
+  compute(rs, n + ".out", seg(Seg::out), recompute);
+  tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_out", inst + 3);
+  compute(rs, n + ".mid", seg(Seg::mid), recompute);
+  const bool ep = p.moe && mesh_.ep > 1;
+  if (ep)
+    rs.pending.push_back(comm(rs, rs.ep, n + ".dispatch", GroupKind::ep, CollectiveOp::all_to_all,
+                              pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes,
+                              {*rs.last_compute}, inst + 4));
+  if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 5);
+  compute(rs, n + ".mlp", seg(Seg::mlp), recompute);
+  if (ep)
+    rs.pending.push_back(comm(rs, rs.ep, n + ".combine", GroupKind::ep, CollectiveOp::all_to_all,
+                              pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes,
+                              {*rs.last_compute}, inst + 6));
+  if (p.tp_reduce_after_mlp)
+    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp", inst + 7);
+  compute(rs, n + ".end", seg(Seg::end), recompute);
+  if (!recompute) rs.layer_done.push_back(*rs.last_compute);
+}
+
+void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w) {
+  const auto& p = plan(layer);
+  const std::string n = "B" + std::to_string(mb) + ".L" + std::to_string(layer);
+  const auto inst = instance(mb, layer, 1);
+  if (cfg_.zero >= 3 && cfg_.reshard_after_forward) gather_layer(rs, layer, inst + 20);
+  if (cfg_.recompute == Recompute::full) forward_layer(rs, mb, layer, true);
+  const auto seg = [&](Seg s) {
+    SegmentCost c = p.dgrad[static_cast<std::size_t>(s)];
+    if (!split_w) {
+      const auto& w = p.wgrad[static_cast<std::size_t>(s)];
+      c.time += w.time;
+      c.model_flops += w.model_flops;
+      c.hardware_flops += w.hardware_flops;
+    }
+    return c;
+  };
+  compute(rs, n + ".end", seg(Seg::end), false);
+  const bool ep = p.moe && mesh_.ep > 1;
+  if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1);
+  if (ep)
+    rs.pending.push_back(comm(rs, rs.ep, n + ".combine", GroupKind::ep, CollectiveOp::all_to_all,
+                              pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes,
+                              {*rs.last_compute}, inst + 2));
+  compute(rs, n + ".mlp", seg(Seg::mlp), false);
+  if (ep)
+    rs.pending.push_back(comm(rs, rs.ep, n + ".dispatch", GroupKind::ep, CollectiveOp::all_to_all,
+                              pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes,
+                              {*rs.last_compute}, inst + 3));
+  if (p.tp_reduce_after_mlp)
+    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp", inst + 4);
+  compute(rs, n + ".mid", seg(Seg::mid), false);
+  if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 5);
+  compute(rs, n + ".out", seg(Seg::out), false);
+  // Selective recompute re-runs the attention core's forward before its backward; with fused
+  // attention there is nothing stored to drop, and its backward already recomputes the scores.
+  if (cfg_.recompute == Recompute::selective && !job_.flash_attention)
+    compute(rs, n + ".attn_recompute", p.forward[static_cast<std::size_t>(Seg::attn)], true);
+  attention(rs, n + ".attn", seg(Seg::attn), true, false, inst + 6);
+  compute(rs, n + ".qkv", seg(Seg::qkv), false);
+  tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_qkv", inst + 7);
+  compute(rs, n + ".norm", seg(Seg::norm1), false);
+  rs.layer_done.push_back(*rs.last_compute);
+}
+
+void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, std::int64_t count,
+                           bool last_mb, OpId after, std::uint64_t inst, bool with_ends) {
+  // Gradients of layers [first, first + count) of chunk g are ready after `after`.
+  const bool every_mb = cfg_.zero >= 2;
+  if (!every_mb && !last_mb) return;
+  const auto op = cfg_.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+  double dense = 0, expert = 0;
+  for (std::int64_t l = first; l < first + count; ++l) {
+    dense += plan(l).dense_params * 2;
+    expert += plan(l).expert_params * 2;
+  }
+  if (with_ends) dense += end_params(g) * 2;
+  const std::string n = "grads.c" + std::to_string(g) + ".L" + std::to_string(first);
+  if (mesh_.dense_replicas() > 1 && dense > 0)
+    rs.last_dp = comm(rs, rs.dp, n, GroupKind::dp_cp, op, pl_.group(rs.rank, GroupKind::dp_cp),
+                      dense, {after}, inst);
+  if (mesh_.expert_replicas() > 1 && expert > 0)
+    rs.last_dp = comm(rs, rs.dp, n + ".experts", GroupKind::edp, op,
+                      pl_.group(rs.rank, GroupKind::edp), expert, {after}, inst + 1);
+}
+
+bool Builder::emit(RankState& rs, const PipelineAction& a) {
+  const std::int64_t s = rs.coord.pp;
+  const std::int64_t g = a.chunk * mesh_.pp + s;
+  const std::int64_t G = chunks();
+  const std::int64_t first = first_layer(g), count = chunk_layers_[static_cast<std::size_t>(g)];
+  const std::string mbs = std::to_string(a.microbatch);
+  if (a.pass == PassKind::forward) {
+    if (g > 0) {
+      const auto src = rank_at_stage(rs, (g - 1) % mesh_.pp);
+      if (src != rs.rank) {
+        auto it = sends_.find({rs.rank, a.microbatch, g, 0});
+        if (it == sends_.end()) return false;
+        rs.pending.push_back(it->second);
+      }
+    }
+    rs.layer_done.clear();
+    if (g == 0) {
+      compute(rs, "F" + mbs + ".embed", costs_.embedding.forward, false);
+      tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, "F" + mbs + ".embed_tp",
+         instance(a.microbatch, -1, 0));
+    }
+    for (std::int64_t l = first; l < first + count; ++l) forward_layer(rs, a.microbatch, l, false);
+    if (g == G - 1) {
+      if (sp_)
+        tp(rs, CollectiveOp::all_gather, "F" + mbs + ".head_tp", instance(a.microbatch, -2, 0));
+      compute(rs, "F" + mbs + ".head", costs_.head.forward, false);
+    } else {
+      const auto dst = rank_at_stage(rs, (g + 1) % mesh_.pp);
+      if (dst != rs.rank) {
+        const auto id =
+            comm(rs, rs.pp, "F" + mbs + ".send", GroupKind::pp, CollectiveOp::send_recv,
+                 {rs.rank, static_cast<std::int32_t>(dst)}, costs_.pp_bytes, {*rs.last_compute},
+                 instance(a.microbatch, g, 10), std::nullopt, 1.0, true);
+        sends_[{static_cast<std::int32_t>(dst), a.microbatch, g + 1, 0}] = id;
+      }
+    }
+    return true;
+  }
+  const bool split_w = zb_;
+  if (a.pass == PassKind::weight) {
+    SegmentCost w;
+    for (std::int64_t l = first; l < first + count; ++l)
+      for (const auto& c : plan(l).wgrad) {
+        w.time += c.time;
+        w.model_flops += c.model_flops;
+        w.hardware_flops += c.hardware_flops;
+      }
+    if (g == 0) w.time += costs_.embedding.wgrad.time;
+    if (g == G - 1) w.time += costs_.head.wgrad.time;
+    const auto id = compute(rs, "W" + mbs + ".c" + std::to_string(g), w, false);
+    const bool last = rs.last_backward_mb[a.chunk] == a.microbatch;
+    if (cfg_.zero >= 3) {
+      if (mesh_.dense_replicas() > 1)
+        reduce_grads(rs, g, first, count, true, id, instance(a.microbatch, g, 11), true);
+    } else {
+      reduce_grads(rs, g, first, count, last, id, instance(a.microbatch, g, 11), true);
+    }
+    return true;
+  }
+  // Backward.
+  if (g < G - 1) {
+    const auto src = rank_at_stage(rs, (g + 1) % mesh_.pp);
+    if (src != rs.rank) {
+      auto it = sends_.find({rs.rank, a.microbatch, g, 1});
+      if (it == sends_.end()) return false;
+      rs.pending.push_back(it->second);
+    }
+  } else {
+    SegmentCost h = costs_.head.dgrad;
+    if (!split_w) h.time += costs_.head.wgrad.time;
+    compute(rs, "B" + mbs + ".head", h, false);
+    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, "B" + mbs + ".head_tp",
+       instance(a.microbatch, -2, 1));
+  }
+  rs.layer_done.clear();
+  const bool last = rs.last_backward_mb[a.chunk] == a.microbatch;
+  // Buckets fill in backward order (last layer first), each reduced once it is full.
+  double bucket = 0;
+  std::int64_t bucket_end = first + count;  // exclusive upper layer of the open bucket
+  for (std::int64_t l = first + count - 1; l >= first; --l) {
+    backward_layer(rs, a.microbatch, l, split_w);
+    if (split_w) continue;
+    if (cfg_.zero >= 3) {
+      reduce_grads(rs, g, l, 1, true, *rs.last_compute, instance(a.microbatch, l, 12), l == first);
+      continue;
+    }
+    bucket += (plan(l).dense_params + plan(l).expert_params) * 2;
+    if (bucket >= opt_.bucket_bytes || l == first) {
+      reduce_grads(rs, g, l, bucket_end - l, last, *rs.last_compute, instance(a.microbatch, l, 12),
+                   l == first);
+      bucket = 0;
+      bucket_end = l;
+    }
+  }
+  if (g == 0) {
+    if (sp_)
+      tp(rs, CollectiveOp::all_gather, "B" + mbs + ".embed_tp", instance(a.microbatch, -1, 1));
+    SegmentCost e = costs_.embedding.dgrad;
+    if (!split_w) e.time += costs_.embedding.wgrad.time;
+    compute(rs, "B" + mbs + ".embed", e, false);
+  } else {
+    const auto dst = rank_at_stage(rs, (g - 1) % mesh_.pp);
+    if (dst != rs.rank) {
+      const auto id =
+          comm(rs, rs.pp, "B" + mbs + ".send", GroupKind::pp, CollectiveOp::send_recv,
+               {rs.rank, static_cast<std::int32_t>(dst)}, costs_.pp_bytes, {*rs.last_compute},
+               instance(a.microbatch, g, 13), std::nullopt, 1.0, true);
+      sends_[{static_cast<std::int32_t>(dst), a.microbatch, g - 1, 1}] = id;
+    }
+  }
+  return true;
+}
+
+Trace Builder::build(const std::vector<std::int32_t>& ranks) {
+  sp_ = cfg_.sp && mesh_.tp > 1;
+  zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
+  compute_costs();
+  const std::int64_t v =
+      cfg_.schedule.kind == ScheduleKind::interleaved ? cfg_.schedule.virtual_stages : 1;
+  const std::int64_t G = mesh_.pp * v;
+  if (!opt_.chunk_layers.empty()) {
+    chunk_layers_ = opt_.chunk_layers;
+    std::int64_t sum = 0;
+    for (auto c : chunk_layers_) {
+      if (c < 1) throw Error("", "--stage-layers", "every stage needs at least one layer");
+      sum += c;
+    }
+    if (static_cast<std::int64_t>(chunk_layers_.size()) != G)
+      throw Error("", "--stage-layers",
+                  "gives " + std::to_string(chunk_layers_.size()) + " stages; the mesh has " +
+                      std::to_string(G) + " (pp × virtual stages)");
+    if (sum != m_.layers)
+      throw Error("", "--stage-layers",
+                  "sums to " + std::to_string(sum) + " layers; " + m_.name + " has " +
+                      std::to_string(m_.layers));
+  } else {
+    const auto& lp = m_.moe ? costs_.moe : costs_.dense;
+    double layer_s = 0;
+    for (std::size_t i = 0; i < kSegCount; ++i)
+      layer_s +=
+          lp.forward[i].time.seconds() + lp.dgrad[i].time.seconds() + lp.wgrad[i].time.seconds();
+    const auto end_s = [](const EndCost& e) {
+      return e.forward.time.seconds() + e.dgrad.time.seconds() + e.wgrad.time.seconds();
+    };
+    chunk_layers_ =
+        balanced_chunks(m_.layers, G, layer_s, end_s(costs_.embedding), end_s(costs_.head));
+  }
+  chunk_first_.assign(static_cast<std::size_t>(G), 0);
+  for (std::int64_t c = 1; c < G; ++c)
+    chunk_first_[static_cast<std::size_t>(c)] = chunk_first_[static_cast<std::size_t>(c - 1)] +
+                                                chunk_layers_[static_cast<std::size_t>(c - 1)];
+  microbatches_ = microbatches_per_step(job_, mesh_);
+
+  std::vector<RankState> states;
+  for (auto r : ranks) {
+    RankState rs;
+    rs.rank = r;
+    rs.coord = pl_.coord_of(r);
+    auto& gph = trace_.graph;
+    rs.compute = gph.add_stream(r, StreamKind::compute);
+    rs.tp = gph.add_stream(r, StreamKind::tp);
+    rs.cp = gph.add_stream(r, StreamKind::cp);
+    rs.dp = gph.add_stream(r, StreamKind::dp);
+    rs.dpg = gph.add_stream(r, StreamKind::dp_gather);
+    rs.ep = gph.add_stream(r, StreamKind::ep);
+    rs.pp = gph.add_stream(r, StreamKind::pp);
+    if (opt_.straggler_rank) {
+      // Folded: a representative stands for its stage, whose collectives wait for the straggler.
+      const bool folded = ranks.size() < static_cast<std::size_t>(pl_.world());
+      const auto sc = pl_.coord_of(*opt_.straggler_rank);
+      if (r == *opt_.straggler_rank || (folded && sc.pp == rs.coord.pp))
+        rs.slow = opt_.straggler_factor;
+    }
+    rs.actions = stage_actions(cfg_.schedule, mesh_.pp, rs.coord.pp, microbatches_);
+    for (const auto& a : rs.actions) {
+      if (a.pass == PassKind::forward && !rs.first_forward_mb.contains(a.chunk))
+        rs.first_forward_mb[a.chunk] = a.microbatch;
+      if (a.pass == PassKind::backward) rs.last_backward_mb[a.chunk] = a.microbatch;
+    }
+    // ZeRO-1/2 (Megatron's distributed optimizer with --overlap-param-gather): each layer's
+    // updated weights are all-gathered at the start of the step, before its first forward.
+    if (cfg_.zero >= 1 && cfg_.zero <= 2 && mesh_.dense_replicas() > 1) {
+      for (std::int64_t k = 0; k < v; ++k) {
+        const std::int64_t gc = k * mesh_.pp + rs.coord.pp;
+        for (std::int64_t l = first_layer(gc);
+             l < first_layer(gc) + chunk_layers_[static_cast<std::size_t>(gc)]; ++l) {
+          const double bytes =
+              (plan(l).dense_params + (l == first_layer(gc) ? end_params(gc) : 0)) * 2;
+          rs.param_gather[l] = comm(rs, rs.dpg, "params.L" + std::to_string(l), GroupKind::dp_cp,
+                                    CollectiveOp::all_gather, pl_.group(r, GroupKind::dp_cp), bytes,
+                                    {}, instance(-3, l, 0));
+        }
+      }
+    }
+    states.push_back(std::move(rs));
+  }
+  // Emit actions across ranks in an order where every cross-rank dependency (a pipeline send)
+  // already exists: a round over ranks, each going as far as it can.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (auto& rs : states)
+      while (rs.next < rs.actions.size() && emit(rs, rs.actions[rs.next])) {
+        ++rs.next;
+        progress = true;
+      }
+  }
+  for (const auto& rs : states)
+    if (rs.next < rs.actions.size())
+      throw Error("", "--schedule",
+                  "pipeline schedule deadlocks at rank " + std::to_string(rs.rank));
+  // Optimizer step: Adam over this rank's shard, memory-bound: reads gradients (2 B), fp32
+  // master weights and two moments (12 B), writes them back (12 B) and the 16-bit weights (2 B).
+  for (auto& rs : states) {
+    double params = 0;
+    for (std::int64_t k = 0; k < v; ++k) {
+      const std::int64_t gc = k * mesh_.pp + rs.coord.pp;
+      for (std::int64_t l = first_layer(gc);
+           l < first_layer(gc) + chunk_layers_[static_cast<std::size_t>(gc)]; ++l)
+        params += plan(l).dense_params /
+                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.dense_replicas()) : 1.0) +
+                  plan(l).expert_params /
+                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.expert_replicas()) : 1.0);
+      params += end_params(gc);
+    }
+    if (rs.last_dp) rs.pending.push_back(*rs.last_dp);
+    SegmentCost opt;
+    opt.time = cm_.time(memory_kernel(params * 28.0));
+    const auto id = compute(rs, "optimizer", opt, false);
+    trace_.info[id.value].kind = "optimizer";
+  }
+  trace_.ranks = ranks;
+  trace_.chunk_layers = chunk_layers_;
+  trace_.microbatches = microbatches_;
+  return std::move(trace_);
+}
+
+}  // namespace
+
+Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,
+                  const Placement& placement, const ComputeModel& cm, CommModel& comm,
+                  const StrategyOptions& options, const std::vector<std::int32_t>& ranks) {
+  if (!model.has_architecture())
+    throw Error(model.file, "",
+                "training needs an architecture; '" + model.name +
+                    "' is given by its parameter count only");
+  Builder b(model, job, config, placement, cm, comm, options);
+  return b.build(ranks);
+}
+
+}  // namespace meshsim

@@ -1,0 +1,194 @@
+#include "training/training_sim.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "compute/compute_model.hpp"
+#include "core/error.hpp"
+#include "model/op_catalogue.hpp"
+#include "model/param_count.hpp"
+#include "network/flow_network.hpp"
+#include "parallel/mesh_rules.hpp"
+
+namespace meshsim {
+namespace {
+
+std::string report_group(GroupKind g) {
+  switch (g) {
+    case GroupKind::dp:
+    case GroupKind::dp_cp:
+    case GroupKind::edp:
+      return "dp";
+    default:
+      return std::string(name_of(g));
+  }
+}
+
+}  // namespace
+
+RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::int32_t rank,
+                           Time step_end) {
+  RankBreakdown b;
+  b.rank = rank;
+  // Boundaries of every op of this rank; +1 opens an interval, -1 closes it.
+  struct Edge {
+    Time t;
+    int delta;
+    std::int32_t op;
+  };
+  std::vector<Edge> edges;
+  for (std::size_t i = 0; i < trace.info.size(); ++i) {
+    const auto& info = trace.info[i];
+    if (info.rank != rank) continue;
+    const auto& t = replay.ops[i];
+    if (t.end <= t.start) continue;
+    edges.push_back({t.start, +1, static_cast<std::int32_t>(i)});
+    edges.push_back({t.end, -1, static_cast<std::int32_t>(i)});
+    if (info.comm) b.comm_bytes[report_group(info.group)] += info.wire_bytes;
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& c) {
+    return a.t != c.t ? a.t < c.t : a.delta < c.delta;
+  });
+  int computing = 0;
+  std::multiset<std::int32_t> active;  // comm ops in flight
+  Time prev = Time::zero();
+  auto account = [&](Time until) {
+    const double dt = (until - prev).seconds();
+    if (dt <= 0) return;
+    if (computing > 0) {
+      b.compute_s += dt;
+    } else if (active.empty()) {
+      b.bubble_s += dt;
+    } else {
+      // Exposed communication: split evenly among the groups (and op kinds) in flight.
+      std::set<std::string> groups, kinds;
+      for (auto op : active) {
+        groups.insert(report_group(trace.info[static_cast<std::size_t>(op)].group));
+        kinds.insert(std::string(trace.info[static_cast<std::size_t>(op)].kind));
+      }
+      for (const auto& g : groups) b.exposed_s[g] += dt / static_cast<double>(groups.size());
+      for (const auto& k : kinds) b.exposed_by_op_s[k] += dt / static_cast<double>(kinds.size());
+    }
+  };
+  for (const auto& e : edges) {
+    account(e.t);
+    prev = e.t;
+    const bool comm = trace.info[static_cast<std::size_t>(e.op)].comm;
+    if (comm) {
+      if (e.delta > 0)
+        active.insert(e.op);
+      else
+        active.erase(active.find(e.op));
+    } else {
+      computing += e.delta;
+    }
+  }
+  account(step_end);
+  return b;
+}
+
+TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
+                                 const TrainingSetup& setup) {
+  const auto& cfg = setup.config;
+  const auto& mesh = cfg.mesh;
+  const auto& job = setup.job;
+  const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
+  if (mesh.world() != gpus)
+    throw Error("", "--mesh",
+                to_string(mesh) + " has " + std::to_string(mesh.world()) +
+                    " ranks but the cluster has " + std::to_string(gpus) +
+                    " GPUs (change the mesh or --nodes)");
+  if (job.seq < 1) throw Error("", "--seq", "give the sequence length (or a job file with seq)");
+  check_mesh(model, cfg, {job.seq, job.global_batch, job.micro_batch, true});
+  if (cfg.schedule.kind == ScheduleKind::interleaved && cfg.schedule.virtual_stages > 1 &&
+      mesh.pp == 1)
+    throw Error("", "--schedule", "interleaving needs pp > 1");
+
+  TrainingResult r;
+  r.gpus = gpus;
+  const Placement placement(mesh, setup.rank_order);
+  // A TP group that spans nodes puts its per-layer collectives on the network: allowed, flagged.
+  if (mesh.tp > 1) {
+    const auto g = placement.group(0, GroupKind::tp);
+    std::set<std::int32_t> nodes;
+    for (auto rank : g)
+      nodes.insert(topo.vertex(topo.gpus()[static_cast<std::size_t>(placement.gpu_of(rank))]).node);
+    if (nodes.size() > 1)
+      r.notes.push_back("TP group spans " + std::to_string(nodes.size()) +
+                        " nodes: its per-layer collectives cross the network");
+  }
+  const ComputeModel cm(topo.gpu, setup.profile);
+
+  std::vector<std::int32_t> ranks;
+  if (setup.full) {
+    for (std::int64_t i = 0; i < gpus; ++i) ranks.push_back(static_cast<std::int32_t>(i));
+  } else {
+    for (std::int64_t s = 0; s < mesh.pp; ++s)
+      ranks.push_back(static_cast<std::int32_t>(placement.rank_of({0, 0, 0, s})));
+  }
+
+  Simulator sim;
+  FlowNetwork net(topo, sim);
+  std::unique_ptr<CommModel> comm;
+  if (setup.full)
+    comm = std::make_unique<FullComm>(topo, sim, net);
+  else
+    comm = std::make_unique<FoldedComm>(topo, placement);
+  r.trace = build_trace(model, job, cfg, placement, cm, *comm, setup.strategy, ranks);
+  r.chunk_layers = r.trace.chunk_layers;
+  r.microbatches = r.trace.microbatches;
+  r.simulated_ranks = ranks.size();
+  r.ops = r.trace.graph.op_count();
+  Replay<Simulator> replay(r.trace.graph, sim);
+  r.replay = replay.run();
+
+  const Time step = r.replay.makespan;
+  r.step_time_s = step.seconds() + setup.input_stall_s;
+  double all_flops = 0, base_flops = 0;
+  for (const auto& info : r.trace.info) {
+    all_flops += info.model_flops;
+    if (!info.recompute) base_flops += info.model_flops;
+  }
+  for (auto rank : ranks) {
+    auto b = breakdown_of(r.trace, r.replay, rank, step);
+    b.stage = placement.coord_of(rank).pp;
+    r.ranks.push_back(std::move(b));
+  }
+  const double n = static_cast<double>(r.ranks.size());
+  for (const auto& b : r.ranks) {
+    r.compute_s += b.compute_s / n;
+    r.bubble_s += b.bubble_s / n;
+    for (const auto& [k, v] : b.exposed_s) r.exposed_comm_s[k] += v / n;
+    for (const auto& [k, v] : b.exposed_by_op_s) r.exposed_comm_by_op_s[k] += v / n;
+    for (const auto& [k, v] : b.comm_bytes) r.comm_bytes_per_gpu[k] += v / n;
+  }
+  if (setup.input_stall_s > 0) r.exposed_comm_by_op_s["input_stall"] = setup.input_stall_s;
+  for (const char* g : {"tp", "dp", "pp", "cp", "ep"}) {
+    r.exposed_comm_s.try_emplace(g, 0.0);
+    r.comm_bytes_per_gpu.try_emplace(g, 0.0);
+  }
+  r.bubble_fraction = r.step_time_s > 0 ? r.bubble_s / r.step_time_s : 0;
+  const double tokens = static_cast<double>(job.global_batch * job.seq);
+  r.tokens_per_s = tokens / r.step_time_s;
+  r.tokens_per_s_per_gpu = r.tokens_per_s / static_cast<double>(gpus);
+  r.model_flops_per_step = training_flops_per_token(model, job.seq) * tokens;
+  r.model_tflops_per_gpu =
+      r.model_flops_per_step / r.step_time_s / static_cast<double>(gpus) / 1e12;
+  r.mfu = r.model_tflops_per_gpu * 1e12 / cm.peak_flops(job.dtype);
+  r.hfu = base_flops > 0 ? r.mfu * all_flops / base_flops : r.mfu;
+
+  TrainingMemoryJob mj{job.seq, job.global_batch, job.micro_batch, job.dtype, r.chunk_layers};
+  MemoryOptions mo = setup.memory;
+  mo.flash_attention = job.flash_attention;
+  r.memory_per_stage = training_memory_per_stage(model, mj, cfg, mo);
+  r.memory = worst_stage(r.memory_per_stage);
+
+  const auto params = count_params(model).total;
+  const auto& rec = mo.recipe;
+  r.reliability =
+      project_reliability(params * (rec.weight_bytes + rec.master_bytes + rec.optimizer_bytes),
+                          gpus, static_cast<std::int64_t>(topo.node_count()), setup.reliability);
+  return r;
+}
+
+}  // namespace meshsim

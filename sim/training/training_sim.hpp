@@ -1,0 +1,73 @@
+#pragma once
+// One training step of a strategy on a cluster: the trace replayed on the engine, with compute
+// from the compute model and collectives from the network model, and what a real run would
+// report about it.
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compute/calibration_profile.hpp"
+#include "engine/replay.hpp"
+#include "memory/memory_model.hpp"
+#include "model/model_spec.hpp"
+#include "parallel/placement.hpp"
+#include "strategy/trace_builder.hpp"
+#include "topology/topology.hpp"
+#include "training/reliability.hpp"
+
+namespace meshsim {
+
+struct TrainingSetup {
+  TrainingJob job;
+  ParallelConfig config;
+  std::array<MeshDim, 4> rank_order{MeshDim::tp, MeshDim::cp, MeshDim::dp, MeshDim::pp};
+  StrategyOptions strategy;
+  MemoryOptions memory;
+  ReliabilityOptions reliability;
+  std::optional<CalibrationProfile> profile;
+  bool full = false;         // simulate every rank (default: one per pipeline stage)
+  double input_stall_s = 0;  // data-loader stall added to every step
+};
+
+// Where one rank's step time goes: compute, communication with nothing to overlap it (by group
+// and by op), and idle time with no communication in flight (pipeline bubble, waiting for
+// other ranks). compute + Σ exposed + bubble = step time.
+struct RankBreakdown {
+  std::int32_t rank = 0;
+  std::int64_t stage = 0;
+  double compute_s = 0, bubble_s = 0;
+  std::map<std::string, double> exposed_s, exposed_by_op_s, comm_bytes;
+};
+
+struct TrainingResult {
+  double step_time_s = 0;
+  double tokens_per_s = 0, tokens_per_s_per_gpu = 0;
+  double model_flops_per_step = 0;
+  double model_tflops_per_gpu = 0, mfu = 0, hfu = 0;
+  double compute_s = 0, bubble_s = 0, bubble_fraction = 0;
+  std::map<std::string, double> exposed_comm_s, exposed_comm_by_op_s, comm_bytes_per_gpu;
+  std::vector<RankBreakdown> ranks;  // one per simulated rank
+  MemoryBreakdown memory;
+  std::vector<MemoryBreakdown> memory_per_stage;
+  ReliabilityResult reliability;
+  std::vector<std::int64_t> chunk_layers;
+  std::int64_t microbatches = 0;
+  std::int64_t gpus = 0;
+  std::vector<std::string> notes;  // flagged conditions (TP across nodes, ...)
+  std::size_t simulated_ranks = 0, ops = 0;
+  Trace trace;
+  ReplayResult replay;
+};
+
+// Checks the mesh against the model, job and cluster (one precise Error per broken rule) and
+// runs the step.
+TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
+                                 const TrainingSetup& setup);
+
+// compute / exposed / bubble of one rank from the replay.
+RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::int32_t rank,
+                           Time step_end);
+
+}  // namespace meshsim

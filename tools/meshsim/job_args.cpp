@@ -1,0 +1,60 @@
+#include "job_args.hpp"
+
+#include "core/enum_names.hpp"
+#include "core/error.hpp"
+
+namespace meshsim::cli {
+
+bool on_off(const std::string& v, const std::string& flag) {
+  if (v == "on") return true;
+  if (v == "off") return false;
+  throw Error("", flag, "'" + v + "': expected on or off");
+}
+
+DType dtype_flag(const std::string& v, const std::string& flag) {
+  if (auto d = parse_dtype(v)) return *d;
+  throw Error("", flag, "'" + v + "': expected one of " + joined_names(kAllDTypes));
+}
+
+void JobArgs::add_to(CLI::App* cmd) {
+  cmd->add_option("--workload", workload, "Model or job file (workloads/)")->required();
+  cmd->add_option("--mesh", mesh, "dp=..,tp=..,pp=..,cp=..,ep=..")->required();
+  cmd->add_option("--zero", zero, "0 DDP, 1, 2, 3 (= FSDP)");
+  cmd->add_option("--reshard-after-forward", reshard, "ZeRO-3/FSDP2: on or off");
+  cmd->add_option("--recompute", recompute, "none, selective or full");
+  cmd->add_option("--seq", seq, "Sequence length (tokens)");
+  cmd->add_option("--gbs", gbs, "Global batch (sequences); default dp × mbs");
+  cmd->add_option("--mbs", mbs, "Micro-batch (sequences); default 1");
+  cmd->add_option("--dtype", dtype, "bf16, fp16 or fp8 (GEMMs and, serving, weights)");
+  cmd->add_option("--sp", sp, "Sequence parallelism on or off (default on when tp > 1)");
+  cmd->add_option("--schedule", schedule, "gpipe, 1f1b, interleaved:V or zb");
+  cmd->add_option("--attention", attention, "flash (default) or unfused");
+}
+
+JobArgs::Resolved JobArgs::resolve() const {
+  Resolved r;
+  r.workload = load_workload(workload);
+  const auto& w = r.workload;
+  r.dtype = !dtype.empty() ? dtype_flag(dtype, "--dtype") : w.job.dtype.value_or(DType::bf16);
+  auto& cfg = r.config;
+  cfg.mesh = parse_mesh(mesh, "--mesh");
+  cfg.zero = zero;
+  cfg.sp = sp.empty() ? cfg.mesh.tp > 1 : on_off(sp, "--sp");
+  cfg.reshard_after_forward = on_off(reshard, "--reshard-after-forward");
+  const auto rc = parse_recompute(recompute);
+  if (!rc) throw Error("", "--recompute", "'" + recompute + "': expected none, selective or full");
+  cfg.recompute = *rc;
+  cfg.schedule = parse_schedule(schedule, "--schedule");
+  r.flash_attention = attention == "flash";
+  if (!r.flash_attention && attention != "unfused")
+    throw Error("", "--attention", "'" + attention + "': expected flash or unfused");
+  if (seq < 0) throw Error("", "--seq", "must be a positive integer");
+  if (gbs < 0) throw Error("", "--gbs", "must be a positive integer");
+  if (mbs < 0) throw Error("", "--mbs", "must be a positive integer");
+  r.seq = seq > 0 ? seq : w.job.seq.value_or(0);
+  r.micro_batch = mbs > 0 ? mbs : w.job.micro_batch.value_or(1);
+  r.global_batch = gbs > 0 ? gbs : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
+  return r;
+}
+
+}  // namespace meshsim::cli

@@ -1,0 +1,36 @@
+#pragma once
+// The job flags `memory`, `train` and `search` share: workload, mesh, ZeRO stage, recompute,
+// sequence and batch, dtype, SP, schedule, attention kernel.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "compute/dtype.hpp"
+#include "model/workload.hpp"
+#include "parallel/parallel_config.hpp"
+
+namespace meshsim::cli {
+
+bool on_off(const std::string& value, const std::string& flag);
+DType dtype_flag(const std::string& value, const std::string& flag);
+
+struct JobArgs {
+  std::string workload, mesh;
+  std::int32_t zero = 0;
+  std::string recompute = "none", dtype, sp, schedule = "1f1b", attention = "flash", reshard = "on";
+  std::int64_t seq = 0, gbs = 0, mbs = 0;
+
+  void add_to(CLI::App* cmd);
+
+  struct Resolved {
+    Workload workload;
+    ParallelConfig config;
+    std::int64_t seq = 0, global_batch = 0, micro_batch = 1;
+    DType dtype = DType::bf16;
+    bool flash_attention = true;
+  };
+  // Loads the workload and applies the flags over the job file's values. The global batch
+  // defaults to dp × micro-batch (one micro-batch per replica) when neither gives it.
+  Resolved resolve() const;
+};
+
+}  // namespace meshsim::cli

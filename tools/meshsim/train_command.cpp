@@ -1,0 +1,254 @@
+// meshsim train --topology T [--nodes N] --workload W --mesh ... [job flags as memory]
+//               [--schedule gpipe|1f1b|interleaved:V|zb] [--stage-layers 7,8,..] [--full]
+//               [--trace FILE.json] [--json]
+// One training step simulated on the cluster: step time, throughput, MFU/HFU, where the time
+// goes (compute, exposed communication by group and op, bubble), memory, checkpoint/goodput.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "compute/calibration_profile.hpp"
+#include "job_args.hpp"
+#include "parallel/placement.hpp"
+#include "report/chrome_trace.hpp"
+#include "training/training_sim.hpp"
+
+namespace meshsim::cli {
+namespace {
+
+struct TrainArgs {
+  ClusterArgs cluster;
+  JobArgs job;
+  std::string stage_layers, trace, rank_order = "tp-cp-dp-pp", cp_comm = "ring", straggler,
+                                   calibration;
+  bool full = false;
+  double bucket_mb = 25, expert_imbalance = 0, input_stall_s = 0, storage_GBps = 0, mtbf_hours = 0,
+         restart_s = -1, checkpoint_interval_s = 0;
+};
+
+std::vector<std::int64_t> parse_layers(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto comma = text.find(',', pos);
+    const auto item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      std::size_t used = 0;
+      const long v = std::stol(item, &used);
+      if (used != item.size() || v < 1) throw std::invalid_argument("");
+      out.push_back(v);
+    } catch (const std::logic_error&) {
+      throw Error("", "--stage-layers",
+                  "'" + text + "': expected positive layer counts like 7,8,8,7");
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Json breakdown_json(const MemoryBreakdown& b) {
+  return {{"weights", b.weights},     {"gradients", b.gradients},
+          {"optimizer", b.optimizer}, {"activations", b.activations},
+          {"temporary", b.temporary}, {"communication", b.communication},
+          {"allocator", b.allocator}, {"kv_cache", b.kv_cache},
+          {"total", b.total()}};
+}
+
+Json map_json(const std::map<std::string, double>& m) {
+  Json j = Json::object();
+  for (const auto& [k, v] : m) j[k] = v;
+  return j;
+}
+
+std::string pct(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
+}
+
+int run_train(const TrainArgs& a) {
+  const auto topo = a.cluster.load();
+  const auto job = a.job.resolve();
+  const auto& model = job.workload.model;
+  TrainingSetup setup;
+  setup.job = {job.seq, job.global_batch, job.micro_batch, job.dtype, job.flash_attention};
+  setup.config = job.config;
+  setup.rank_order = parse_rank_order(a.rank_order, "--rank-order");
+  setup.full = a.full;
+  setup.memory.recipe = default_recipe(job.dtype);
+  if (!a.stage_layers.empty()) setup.strategy.chunk_layers = parse_layers(a.stage_layers);
+  if (a.bucket_mb <= 0) throw Error("", "--bucket-mb", "must be positive");
+  setup.strategy.bucket_bytes = a.bucket_mb * 1024 * 1024;
+  if (a.cp_comm == "ring")
+    setup.strategy.cp_comm = CpComm::ring;
+  else if (a.cp_comm == "allgather")
+    setup.strategy.cp_comm = CpComm::all_gather;
+  else
+    throw Error("", "--cp-comm", "'" + a.cp_comm + "': expected ring or allgather");
+  if (a.expert_imbalance < 0) throw Error("", "--expert-imbalance", "must not be negative");
+  setup.strategy.expert_imbalance = a.expert_imbalance;
+  if (!a.straggler.empty()) {
+    const auto colon = a.straggler.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("");
+      const long rank = std::stol(a.straggler.substr(0, colon));
+      const double factor = std::stod(a.straggler.substr(colon + 1));
+      if (rank < 0 || rank >= static_cast<long>(topo.gpus().size()) || !(factor >= 1.0))
+        throw std::invalid_argument("");
+      setup.strategy.straggler_rank = static_cast<std::int32_t>(rank);
+      setup.strategy.straggler_factor = factor;
+    } catch (const std::logic_error&) {
+      throw Error(
+          "", "--straggler",
+          "'" + a.straggler + "': expected RANK:FACTOR with an existing rank and a factor >= 1");
+    }
+  }
+  if (a.input_stall_s < 0) throw Error("", "--input-stall", "must not be negative");
+  setup.input_stall_s = a.input_stall_s;
+  if (a.storage_GBps < 0) throw Error("", "--storage-bw", "must be positive");
+  setup.reliability.storage_Bps = a.storage_GBps * 1e9;
+  if (a.mtbf_hours < 0) throw Error("", "--mtbf-hours", "must be positive");
+  if (a.mtbf_hours > 0) setup.reliability.gpu_mtbf_hours = a.mtbf_hours;
+  if (a.restart_s >= 0) setup.reliability.restart_s = a.restart_s;
+  if (a.checkpoint_interval_s < 0) throw Error("", "--checkpoint-interval", "must be positive");
+  setup.reliability.checkpoint_interval_s = a.checkpoint_interval_s;
+  if (!a.calibration.empty()) setup.profile = load_calibration_profile(a.calibration);
+
+  const auto r = simulate_training(topo, model, setup);
+  if (!a.trace.empty()) {
+    std::ofstream out(a.trace);
+    if (!out) throw Error(a.trace, "", "cannot write the trace file");
+    write_chrome_trace(r.trace, r.replay, out);
+  }
+  const auto& mesh = setup.config.mesh;
+  if (a.cluster.json) {
+    Json j;
+    j["step_time_s"] = r.step_time_s;
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+    j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+    j["mfu"] = r.mfu;
+    j["hfu"] = r.hfu;
+    j["compute_s"] = r.compute_s;
+    j["bubble_s"] = r.bubble_s;
+    j["bubble_fraction"] = r.bubble_fraction;
+    j["exposed_comm_s"] = map_json(r.exposed_comm_s);
+    j["exposed_comm_by_op_s"] = map_json(r.exposed_comm_by_op_s);
+    j["comm_bytes_per_gpu"] = map_json(r.comm_bytes_per_gpu);
+    j["memory"] = breakdown_json(r.memory);
+    j["memory"]["stage"] = r.memory.stage;
+    j["memory"]["gpu_bytes"] = topo.gpu.hbm_bytes.as_double();
+    j["memory"]["fits"] = r.memory.total() <= topo.gpu.hbm_bytes.as_double();
+    j["mesh"] = {
+        {"dp", mesh.dp}, {"tp", mesh.tp}, {"pp", mesh.pp}, {"cp", mesh.cp}, {"ep", mesh.ep}};
+    j["zero"] = setup.config.zero;
+    j["schedule"] = to_string(setup.config.schedule);
+    j["recompute"] = name_of(setup.config.recompute);
+    j["mbs"] = job.micro_batch;
+    j["gbs"] = job.global_batch;
+    j["microbatches"] = r.microbatches;
+    j["stage_layers"] = r.chunk_layers;
+    j["checkpoint_s"] = r.reliability.checkpoint_s;
+    j["checkpoint_interval_s"] = r.reliability.checkpoint_interval_s;
+    j["goodput_fraction"] = r.reliability.goodput_fraction;
+    j["simulated_ranks"] = r.simulated_ranks;
+    j["notes"] = r.notes;
+    Json stages = Json::array();
+    for (const auto& b : r.ranks)
+      stages.push_back({{"rank", b.rank},
+                        {"stage", b.stage},
+                        {"compute_s", b.compute_s},
+                        {"bubble_s", b.bubble_s},
+                        {"exposed_comm_s", map_json(b.exposed_s)}});
+    j["ranks"] = std::move(stages);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("# meshsim train: {} on {} ({} × {})\n", model.name,
+                           std::filesystem::path(a.cluster.topology).stem().string(), r.gpus,
+                           topo.gpu.model);
+  std::cout << fmt::format(
+      "# {}, ZeRO-{}, sp {}, schedule {}, recompute {}; seq {}, global batch {}, micro-batch {} "
+      "({} micro-batches per step), {}\n",
+      to_string(mesh), setup.config.zero, setup.config.sp ? "on" : "off",
+      to_string(setup.config.schedule), name_of(setup.config.recompute), job.seq, job.global_batch,
+      job.micro_batch, r.microbatches, name_of(job.dtype));
+  std::string layers;
+  for (auto l : r.chunk_layers) layers += (layers.empty() ? "" : " ") + std::to_string(l);
+  std::cout << fmt::format("# layers per stage: {}; simulated {} ranks ({}), {} ops\n", layers,
+                           r.simulated_ranks, setup.full ? "every rank" : "one per stage, folded",
+                           r.ops);
+  const double step = r.step_time_s;
+  std::cout << fmt::format("{:<22}{:.4f} s\n", "step time", step);
+  std::cout << fmt::format("{:<22}{:.0f} (per GPU {:.1f})\n", "tokens/s", r.tokens_per_s,
+                           r.tokens_per_s_per_gpu);
+  std::cout << fmt::format(
+      "{:<22}{:.1f}  MFU {:.1f}% (model FLOPs)  HFU {:.1f}% (with recompute)\n",
+      "model TFLOP/s/GPU", r.model_tflops_per_gpu, 100 * r.mfu, 100 * r.hfu);
+  std::cout << fmt::format("{:<22}{:.4f} s ({})\n", "compute", r.compute_s, pct(r.compute_s, step));
+  std::cout << fmt::format("{:<22}{:.4f} s ({})\n", "bubble / waiting", r.bubble_s,
+                           pct(r.bubble_s, step));
+  for (const auto& [g, v] : r.exposed_comm_s)
+    std::cout << fmt::format("{:<22}{:.4f} s ({}), {:.2f} GB sent per GPU\n", "exposed comm " + g,
+                             v, pct(v, step), r.comm_bytes_per_gpu.at(g) / 1e9);
+  for (const auto& [k, v] : r.exposed_comm_by_op_s)
+    std::cout << fmt::format("{:<22}{:.4f} s\n", "  by op " + k, v);
+  std::cout << fmt::format(
+      "{:<22}{:.2f} GB of {:.2f} (stage {}, {})\n", "peak memory", r.memory.total() / 1e9,
+      topo.gpu.hbm_bytes.as_double() / 1e9, r.memory.stage,
+      r.memory.total() <= topo.gpu.hbm_bytes.as_double() ? "fits" : "does not fit");
+  std::cout << fmt::format("{:<22}{:.1f} s every {:.0f} s; goodput {:.1f}% of wall time\n",
+                           "checkpoint", r.reliability.checkpoint_s,
+                           r.reliability.checkpoint_interval_s,
+                           100 * r.reliability.goodput_fraction);
+  std::cout << "per simulated rank (critical path): compute / exposed comm / bubble\n";
+  for (const auto& b : r.ranks) {
+    double exposed = 0;
+    std::string worst;
+    double worst_v = 0;
+    for (const auto& [g, v] : b.exposed_s) {
+      exposed += v;
+      if (v > worst_v) {
+        worst_v = v;
+        worst = g;
+      }
+    }
+    std::cout << fmt::format("  rank {:>5} stage {:>3}: {:.4f} / {:.4f}{} / {:.4f} s\n", b.rank,
+                             b.stage, b.compute_s, exposed,
+                             worst.empty() ? "" : " (mostly " + worst + ")", b.bubble_s);
+  }
+  for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Runner add_train_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train", "Simulate one training step of a mesh on a cluster");
+  auto a = std::make_shared<TrainArgs>();
+  a->cluster.add_to(cmd);
+  a->job.add_to(cmd);
+  cmd->add_option("--stage-layers", a->stage_layers,
+                  "Layers per pipeline stage (pp × virtual entries), e.g. 7,8,8,7");
+  cmd->add_flag("--full", a->full, "Simulate every rank (default: one per stage, folded)");
+  cmd->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace (JSON)");
+  cmd->add_option("--rank-order", a->rank_order, "Innermost first (default tp-cp-dp-pp)");
+  cmd->add_option("--cp-comm", a->cp_comm, "Context parallel K/V: ring or allgather");
+  cmd->add_option("--bucket-mb", a->bucket_mb, "Gradient bucket in MiB (default 25)");
+  cmd->add_option("--expert-imbalance", a->expert_imbalance,
+                  "Extra tokens on the busiest EP rank (0.2 = 20 % above the mean)");
+  cmd->add_option("--straggler", a->straggler, "RANK:FACTOR, a GPU computing FACTOR× slower");
+  cmd->add_option("--input-stall", a->input_stall_s, "Data-loader stall per step (s)");
+  cmd->add_option("--storage-bw", a->storage_GBps,
+                  "Checkpoint write bandwidth, GB/s aggregate (default 2 per node)");
+  cmd->add_option("--mtbf-hours", a->mtbf_hours, "Per-GPU MTBF (default Llama 3's 50,700 h)");
+  cmd->add_option("--restart-s", a->restart_s, "Restart time after a failure (default 600)");
+  cmd->add_option("--checkpoint-interval", a->checkpoint_interval_s,
+                  "Seconds between checkpoints (default Young/Daly optimum)");
+  cmd->add_option("--calibration", a->calibration, "Calibration profile (JSON)");
+  return [a] { return run_train(*a); };
+}
+
+}  // namespace meshsim::cli

@@ -293,12 +293,15 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
   // ZeRO-3/FSDP: all-gather this layer's weights, prefetched one layer ahead: the gather may
   // start once the layer before the previous one is done.
   const auto& p = plan(layer);
+  // The first layer's gather brings the embedding too, the last layer's the head.
+  const double ends = (layer == 0 ? costs_.embedding.params : 0.0) +
+                      (layer == m_.layers - 1 ? costs_.head.params : 0.0);
   std::vector<OpId> deps;
   if (rs.layer_done.size() >= 2) deps.push_back(rs.layer_done[rs.layer_done.size() - 2]);
   if (mesh_.dense_replicas() > 1)
     rs.pending.push_back(comm(rs, rs.dpg, "L" + std::to_string(layer) + ".fsdp_ag",
                               GroupKind::dp_cp, CollectiveOp::all_gather,
-                              pl_.group(rs.rank, GroupKind::dp_cp), (p.dense_params + 0.0) * 2,
+                              pl_.group(rs.rank, GroupKind::dp_cp), (p.dense_params + ends) * 2,
                               deps, inst));
   if (p.expert_params > 0 && mesh_.expert_replicas() > 1)
     rs.pending.push_back(comm(rs, rs.dpg, "L" + std::to_string(layer) + ".fsdp_ag_experts",

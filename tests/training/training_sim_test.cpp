@@ -1,0 +1,208 @@
+#include "training/training_sim.hpp"
+
+#include <doctest/doctest.h>
+
+#include "compute/compute_model.hpp"
+#include "core/error.hpp"
+#include "model/model_loader.hpp"
+#include "test_paths.hpp"
+#include "topology/topology_loader.hpp"
+
+using namespace meshsim;
+using meshsim::test::source_path;
+using meshsim::test::topology_path;
+
+namespace {
+
+ModelSpec bundled(const std::string& name) {
+  return load_model(source_path("workloads/models/" + name + ".json"));
+}
+
+// Communication that costs nothing: isolates the pipeline schedule.
+class FreeComm : public CommModel {
+ public:
+  OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest&,
+           std::vector<OpId> deps) override {
+    return g.add_op(s, std::move(name), Time::zero(), std::move(deps));
+  }
+};
+
+TrainingSetup setup(const std::string& mesh, std::int64_t seq, std::int64_t gbs,
+                    std::int32_t zero = 0) {
+  TrainingSetup s;
+  s.job = {seq, gbs, 1, DType::bf16, true};
+  s.config.mesh = parse_mesh(mesh, "--mesh");
+  s.config.sp = s.config.mesh.tp > 1;
+  s.config.zero = zero;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("seed: GPipe idle fraction of the forward schedule, from the simulated timeline") {
+  // Four equal stages, free communication. A GPT with a 16-token vocabulary keeps the embedding
+  // and the head (a norm, a tiny GEMM, the loss: ~40 µs) small against 8 layers of ~4.5 ms per
+  // stage, so the stages are equal to 0.1 %, which moves the idle fraction by < 1 % of itself.
+  // Expected idle fraction (p − 1)/(m + p − 1): 3/7, 3/19, 3/35.
+  const auto doc = Json::parse(R"({"hidden": 8192, "layers": 32, "heads": 64, "vocab": 16,
+                                   "max_positions": 2048})");
+  const auto m = read_model(JsonRef::root(doc, "gpt.json"));
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const ComputeModel cm(topo.gpu);
+  for (const auto& [micro, expected] :
+       {std::pair{4, 3.0 / 7}, std::pair{16, 3.0 / 19}, std::pair{32, 3.0 / 35}}) {
+    ParallelConfig cfg;
+    cfg.mesh = parse_mesh("pp=4", "--mesh");
+    cfg.schedule = {ScheduleKind::gpipe, 1};
+    const Placement pl(cfg.mesh);
+    FreeComm comm;
+    StrategyOptions opt;
+    opt.chunk_layers = {8, 8, 8, 8};
+    const TrainingJob job{2048, micro, 1, DType::bf16, true};
+    auto trace = build_trace(m, job, cfg, pl, cm, comm, opt, {0, 1, 2, 3});
+    Simulator sim;
+    Replay<Simulator> replay(trace.graph, sim);
+    const auto r = replay.run();
+    // Forward schedule: from the first forward's start to the last forward's end.
+    Time first = Time::max(), last = Time::zero();
+    double busy = 0;
+    for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i) {
+      const auto& op = trace.graph.op(OpId{i});
+      if (op.name[0] != 'F' || trace.info[i].comm) continue;
+      first = std::min(first, r.ops[i].start);
+      last = std::max(last, r.ops[i].end);
+      busy += (r.ops[i].end - r.ops[i].start).seconds();
+    }
+    const double idle = 1.0 - busy / (4 * (last - first).seconds());
+    INFO("micro-batches " << micro);
+    CHECK(idle == doctest::Approx(expected).epsilon(0.01));
+  }
+}
+
+TEST_CASE("seed: ZeRO-3 moves about 1.5 × DDP's bytes per GPU (from the trace)") {
+  // One micro-batch: DDP all-reduces the gradients once, 2(n−1)/n·2Ψ; ZeRO-3 gathers the weights
+  // in forward and backward and reduce-scatters the gradients, 3(n−1)/n·2Ψ.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  const auto ddp = simulate_training(topo, m, setup("dp=8", 4096, 8, 0));
+  const auto z3 = simulate_training(topo, m, setup("dp=8", 4096, 8, 3));
+  CHECK(z3.comm_bytes_per_gpu.at("dp") / ddp.comm_bytes_per_gpu.at("dp") ==
+        doctest::Approx(1.5).epsilon(0.001));
+  // And DDP's volume is exactly the all-reduce of every gradient: 2·(7/8)·2 bytes·Ψ.
+  CHECK(ddp.comm_bytes_per_gpu.at("dp") == doctest::Approx(2.0 * 7 / 8 * 2 * 8.030261248e9));
+}
+
+TEST_CASE("seed: Megatron TP without SP has exactly one all-reduce per MLP forward") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  auto s = setup("tp=8", 2048, 2);
+  s.config.sp = false;
+  const auto r = simulate_training(topo, m, s);
+  std::int64_t mlp_ar = 0, tp_other = 0;
+  for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i) {
+    const auto& info = r.trace.info[i];
+    if (!info.comm || info.group != GroupKind::tp) continue;
+    const auto& name = r.trace.graph.op(OpId{i}).name;
+    if (name[0] == 'F' && name.ends_with(".tp_mlp")) {
+      CHECK(info.kind == "all_reduce");
+      ++mlp_ar;
+    } else if (info.kind != "all_reduce") {
+      ++tp_other;
+    }
+  }
+  CHECK(mlp_ar == 32 * 2);  // 32 layers × 2 micro-batches
+  CHECK(tp_other == 0);     // no all-gather or reduce-scatter without SP
+}
+
+TEST_CASE("seed: the two 512-GPU meshes for a 70B model at 32K run with TP inside nodes") {
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"));
+  const auto m = bundled("llama3.1-70b");
+  for (const char* mesh : {"tp=8,pp=4,cp=4,dp=4", "tp=8,pp=8,cp=2,dp=4"}) {
+    INFO(mesh);
+    const auto r = simulate_training(topo, m, setup(mesh, 32768, 32));
+    CHECK(r.step_time_s > 0);
+    CHECK(r.notes.empty());  // no TP group crosses a node
+    CHECK(r.mfu > 0.1);
+    CHECK(r.mfu < 0.7);
+    // compute + exposed + bubble add up to the step on every simulated rank.
+    for (const auto& b : r.ranks) {
+      double exposed = 0;
+      for (const auto& [g, v] : b.exposed_s) exposed += v;
+      CHECK(b.compute_s + exposed + b.bubble_s == doctest::Approx(r.step_time_s).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("folded and full simulations agree on a small cluster") {
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), {.nodes = 2});
+  const auto m = bundled("llama3.1-8b");
+  for (const char* mesh : {"tp=4,pp=2,dp=2", "tp=2,cp=2,dp=4", "dp=16"}) {
+    INFO(mesh);
+    auto s = setup(mesh, 4096, 16, 1);
+    const auto folded = simulate_training(topo, m, s);
+    s.full = true;
+    const auto full = simulate_training(topo, m, s);
+    CHECK(full.simulated_ranks == 16);
+    CHECK(folded.step_time_s == doctest::Approx(full.step_time_s).epsilon(0.01));
+  }
+}
+
+TEST_CASE("pipeline schedules: interleaving and zero bubble shrink the bubble") {
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), {.nodes = 2});
+  const auto m = bundled("llama3.1-8b");
+  auto s = setup("tp=4,pp=4", 4096, 8);
+  const auto one = simulate_training(topo, m, s);
+  s.config.schedule = {ScheduleKind::interleaved, 2};
+  const auto inter = simulate_training(topo, m, s);
+  s.config.schedule = {ScheduleKind::zero_bubble, 1};
+  const auto zb = simulate_training(topo, m, s);
+  s.config.schedule = {ScheduleKind::gpipe, 1};
+  const auto gpipe = simulate_training(topo, m, s);
+  CHECK(inter.bubble_s < one.bubble_s);
+  CHECK(zb.bubble_s < one.bubble_s);
+  // GPipe and 1F1B have the same bubble; 1F1B keeps fewer micro-batches in flight.
+  CHECK(gpipe.step_time_s == doctest::Approx(one.step_time_s).epsilon(0.02));
+  CHECK(gpipe.memory.activations > one.memory.activations);
+}
+
+TEST_CASE("recompute, stragglers and expert imbalance cost time where they apply") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  auto s = setup("tp=2,dp=4", 4096, 8);
+  const auto base = simulate_training(topo, m, s);
+  s.config.recompute = Recompute::full;
+  const auto full = simulate_training(topo, m, s);
+  CHECK(full.step_time_s > base.step_time_s);
+  CHECK(full.hfu > full.mfu);
+  CHECK(full.mfu < base.mfu);
+  s.config.recompute = Recompute::none;
+  s.strategy.straggler_rank = 3;
+  s.strategy.straggler_factor = 1.5;
+  s.full = true;
+  const auto slow = simulate_training(topo, m, s);
+  CHECK(slow.step_time_s > base.step_time_s * 1.3);
+
+  const auto mix = bundled("mixtral-8x7b");
+  auto e = setup("dp=8,ep=8", 2048, 8);
+  const auto balanced = simulate_training(topo, mix, e);
+  e.strategy.expert_imbalance = 0.5;
+  const auto skewed = simulate_training(topo, mix, e);
+  CHECK(skewed.step_time_s > balanced.step_time_s);
+  CHECK(balanced.comm_bytes_per_gpu.at("ep") > 0);
+}
+
+TEST_CASE("invalid meshes get one precise error") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  CHECK_THROWS_WITH_AS(simulate_training(topo, m, setup("dp=4", 4096, 8)),
+                       "--mesh: dp=4 tp=1 pp=1 cp=1 ep=1 has 4 ranks but the cluster has 8 GPUs "
+                       "(change the mesh or --nodes)",
+                       Error);
+  CHECK_THROWS_WITH_AS(simulate_training(topo, m, setup("dp=8", 4096, 12)),
+                       "--gbs: global batch 12 is not a multiple of dp × micro-batch = 8", Error);
+  auto s = setup("dp=8", 4096, 8);
+  s.strategy.chunk_layers = {16, 16};
+  CHECK_THROWS_WITH_AS(simulate_training(topo, m, s),
+                       "--stage-layers: gives 2 stages; the mesh has 1 (pp × virtual stages)",
+                       Error);
+}

@@ -93,13 +93,13 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   const auto& mesh = cfg.mesh;
   const auto& job = setup.job;
   const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
+  if (job.seq < 1) throw Error("", "--seq", "give the sequence length (or a job file with seq)");
+  check_mesh(model, cfg, {job.seq, job.global_batch, job.micro_batch, true});
   if (mesh.world() != gpus)
     throw Error("", "--mesh",
                 to_string(mesh) + " has " + std::to_string(mesh.world()) +
                     " ranks but the cluster has " + std::to_string(gpus) +
                     " GPUs (change the mesh or --nodes)");
-  if (job.seq < 1) throw Error("", "--seq", "give the sequence length (or a job file with seq)");
-  check_mesh(model, cfg, {job.seq, job.global_batch, job.micro_batch, true});
   if (cfg.schedule.kind == ScheduleKind::interleaved && cfg.schedule.virtual_stages > 1 &&
       mesh.pp == 1)
     throw Error("", "--schedule", "interleaving needs pp > 1");

@@ -1,0 +1,151 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+using meshsim::test::run_cli;
+using meshsim::test::source_path;
+using meshsim::test::topology_path;
+using nlohmann::json;
+
+TEST_CASE("train: the acceptance run prints every key with non-trivial values") {
+  const auto trace = (std::filesystem::temp_directory_path() / "meshsim_train_trace.json").string();
+  const auto r =
+      run_cli("train --topology " + topology_path("dgx-h100-superpod.json") + " --workload " +
+              source_path("workloads/models/llama3.1-70b.json") +
+              " --mesh tp=8,pp=4,cp=4,dp=4 --seq 32768 --gbs 32 --mbs 1 --json --trace " + trace);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  for (const char* k :
+       {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "hfu",
+        "compute_s", "bubble_fraction", "checkpoint_s", "goodput_fraction"}) {
+    INFO(k);
+    REQUIRE(j.contains(k));
+    CHECK(j[k].get<double>() > 0);
+  }
+  CHECK(j["mfu"].get<double>() < 1);
+  // The step is 32 sequences of 32,768 tokens.
+  CHECK(j["tokens_per_s"].get<double>() * j["step_time_s"].get<double>() ==
+        doctest::Approx(32.0 * 32768));
+  for (const char* g : {"tp", "dp", "pp", "cp", "ep"}) {
+    CHECK(j["exposed_comm_s"].contains(g));
+    CHECK(j["comm_bytes_per_gpu"].contains(g));
+  }
+  CHECK(j["exposed_comm_s"]["tp"].get<double>() > 0);
+  CHECK(j["comm_bytes_per_gpu"]["cp"].get<double>() > 0);
+  CHECK(j["comm_bytes_per_gpu"]["pp"].get<double>() > 0);
+  CHECK(j["comm_bytes_per_gpu"]["dp"].get<double>() > 0);
+  CHECK(j["exposed_comm_by_op_s"].size() >= 2);
+  CHECK(j["memory"]["weights"].get<double>() > 0);
+  CHECK(j["memory"]["activations"].get<double>() > 0);
+  CHECK(j["mesh"] == json({{"dp", 4}, {"tp", 8}, {"pp", 4}, {"cp", 4}, {"ep", 1}}));
+  CHECK(j["stage_layers"] == json({20, 20, 20, 20}));
+  CHECK(j["ranks"].size() == 4);
+
+  // The trace is Chrome trace-event JSON: metadata naming processes (ranks) and threads
+  // (streams), then complete events with microsecond timestamps and args.
+  std::ifstream in(trace);
+  const auto t = json::parse(in);
+  const auto& ev = t["traceEvents"];
+  REQUIRE(ev.size() > 1000);
+  int complete = 0, names = 0;
+  for (const auto& e : ev) {
+    if (e["ph"] == "X") {
+      ++complete;
+      CHECK(e["dur"].get<double>() >= 0);
+      CHECK(e.contains("pid"));
+      CHECK(e.contains("tid"));
+    } else if (e["ph"] == "M") {
+      ++names;
+    }
+  }
+  CHECK(complete > 1000);
+  CHECK(names >= 4 * 2);
+  std::filesystem::remove(trace);
+}
+
+TEST_CASE("train: text report and same bytes twice") {
+  const std::string args = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/jobs/llama3.1-8b-8k.json") +
+                           " --mesh tp=2,dp=4 --gbs 8 --zero 1";
+  const auto a = run_cli(args);
+  const auto b = run_cli(args);
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == b.out);
+  CHECK(a.out.find("# meshsim train: llama3.1-8b on dgx-h100 (8 × H100-SXM5-80GB)") !=
+        std::string::npos);
+  CHECK(a.out.find("ZeRO-1, sp on, schedule 1f1b") != std::string::npos);
+  CHECK(a.out.find("step time") != std::string::npos);
+  CHECK(a.out.find("MFU") != std::string::npos);
+  CHECK(a.out.find("exposed comm tp") != std::string::npos);
+  const auto f = run_cli(args + " --full --json");
+  REQUIRE(f.exit_code == 0);
+  CHECK(json::parse(f.out)["simulated_ranks"] == 8);
+}
+
+TEST_CASE("train: flags for schedules, stage layers, heterogeneity") {
+  const std::string base =
+      "train --topology " + topology_path("dgx-h100-superpod.json") + " --nodes 2 --workload " +
+      source_path("workloads/models/llama3.1-8b.json") + " --seq 4096 --gbs 16 --json";
+  auto r =
+      run_cli(base + " --mesh tp=4,pp=4 --schedule interleaved:2 --stage-layers 4,4,4,4,4,4,4,4");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(json::parse(r.out)["schedule"] == "interleaved:2");
+  r = run_cli(base + " --mesh tp=8,pp=2 --schedule zb --straggler 3:1.3 --input-stall 0.05");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(json::parse(r.out)["exposed_comm_by_op_s"]["input_stall"] == 0.05);
+  r = run_cli(base + " --mesh tp=2,cp=2,dp=4 --cp-comm allgather");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(json::parse(r.out)["comm_bytes_per_gpu"]["cp"].get<double>() > 0);
+}
+
+TEST_CASE("train: invalid meshes and flags give one error line and exit 2") {
+  const std::string base = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") + " ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--seq 4096 --mesh dp=4",
+       "error: --mesh: dp=4 tp=1 pp=1 cp=1 ep=1 has 4 ranks but the cluster has 8 "
+       "GPUs (change the mesh or --nodes)\n"},
+      {"--seq 4096 --mesh tp=3,dp=2",
+       "error: --mesh: tp=3 does not divide the 32 attention heads of "
+       "llama3.1-8b\n"},
+      {"--seq 4096 --mesh pp=8 --gbs 8 --schedule interleaved:8",
+       "error: --mesh: pp=8 × 8 virtual stages needs at least that many layers; llama3.1-8b has "
+       "32\n"},
+      {"--seq 4104 --mesh cp=8",
+       "error: --seq: sequence 4104 is not a multiple of 16 (2 × cp: causal load "
+       "balancing gives each CP rank two chunks)\n"},
+      {"--mesh dp=8", "error: --seq: give the sequence length (or a job file with seq)\n"},
+      {"--seq 4096 --mesh dp=8 --gbs 12",
+       "error: --gbs: global batch 12 is not a multiple of dp × "
+       "micro-batch = 8\n"},
+      {"--seq 4096 --mesh dp=8 --stage-layers 8,8",
+       "error: --stage-layers: gives 2 stages; the mesh has 1 "
+       "(pp × virtual stages)\n"},
+      {"--seq 4096 --mesh pp=2,dp=4 --stage-layers 10,20",
+       "error: --stage-layers: sums to 30 layers; "
+       "llama3.1-8b has 32\n"},
+      {"--seq 4096 --mesh dp=8 --straggler 9:2",
+       "error: --straggler: '9:2': expected RANK:FACTOR with an "
+       "existing rank and a factor >= 1\n"},
+      {"--seq 4096 --mesh dp=8 --cp-comm star",
+       "error: --cp-comm: 'star': expected ring or allgather\n"},
+      {"--seq 4096 --mesh dp=8 --rank-order tp-dp-pp",
+       "error: --rank-order: 'tp-dp-pp': each dimension "
+       "exactly once\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    INFO(args);
+    const auto r = run_cli(base + args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == expected);
+    CHECK(r.out.empty());
+  }
+  const auto r = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                         source_path("workloads/models/dense-70b.json") + " --mesh dp=8 --seq 64");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("training needs an architecture") != std::string::npos);
+}

@@ -49,14 +49,18 @@ void run_collective(FlowNetwork& net, Simulator& sim, const CollectivePlan& plan
   sim.schedule_after(plan.latency, [ex] { start_phase(ex); });
 }
 
-Time time_alone(const Topology& topo, const CollectivePlan& plan) {
-  Simulator sim;
-  FlowNetwork net(topo, sim);
+Time time_alone(PricingScratch& scratch, const CollectivePlan& plan) {
+  const Time start = scratch.sim.now();
   Time end = Time::max();
-  run_collective(net, sim, plan, [&] { end = sim.now(); });
-  sim.run();
+  run_collective(scratch.net, scratch.sim, plan, [&] { end = scratch.sim.now(); });
+  scratch.sim.run();
   if (end == Time::max()) throw std::logic_error("collective did not finish");
-  return end;
+  return end - start;
+}
+
+Time time_alone(const Topology& topo, const CollectivePlan& plan) {
+  PricingScratch scratch(topo);
+  return time_alone(scratch, plan);
 }
 
 std::size_t CollectiveCostCache::Hash::operator()(const Key& k) const {
@@ -80,7 +84,8 @@ void CollectiveCostCache::insert(Key k, PricedCollective p) {
 }
 
 PricedCollective price_collective(const Topology& topo, Router& router, const CollectiveCall& call,
-                                  std::optional<CollectiveAlgo> algo, CollectiveCostCache* cache) {
+                                  std::optional<CollectiveAlgo> algo, CollectiveCostCache* cache,
+                                  PricingScratch* scratch) {
   CollectiveCostCache::Key key{call.op, algo, call.ranks, call.bytes, 0};
   if (cache)
     if (const auto* hit = cache->find(key)) return *hit;
@@ -102,7 +107,8 @@ PricedCollective price_collective(const Topology& topo, Router& router, const Co
         continue;
       }
       if (!flow_time) {
-        flow_time = time_alone(topo, *plan) - plan->latency;
+        flow_time =
+            (scratch ? time_alone(*scratch, *plan) : time_alone(topo, *plan)) - plan->latency;
         flow_wire = plan->wire_factor;
       }
       const Time t = plan->latency +

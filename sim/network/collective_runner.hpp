@@ -19,6 +19,16 @@ void run_collective(FlowNetwork& net, Simulator& sim, const CollectivePlan& plan
 // Time of one plan run alone on an idle cluster.
 Time time_alone(const Topology& topo, const CollectivePlan& plan);
 
+// An idle flow network to price plans on, reused across prices: building one for a cluster of
+// thousands of GPUs costs more than most prices. Idle between uses; times are measured from
+// each start.
+struct PricingScratch {
+  explicit PricingScratch(const Topology& topo) : net(topo, sim) {}
+  Simulator sim;
+  FlowNetwork net;
+};
+Time time_alone(PricingScratch& scratch, const CollectivePlan& plan);
+
 struct PricedCollective {
   CollectiveAlgo algo = CollectiveAlgo::ring;
   Protocol protocol = Protocol::simple;
@@ -55,6 +65,7 @@ class CollectiveCostCache {
 // (algorithm, protocol) pair. Throws Error when the forced algorithm cannot run this call.
 PricedCollective price_collective(const Topology& topo, Router& router, const CollectiveCall& call,
                                   std::optional<CollectiveAlgo> algo,
-                                  CollectiveCostCache* cache = nullptr);
+                                  CollectiveCostCache* cache = nullptr,
+                                  PricingScratch* scratch = nullptr);
 
 }  // namespace meshsim

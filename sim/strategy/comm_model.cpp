@@ -13,9 +13,10 @@ int algo_key(const std::optional<CollectiveAlgo>& a) {
 
 // The plan with the algorithm and protocol NCCL's tuner would pick for this group alone.
 std::optional<CollectivePlan> chosen_plan(const Topology& topo, Router& router,
-                                          CollectiveCostCache& cache, const CollectiveCall& call,
+                                          CollectiveCostCache& cache, PricingScratch& scratch,
+                                          const CollectiveCall& call,
                                           std::optional<CollectiveAlgo> algo) {
-  const auto priced = price_collective(topo, router, call, algo, &cache);
+  const auto priced = price_collective(topo, router, call, algo, &cache, &scratch);
   return plan_collective(topo, router, call, priced.algo, priced.protocol);
 }
 
@@ -34,7 +35,7 @@ bool trivial(const CollectiveCall& c) {
 }  // namespace
 
 FoldedComm::FoldedComm(const Topology& topo, const Placement& placement, std::size_t max_copies)
-    : topo_(topo), placement_(placement), max_copies_(max_copies), router_(topo) {}
+    : topo_(topo), placement_(placement), max_copies_(max_copies), router_(topo), scratch_(topo) {}
 
 std::vector<std::vector<std::int32_t>> FoldedComm::copies(const CommRequest& r) {
   const auto& rep = r.call.ranks;
@@ -65,10 +66,10 @@ Time FoldedComm::price(const CommRequest& r) {
   const auto key = std::make_tuple(static_cast<int>(r.kind), static_cast<int>(r.call.op),
                                    r.call.ranks, r.call.bytes, algo_key(r.algo), r.fraction);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  const auto best = price_collective(topo_, router_, r.call, r.algo, &alone_);
-  Simulator sim;
-  FlowNetwork net(topo_, sim);
-  Time rep_end = Time::zero();
+  const auto best = price_collective(topo_, router_, r.call, r.algo, &alone_, &scratch_);
+  auto& sim = scratch_.sim;
+  const Time start = sim.now();
+  Time rep_end = start;
   std::vector<CollectivePlan> plans;
   for (const auto& ranks : copies(r)) {
     CollectiveCall call = r.call;
@@ -80,12 +81,13 @@ Time FoldedComm::price(const CommRequest& r) {
     plans.push_back(scaled(std::move(*plan), r.fraction));
   }
   for (std::size_t i = 0; i < plans.size(); ++i)
-    run_collective(net, sim, plans[i], [&rep_end, &sim, i] {
+    run_collective(scratch_.net, sim, plans[i], [&sim, &rep_end, i] {
       if (i == 0) rep_end = sim.now();
     });
   sim.run();
-  cache_.emplace(key, rep_end);
-  return rep_end;
+  const Time t = rep_end - start;
+  cache_.emplace(key, t);
+  return t;
 }
 
 OpId FoldedComm::add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
@@ -94,13 +96,13 @@ OpId FoldedComm::add(OpGraph& g, StreamId s, std::string name, const CommRequest
 }
 
 FullComm::FullComm(const Topology& topo, Simulator& sim, FlowNetwork& net)
-    : topo_(topo), sim_(sim), net_(net), router_(topo) {}
+    : topo_(topo), sim_(sim), net_(net), router_(topo), scratch_(topo) {}
 
 std::shared_ptr<const CollectivePlan> FullComm::plan_for(const CommRequest& r) {
   const auto key = std::make_tuple(static_cast<int>(r.call.op), r.call.ranks, r.call.bytes,
                                    algo_key(r.algo), r.fraction);
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
-  auto plan = chosen_plan(topo_, router_, alone_, r.call, r.algo);
+  auto plan = chosen_plan(topo_, router_, alone_, scratch_, r.call, r.algo);
   if (!plan) throw Error("", "", "no plan for " + std::string(name_of(r.call.op)));
   auto p = std::make_shared<const CollectivePlan>(scaled(std::move(*plan), r.fraction));
   plans_.emplace(key, p);

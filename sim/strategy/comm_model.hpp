@@ -57,6 +57,7 @@ class FoldedComm : public CommModel {
   const Placement& placement_;
   std::size_t max_copies_;
   Router router_;
+  PricingScratch scratch_;
   CollectiveCostCache alone_;
   std::map<std::tuple<int, int, std::vector<std::int32_t>, double, int, double>, Time> cache_;
   std::map<GroupKind, std::vector<std::vector<std::int32_t>>> groups_;
@@ -78,6 +79,7 @@ class FullComm : public CommModel {
   Simulator& sim_;
   FlowNetwork& net_;
   Router router_;
+  PricingScratch scratch_;
   CollectiveCostCache alone_;
   std::map<std::tuple<int, std::vector<std::int32_t>, double, int, double>,
            std::shared_ptr<const CollectivePlan>>

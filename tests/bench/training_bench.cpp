@@ -1,0 +1,53 @@
+// Training simulation performance (issue 5 targets):
+//  - Llama 3.1 405B on 16,384 H100 (TP 8, PP 16, DP 128, seq 8192, 16M-token batch), folded:
+//    one step <= 5 s wall on one core;
+//  - Llama 3.1 70B on 512 GPUs (TP 8, PP 4, CP 4, DP 4, seq 32K) with --full: <= 60 s.
+#include <benchmark/benchmark.h>
+
+#include "model/model_loader.hpp"
+#include "topology/topology_loader.hpp"
+#include "training/training_sim.hpp"
+
+namespace {
+
+using namespace meshsim;
+
+std::string path(const std::string& rel) {
+  return std::string(MESHSIM_SOURCE_DIR) + "/" + rel;
+}
+
+TrainingSetup setup(const std::string& mesh, std::int64_t seq, std::int64_t gbs, bool full) {
+  TrainingSetup s;
+  s.job = {seq, gbs, 1, DType::bf16, true};
+  s.config.mesh = parse_mesh(mesh, "bench");
+  s.config.sp = true;
+  s.config.zero = 1;
+  s.full = full;
+  return s;
+}
+
+void BM_Llama405B_16k_Folded(benchmark::State& state) {
+  const auto topo = load_topology(path("topologies/h100-16k.json"));
+  const auto m = load_model(path("workloads/models/llama3.1-405b.json"));
+  const auto s = setup("tp=8,pp=16,dp=128", 8192, 2048, false);
+  for (auto _ : state) benchmark::DoNotOptimize(simulate_training(topo, m, s).step_time_s);
+}
+BENCHMARK(BM_Llama405B_16k_Folded)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_Llama70B_512_Full(benchmark::State& state) {
+  const auto topo = load_topology(path("topologies/dgx-h100-superpod.json"));
+  const auto m = load_model(path("workloads/models/llama3.1-70b.json"));
+  const auto s = setup("tp=8,pp=4,cp=4,dp=4", 32768, 32, true);
+  for (auto _ : state) benchmark::DoNotOptimize(simulate_training(topo, m, s).step_time_s);
+}
+BENCHMARK(BM_Llama70B_512_Full)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_Llama70B_512_Folded(benchmark::State& state) {
+  const auto topo = load_topology(path("topologies/dgx-h100-superpod.json"));
+  const auto m = load_model(path("workloads/models/llama3.1-70b.json"));
+  const auto s = setup("tp=8,pp=4,cp=4,dp=4", 32768, 32, false);
+  for (auto _ : state) benchmark::DoNotOptimize(simulate_training(topo, m, s).step_time_s);
+}
+BENCHMARK(BM_Llama70B_512_Folded)->Unit(benchmark::kMillisecond);
+
+}  // namespace

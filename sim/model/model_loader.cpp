@@ -209,11 +209,16 @@ ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
   return m;
 }
 
+// meshsim's own model forms may carry a name and a source (where the numbers come from).
+void read_label(ObjectReader& r, ModelSpec& m) {
+  if (auto n = r.optional("name")) m.name = n->string();
+  if (auto s = r.optional("source")) (void)s->string();
+}
+
 ModelSpec read_plain_gpt(const JsonRef& root, ModelSpec m) {
   ObjectReader r(root);
   m.format = "gpt";
-  if (auto n = r.optional("name")) m.name = n->string();
-  if (auto s = r.optional("source")) (void)s->string();
+  read_label(r, m);
   m.hidden = dim(r.required("hidden"));
   m.layers = dim(r.required("layers"));
   m.heads = dim(r.required("heads"));
@@ -251,8 +256,7 @@ ModelSpec read_plain_gpt(const JsonRef& root, ModelSpec m) {
 ModelSpec read_params_only(const JsonRef& root, ModelSpec m) {
   ObjectReader r(root);
   m.format = "params";
-  if (auto n = r.optional("name")) m.name = n->string();
-  if (auto s = r.optional("source")) (void)s->string();
+  read_label(r, m);
   const auto p = r.required("params");
   const double v = p.positive_number();
   if (v > 1e16) p.fail("is implausibly large (more than 1e16 parameters)");

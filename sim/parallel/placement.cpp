@@ -42,7 +42,11 @@ std::int64_t Placement::size_of(MeshDim d) const {
   return 1;
 }
 
-std::int64_t& Placement::field(RankCoord& c, MeshDim d) const {
+namespace {
+
+// The coordinate of dimension `d`, for reading or writing.
+template <class Coord>
+auto& coordinate(Coord& c, MeshDim d) {
   switch (d) {
     case MeshDim::tp:
       return c.tp;
@@ -56,18 +60,14 @@ std::int64_t& Placement::field(RankCoord& c, MeshDim d) const {
   return c.tp;
 }
 
+}  // namespace
+
+std::int64_t& Placement::field(RankCoord& c, MeshDim d) const {
+  return coordinate(c, d);
+}
+
 std::int64_t Placement::field(const RankCoord& c, MeshDim d) const {
-  switch (d) {
-    case MeshDim::tp:
-      return c.tp;
-    case MeshDim::cp:
-      return c.cp;
-    case MeshDim::dp:
-      return c.dp;
-    case MeshDim::pp:
-      return c.pp;
-  }
-  return 0;
+  return coordinate(c, d);
 }
 
 RankCoord Placement::coord_of(std::int64_t rank) const {

@@ -121,6 +121,7 @@ class Builder {
             std::uint64_t instance, std::optional<CollectiveAlgo> algo = std::nullopt,
             double fraction = 1.0, bool sender_only = false);
   void tp(RankState& rs, CollectiveOp op, const std::string& name, std::uint64_t inst);
+  void ep(RankState& rs, const std::string& name, std::uint64_t inst);
   void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute);
   void backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w);
   void attention(RankState& rs, const std::string& name, const SegmentCost& seg, bool backward,
@@ -244,6 +245,13 @@ void Builder::tp(RankState& rs, CollectiveOp op, const std::string& name, std::u
                             costs_.tp_bytes, std::move(deps), inst));
 }
 
+// EP all-to-all (dispatch or combine, either direction): on the critical path of the experts.
+void Builder::ep(RankState& rs, const std::string& name, std::uint64_t inst) {
+  rs.pending.push_back(comm(rs, rs.ep, name, GroupKind::ep, CollectiveOp::all_to_all,
+                            pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes, {*rs.last_compute},
+                            inst));
+}
+
 void Builder::attention(RankState& rs, const std::string& name, const SegmentCost& seg,
                         bool backward, bool recompute, std::uint64_t inst) {
   if (mesh_.cp == 1) {
@@ -326,17 +334,11 @@ void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, 
   compute(rs, n + ".out", seg(Seg::out), recompute);
   tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_out", inst + 3);
   compute(rs, n + ".mid", seg(Seg::mid), recompute);
-  const bool ep = p.moe && mesh_.ep > 1;
-  if (ep)
-    rs.pending.push_back(comm(rs, rs.ep, n + ".dispatch", GroupKind::ep, CollectiveOp::all_to_all,
-                              pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes,
-                              {*rs.last_compute}, inst + 4));
+  const bool ep_layer = p.moe && mesh_.ep > 1;
+  if (ep_layer) ep(rs, n + ".dispatch", inst + 4);
   if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 5);
   compute(rs, n + ".mlp", seg(Seg::mlp), recompute);
-  if (ep)
-    rs.pending.push_back(comm(rs, rs.ep, n + ".combine", GroupKind::ep, CollectiveOp::all_to_all,
-                              pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes,
-                              {*rs.last_compute}, inst + 6));
+  if (ep_layer) ep(rs, n + ".combine", inst + 6);
   if (p.tp_reduce_after_mlp)
     tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp", inst + 7);
   compute(rs, n + ".end", seg(Seg::end), recompute);
@@ -360,17 +362,11 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
     return c;
   };
   compute(rs, n + ".end", seg(Seg::end), false);
-  const bool ep = p.moe && mesh_.ep > 1;
+  const bool ep_layer = p.moe && mesh_.ep > 1;
   if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1);
-  if (ep)
-    rs.pending.push_back(comm(rs, rs.ep, n + ".combine", GroupKind::ep, CollectiveOp::all_to_all,
-                              pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes,
-                              {*rs.last_compute}, inst + 2));
+  if (ep_layer) ep(rs, n + ".combine", inst + 2);
   compute(rs, n + ".mlp", seg(Seg::mlp), false);
-  if (ep)
-    rs.pending.push_back(comm(rs, rs.ep, n + ".dispatch", GroupKind::ep, CollectiveOp::all_to_all,
-                              pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes,
-                              {*rs.last_compute}, inst + 3));
+  if (ep_layer) ep(rs, n + ".dispatch", inst + 3);
   if (p.tp_reduce_after_mlp)
     tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp", inst + 4);
   compute(rs, n + ".mid", seg(Seg::mid), false);

@@ -16,6 +16,13 @@ DType dtype_flag(const std::string& v, const std::string& flag) {
   throw Error("", flag, "'" + v + "': expected one of " + joined_names(kAllDTypes));
 }
 
+Json memory_json(const MemoryBreakdown& b) {
+  return {{"weights", b.weights},     {"gradients", b.gradients},
+          {"optimizer", b.optimizer}, {"activations", b.activations},
+          {"temporary", b.temporary}, {"communication", b.communication},
+          {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
+}
+
 void JobArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--workload", workload, "Model or job file (workloads/)")->required();
   cmd->add_option("--mesh", mesh, "dp=..,tp=..,pp=..,cp=..,ep=..")->required();

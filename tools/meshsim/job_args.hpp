@@ -5,6 +5,8 @@
 #include <string>
 
 #include "compute/dtype.hpp"
+#include "core/json_reader.hpp"
+#include "memory/memory_model.hpp"
 #include "model/workload.hpp"
 #include "parallel/parallel_config.hpp"
 
@@ -12,6 +14,8 @@ namespace meshsim::cli {
 
 bool on_off(const std::string& value, const std::string& flag);
 DType dtype_flag(const std::string& value, const std::string& flag);
+// DESIGN.md's per-category memory keys, in bytes.
+Json memory_json(const MemoryBreakdown& b);
 
 struct JobArgs {
   std::string workload, mesh;

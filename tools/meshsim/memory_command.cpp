@@ -45,13 +45,6 @@ GpuSpec gpu_of(const MemoryArgs& a) {
   throw Error("", "--gpu", "unknown GPU '" + name + "' (known: " + known + ")");
 }
 
-Json breakdown_json(const MemoryBreakdown& b) {
-  return {{"weights", b.weights},     {"gradients", b.gradients},
-          {"optimizer", b.optimizer}, {"activations", b.activations},
-          {"temporary", b.temporary}, {"communication", b.communication},
-          {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
-}
-
 std::string gb(double bytes) {
   return fmt::format("{:.2f}", bytes / 1e9);
 }
@@ -141,7 +134,7 @@ int run_memory(const MemoryArgs& a) {
                {"pp", cfg.mesh.pp},
                {"cp", cfg.mesh.cp},
                {"ep", cfg.mesh.ep}};
-  j["per_gpu_bytes"] = breakdown_json(b);
+  j["per_gpu_bytes"] = memory_json(b);
   j["model_state_bytes"] = b.model_state();
   j["total_bytes"] = b.total();
   j["gpu_bytes"] = capacity;

@@ -50,14 +50,6 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
   return out;
 }
 
-Json breakdown_json(const MemoryBreakdown& b) {
-  return {{"weights", b.weights},     {"gradients", b.gradients},
-          {"optimizer", b.optimizer}, {"activations", b.activations},
-          {"temporary", b.temporary}, {"communication", b.communication},
-          {"allocator", b.allocator}, {"kv_cache", b.kv_cache},
-          {"total", b.total()}};
-}
-
 Json map_json(const std::map<std::string, double>& m) {
   Json j = Json::object();
   for (const auto& [k, v] : m) j[k] = v;
@@ -137,7 +129,8 @@ int run_train(const TrainArgs& a) {
     j["exposed_comm_s"] = map_json(r.exposed_comm_s);
     j["exposed_comm_by_op_s"] = map_json(r.exposed_comm_by_op_s);
     j["comm_bytes_per_gpu"] = map_json(r.comm_bytes_per_gpu);
-    j["memory"] = breakdown_json(r.memory);
+    j["memory"] = memory_json(r.memory);
+    j["memory"]["total"] = r.memory.total();
     j["memory"]["stage"] = r.memory.stage;
     j["memory"]["gpu_bytes"] = topo.gpu.hbm_bytes.as_double();
     j["memory"]["fits"] = r.memory.total() <= topo.gpu.hbm_bytes.as_double();

@@ -34,8 +34,9 @@ bool trivial(const CollectiveCall& c) {
 
 }  // namespace
 
-FoldedComm::FoldedComm(const Topology& topo, const Placement& placement, std::size_t max_copies)
-    : topo_(topo), placement_(placement), max_copies_(max_copies), router_(topo), scratch_(topo) {}
+FoldedComm::FoldedComm(const Topology& topo, const Placement& placement, CommContext& context,
+                       std::size_t max_copies)
+    : topo_(topo), placement_(placement), ctx_(context), max_copies_(max_copies) {}
 
 std::vector<std::vector<std::int32_t>> FoldedComm::copies(const CommRequest& r) {
   const auto& rep = r.call.ranks;
@@ -66,22 +67,23 @@ Time FoldedComm::price(const CommRequest& r) {
   const auto key = std::make_tuple(static_cast<int>(r.kind), static_cast<int>(r.call.op),
                                    r.call.ranks, r.call.bytes, algo_key(r.algo), r.fraction);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  const auto best = price_collective(topo_, router_, r.call, r.algo, &alone_, &scratch_);
-  auto& sim = scratch_.sim;
+  const auto best =
+      price_collective(topo_, ctx_.router, r.call, r.algo, &ctx_.alone, &ctx_.scratch);
+  auto& sim = ctx_.scratch.sim;
   const Time start = sim.now();
   Time rep_end = start;
   std::vector<CollectivePlan> plans;
   for (const auto& ranks : copies(r)) {
     CollectiveCall call = r.call;
     call.ranks = ranks;
-    auto plan = plan_collective(topo_, router_, call, best.algo, best.protocol);
+    auto plan = plan_collective(topo_, ctx_.router, call, best.algo, best.protocol);
     if (!plan)
       throw Error("", "",
                   "collective plan failed for a copy of " + std::string(name_of(r.call.op)));
     plans.push_back(scaled(std::move(*plan), r.fraction));
   }
   for (std::size_t i = 0; i < plans.size(); ++i)
-    run_collective(scratch_.net, sim, plans[i], [&sim, &rep_end, i] {
+    run_collective(ctx_.scratch.net, sim, plans[i], [&sim, &rep_end, i] {
       if (i == 0) rep_end = sim.now();
     });
   sim.run();
@@ -95,14 +97,14 @@ OpId FoldedComm::add(OpGraph& g, StreamId s, std::string name, const CommRequest
   return g.add_op(s, std::move(name), price(r), std::move(deps));
 }
 
-FullComm::FullComm(const Topology& topo, Simulator& sim, FlowNetwork& net)
-    : topo_(topo), sim_(sim), net_(net), router_(topo), scratch_(topo) {}
+FullComm::FullComm(const Topology& topo, Simulator& sim, FlowNetwork& net, CommContext& context)
+    : topo_(topo), sim_(sim), net_(net), ctx_(context) {}
 
 std::shared_ptr<const CollectivePlan> FullComm::plan_for(const CommRequest& r) {
   const auto key = std::make_tuple(static_cast<int>(r.call.op), r.call.ranks, r.call.bytes,
                                    algo_key(r.algo), r.fraction);
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
-  auto plan = chosen_plan(topo_, router_, alone_, scratch_, r.call, r.algo);
+  auto plan = chosen_plan(topo_, ctx_.router, ctx_.alone, ctx_.scratch, r.call, r.algo);
   if (!plan) throw Error("", "", "no plan for " + std::string(name_of(r.call.op)));
   auto p = std::make_shared<const CollectivePlan>(scaled(std::move(*plan), r.fraction));
   plans_.emplace(key, p);

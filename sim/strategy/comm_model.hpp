@@ -33,6 +33,16 @@ struct CommRequest {
   bool sender_only = false;    // point-to-point: only the sender has an op
 };
 
+// Routing and pricing state for one cluster, reusable across simulations in one thread (a
+// search evaluates hundreds of layouts on the same cluster): the router's route cache, the
+// scratch flow network and the prices of collectives run alone.
+struct CommContext {
+  explicit CommContext(const Topology& topo) : router(topo), scratch(topo) {}
+  Router router;
+  PricingScratch scratch;
+  CollectiveCostCache alone;
+};
+
 class CommModel {
  public:
   virtual ~CommModel() = default;
@@ -44,7 +54,8 @@ class FoldedComm : public CommModel {
  public:
   // `max_copies` bounds how many concurrent copies a price simulates (the representative's group
   // and the next groups in rank order); beyond it, distant copies are assumed not to share links.
-  FoldedComm(const Topology& topo, const Placement& placement, std::size_t max_copies = 64);
+  FoldedComm(const Topology& topo, const Placement& placement, CommContext& context,
+             std::size_t max_copies = 64);
   OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
            std::vector<OpId> deps) override;
   Time price(const CommRequest& r);
@@ -55,17 +66,15 @@ class FoldedComm : public CommModel {
 
   const Topology& topo_;
   const Placement& placement_;
+  CommContext& ctx_;
   std::size_t max_copies_;
-  Router router_;
-  PricingScratch scratch_;
-  CollectiveCostCache alone_;
   std::map<std::tuple<int, int, std::vector<std::int32_t>, double, int, double>, Time> cache_;
   std::map<GroupKind, std::vector<std::vector<std::int32_t>>> groups_;
 };
 
 class FullComm : public CommModel {
  public:
-  FullComm(const Topology& topo, Simulator& sim, FlowNetwork& net);
+  FullComm(const Topology& topo, Simulator& sim, FlowNetwork& net, CommContext& context);
   OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
            std::vector<OpId> deps) override;
 
@@ -78,9 +87,7 @@ class FullComm : public CommModel {
   const Topology& topo_;
   Simulator& sim_;
   FlowNetwork& net_;
-  Router router_;
-  PricingScratch scratch_;
-  CollectiveCostCache alone_;
+  CommContext& ctx_;
   std::map<std::tuple<int, std::vector<std::int32_t>, double, int, double>,
            std::shared_ptr<const CollectivePlan>>
       plans_;

@@ -88,7 +88,7 @@ RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::
 }
 
 TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
-                                 const TrainingSetup& setup) {
+                                 const TrainingSetup& setup, CommContext* context) {
   const auto& cfg = setup.config;
   const auto& mesh = cfg.mesh;
   const auto& job = setup.job;
@@ -129,11 +129,13 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
 
   Simulator sim;
   FlowNetwork net(topo, sim);
+  std::optional<CommContext> own;
+  if (!context) context = &own.emplace(topo);
   std::unique_ptr<CommModel> comm;
   if (setup.full)
-    comm = std::make_unique<FullComm>(topo, sim, net);
+    comm = std::make_unique<FullComm>(topo, sim, net, *context);
   else
-    comm = std::make_unique<FoldedComm>(topo, placement);
+    comm = std::make_unique<FoldedComm>(topo, placement, *context);
   r.trace = build_trace(model, job, cfg, placement, cm, *comm, setup.strategy, ranks);
   r.chunk_layers = r.trace.chunk_layers;
   r.microbatches = r.trace.microbatches;

@@ -63,8 +63,10 @@ struct TrainingResult {
 
 // Checks the mesh against the model, job and cluster (one precise Error per broken rule) and
 // runs the step.
+// `context` (optional) carries routes and prices over from earlier simulations on this cluster
+// in the same thread.
 TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
-                                 const TrainingSetup& setup);
+                                 const TrainingSetup& setup, CommContext* context = nullptr);
 
 // compute / exposed / bubble of one rank from the replay.
 RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::int32_t rank,

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add(meshsim::cli::add_collective_command);
   add(meshsim::cli::add_memory_command);
   add(meshsim::cli::add_train_command);
+  add(meshsim::cli::add_search_command);
 
   try {
     app.parse(argc, argv);

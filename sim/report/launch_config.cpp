@@ -1,0 +1,128 @@
+#include "report/launch_config.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace meshsim {
+namespace {
+
+std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j) {
+  // Megatron-LM's argument names (megatron/training/arguments.py).
+  const auto& mesh = c.mesh;
+  std::string s = fmt::format(
+      "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} "
+      "--context-parallel-size {} --expert-model-parallel-size {} --micro-batch-size {} "
+      "--global-batch-size {} --seq-length {} --num-layers {}",
+      mesh.tp, mesh.pp, mesh.cp, mesh.ep, j.micro_batch, j.global_batch, j.seq, m.layers);
+  if (c.sp && mesh.tp > 1) s += " --sequence-parallel";
+  if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1)
+    s += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
+                     m.layers / (mesh.pp * c.schedule.virtual_stages));
+  if (c.zero >= 1) s += " --use-distributed-optimizer --overlap-param-gather";
+  s += " --overlap-grad-reduce";
+  if (c.recompute == Recompute::full)
+    s += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  else if (c.recompute == Recompute::selective)
+    s += " --recompute-granularity selective";
+  s += j.dtype == DType::fp16 ? " --fp16" : " --bf16";
+  if (j.dtype == DType::fp8) s += " --fp8-format hybrid";
+  return s;
+}
+
+std::string torchtitan_toml(const ParallelConfig& c, const LaunchJob& j) {
+  // torchtitan's job config (torchtitan/config/job_config.py): DDP is the replicate degree,
+  // FSDP2 the shard degree.
+  const auto& mesh = c.mesh;
+  const bool shard = c.zero >= 1;
+  const char* schedule = "1F1B";
+  switch (c.schedule.kind) {
+    case ScheduleKind::gpipe:
+      schedule = "GPipe";
+      break;
+    case ScheduleKind::one_f_one_b:
+      schedule = "1F1B";
+      break;
+    case ScheduleKind::interleaved:
+      schedule = "Interleaved1F1B";
+      break;
+    case ScheduleKind::zero_bubble:
+      schedule = "InterleavedZeroBubble";
+      break;
+  }
+  std::string s = fmt::format(
+      "[parallelism]\n"
+      "data_parallel_replicate_degree = {}\n"
+      "data_parallel_shard_degree = {}\n"
+      "fsdp_reshard_after_forward = \"{}\"\n"
+      "tensor_parallel_degree = {}\n"
+      "pipeline_parallel_degree = {}\n"
+      "context_parallel_degree = {}\n"
+      "expert_parallel_degree = {}\n"
+      "pipeline_parallel_schedule = \"{}\"\n"
+      "pipeline_parallel_microbatch_size = {}\n\n"
+      "[training]\n"
+      "seq_len = {}\n"
+      "global_batch_size = {}\n"
+      "local_batch_size = {}\n\n"
+      "[activation_checkpoint]\n"
+      "mode = \"{}\"\n",
+      shard ? 1 : mesh.dp, shard ? mesh.dp : 1, c.reshard_after_forward ? "always" : "never",
+      mesh.tp, mesh.pp, mesh.cp, mesh.ep, schedule, j.micro_batch, j.seq, j.global_batch,
+      j.global_batch / mesh.dp, name_of(c.recompute));
+  return s;
+}
+
+std::string accelerate_yaml(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j) {
+  // Accelerate's FSDP2 plugin (accelerate config file, fsdp_version: 2). It has no TP/PP/CP.
+  std::string s;
+  const auto& mesh = c.mesh;
+  if (mesh.tp > 1 || mesh.pp > 1 || mesh.cp > 1 || mesh.ep > 1)
+    s += fmt::format(
+        "# Accelerate's FSDP2 plugin cannot express tp={} pp={} cp={} ep={}; this is the data-"
+        "parallel part only (use --emit megatron or torchtitan for the whole layout)\n",
+        mesh.tp, mesh.pp, mesh.cp, mesh.ep);
+  const bool fsdp = c.zero >= 1;
+  s += fmt::format(
+      "compute_environment: LOCAL_MACHINE\n"
+      "distributed_type: {}\n"
+      "mixed_precision: {}\n"
+      "num_machines: {}\n"
+      "num_processes: {}\n",
+      fsdp ? "FSDP" : "MULTI_GPU", j.dtype == DType::fp16 ? "fp16" : "bf16", j.nodes,
+      j.nodes * j.gpus_per_node);
+  if (fsdp) {
+    const std::string layer = m.moe ? (m.mla ? "DeepseekV3DecoderLayer" : "MixtralDecoderLayer")
+                              : m.format == "hf:gpt2" || m.format == "gpt" ? "GPT2Block"
+                                                                           : "LlamaDecoderLayer";
+    s += fmt::format(
+        "fsdp_config:\n"
+        "  fsdp_version: 2\n"
+        "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+        "  fsdp_transformer_layer_cls_to_wrap: {}\n"
+        "  fsdp_reshard_after_forward: {}\n"
+        "  fsdp_state_dict_type: SHARDED_STATE_DICT\n"
+        "  fsdp_activation_checkpointing: {}\n",
+        layer, c.reshard_after_forward && c.zero >= 3 ? "true" : "false",
+        c.recompute == Recompute::full ? "true" : "false");
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string launch_config(const std::string& format, const ModelSpec& model,
+                          const ParallelConfig& config, const LaunchJob& job) {
+  if (format == "megatron") return "pretrain_gpt.py " + megatron_args(model, config, job) + "\n";
+  if (format == "torchtitan") return torchtitan_toml(config, job);
+  if (format == "accelerate") return accelerate_yaml(model, config, job);
+  if (format == "torchrun")
+    return fmt::format(
+        "torchrun --nnodes {} --nproc-per-node {} --rdzv-backend c10d "
+        "--rdzv-endpoint $MASTER_ADDR:29500 pretrain_gpt.py {}\n",
+        job.nodes, job.gpus_per_node, megatron_args(model, config, job));
+  throw Error("", "--emit",
+              "'" + format + "': expected megatron, torchtitan, accelerate or torchrun");
+}
+
+}  // namespace meshsim

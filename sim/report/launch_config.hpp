@@ -1,0 +1,23 @@
+#pragma once
+// A training layout as the launch configuration a user pastes: Megatron-LM arguments, a
+// torchtitan [parallelism] TOML section, an Accelerate FSDP2 YAML, or a torchrun line.
+#include <cstdint>
+#include <string>
+
+#include "compute/dtype.hpp"
+#include "model/model_spec.hpp"
+#include "parallel/parallel_config.hpp"
+
+namespace meshsim {
+
+struct LaunchJob {
+  std::int64_t seq = 0, global_batch = 0, micro_batch = 1;
+  DType dtype = DType::bf16;
+  std::int64_t nodes = 1, gpus_per_node = 8;
+};
+
+// format: megatron, torchtitan, accelerate, torchrun. Throws Error("", "--emit", ...) otherwise.
+std::string launch_config(const std::string& format, const ModelSpec& model,
+                          const ParallelConfig& config, const LaunchJob& job);
+
+}  // namespace meshsim

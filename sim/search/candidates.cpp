@@ -1,0 +1,138 @@
+#include "search/candidates.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "parallel/mesh_rules.hpp"
+
+namespace meshsim {
+
+std::string Candidate::label() const {
+  const auto& m = config.mesh;
+  return "tp=" + std::to_string(m.tp) + " pp=" + std::to_string(m.pp) +
+         " cp=" + std::to_string(m.cp) + " dp=" + std::to_string(m.dp) +
+         " ep=" + std::to_string(m.ep) + " zero=" + std::to_string(config.zero) + " " +
+         to_string(config.schedule) + " mbs=" + std::to_string(micro_batch) +
+         " recompute=" + std::string(name_of(config.recompute));
+}
+
+namespace {
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+bool allowed(const std::optional<std::int64_t>& pin, std::int64_t v) {
+  return !pin || *pin == v;
+}
+
+}  // namespace
+
+Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, std::int64_t gpus,
+                                 std::int64_t gpus_per_node, const GpuSpec& gpu,
+                                 const SearchSpace& space, const MemoryOptions& memory) {
+  if (!model.has_architecture())
+    throw Error(
+        model.file, "",
+        "search needs an architecture; '" + model.name + "' is given by its parameter count only");
+  Enumeration e;
+  auto reject = [&](const std::string& why) { ++e.rejected[why]; };
+  const double capacity = gpu.hbm_bytes.as_double();
+  for (auto tp : divisors(gpus)) {
+    for (auto cp : divisors(gpus / tp)) {
+      for (auto pp : divisors(gpus / (tp * cp))) {
+        const std::int64_t dp = gpus / (tp * cp * pp);
+        std::vector<std::int64_t> eps{1};
+        if (model.moe) eps = divisors(dp * cp);
+        for (auto ep : eps) {
+          for (auto mbs : space.micro_batches) {
+            // Schedules: no pipeline, or 1F1B, interleaved with 2 chunks, zero bubble.
+            std::vector<Schedule> schedules{{ScheduleKind::one_f_one_b, 1}};
+            if (pp > 1) {
+              schedules.push_back({ScheduleKind::interleaved, 2});
+              schedules.push_back({ScheduleKind::zero_bubble, 1});
+            }
+            for (const auto& sched : schedules) {
+              // Per (layout, schedule, mbs), the Pareto frontier of (recompute, ZeRO stage):
+              // a fitting pair is dominated by another fitting pair with no more recompute and
+              // no more sharding (less compute and less communication for the same layout).
+              std::int32_t lowest_zero = 4;  // lowest fitting stage with less recompute
+              for (Recompute rc : kAllRecompute) {
+                bool found = false;
+                for (std::int32_t zero = 0; zero <= 3; ++zero) {
+                  ++e.total;
+                  Candidate c;
+                  c.micro_batch = mbs;
+                  auto& cfg = c.config;
+                  cfg.mesh = {dp, tp, pp, cp, ep};
+                  cfg.zero = zero;
+                  cfg.sp = tp > 1;
+                  cfg.recompute = rc;
+                  cfg.schedule = sched;
+                  if (!allowed(space.tp, tp) || !allowed(space.pp, pp) || !allowed(space.cp, cp) ||
+                      !allowed(space.dp, dp) || !allowed(space.ep, ep) ||
+                      !allowed(space.mbs, mbs) || (space.zero && *space.zero != zero) ||
+                      (space.recompute && *space.recompute != rc) ||
+                      (space.schedule &&
+                       (space.schedule->kind != sched.kind ||
+                        space.schedule->virtual_stages != sched.virtual_stages))) {
+                    reject("pinned dimension differs");
+                    continue;
+                  }
+                  if (tp > gpus_per_node && !space.allow_tp_across_nodes) {
+                    reject("TP larger than a node");
+                    continue;
+                  }
+                  if (cp > space.max_cp) {
+                    reject("CP above the search limit");
+                    continue;
+                  }
+                  // With fused attention selective recompute stores and computes what none does.
+                  if (rc == Recompute::selective && job.flash_attention) {
+                    reject("dominated (selective recompute with fused attention)");
+                    continue;
+                  }
+                  try {
+                    check_mesh(model, cfg, {job.seq, job.global_batch, mbs, true});
+                  } catch (const Error&) {
+                    reject("invalid (divisibility)");
+                    continue;
+                  }
+                  const std::int64_t m = job.global_batch / (dp * mbs);
+                  if (sched.kind == ScheduleKind::interleaved &&
+                      (m % pp != 0 || pp * 2 > model.layers)) {
+                    reject(
+                        "invalid (interleaving needs micro-batches % pp and 2 layers per stage)");
+                    continue;
+                  }
+                  if (found || zero >= lowest_zero) {
+                    reject("dominated (less ZeRO sharding or recompute already fits)");
+                    continue;
+                  }
+                  TrainingMemoryJob mj{job.seq, job.global_batch, mbs, job.dtype, {}};
+                  MemoryOptions mo = memory;
+                  mo.flash_attention = job.flash_attention;
+                  const auto stages = training_memory_per_stage(model, mj, cfg, mo);
+                  if (worst_stage(stages).total() > capacity) {
+                    reject("does not fit memory");
+                    continue;
+                  }
+                  found = true;
+                  lowest_zero = zero;
+                  e.kept.push_back(c);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return e;
+}
+
+}  // namespace meshsim

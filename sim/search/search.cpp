@@ -1,0 +1,157 @@
+#include "search/search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "core/error.hpp"
+#include "parallel/mesh_rules.hpp"
+
+namespace meshsim {
+
+double total_exposed_s(const TrainingResult& r) {
+  double s = 0;
+  for (const auto& [g, v] : r.exposed_comm_s) s += v;
+  return s;
+}
+
+std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const ModelSpec& model,
+                                                    const SearchJob& job,
+                                                    const std::vector<Candidate>& candidates,
+                                                    const SearchOptions& options) {
+  std::vector<EvaluatedCandidate> out(candidates.size());
+  std::atomic<std::size_t> next{0};
+  std::size_t done = 0;
+  std::mutex progress_mutex;
+  auto worker = [&] {
+    CommContext context(topo);  // routes and prices shared by this worker's candidates
+    for (std::size_t i = next++; i < candidates.size(); i = next++) {
+      auto& e = out[i];
+      e.candidate = candidates[i];
+      TrainingSetup s;
+      s.job = {job.seq, job.global_batch, e.candidate.micro_batch, job.dtype, job.flash_attention};
+      s.config = e.candidate.config;
+      s.strategy = options.strategy;
+      s.memory = options.memory;
+      try {
+        e.result = simulate_training(topo, model, s, &context);
+        e.result.trace = {};
+        e.result.replay = {};
+      } catch (const Error& err) {
+        e.error = err.what();
+      }
+      if (options.progress) {
+        std::lock_guard lock(progress_mutex);
+        options.progress(++done, candidates.size());
+      }
+    }
+  };
+  std::int32_t threads =
+      options.threads > 0
+          ? options.threads
+          : static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = static_cast<std::int32_t>(std::min<std::size_t>(
+      static_cast<std::size_t>(threads), std::max<std::size_t>(candidates.size(), 1)));
+  std::vector<std::thread> pool;
+  for (std::int32_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+void rank_results(std::vector<EvaluatedCandidate>& results) {
+  std::stable_sort(results.begin(), results.end(), [](const auto& a, const auto& b) {
+    if (a.error.empty() != b.error.empty()) return a.error.empty();
+    if (!a.error.empty()) return a.candidate.label() < b.candidate.label();
+    if (a.result.step_time_s != b.result.step_time_s)
+      return a.result.step_time_s < b.result.step_time_s;
+    const double ea = total_exposed_s(a.result), eb = total_exposed_s(b.result);
+    if (ea != eb) return ea < eb;
+    return a.candidate.label() < b.candidate.label();
+  });
+}
+
+SearchResult run_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,
+                        const SearchSpace& space, const SearchOptions& options) {
+  SearchResult r;
+  const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
+  r.enumeration =
+      enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, options.memory);
+  r.results = evaluate_candidates(topo, model, job, r.enumeration.kept, options);
+  rank_results(r.results);
+  return r;
+}
+
+namespace {
+
+bool fits(const ModelSpec& model, const SearchJob& job, const Candidate& c, const GpuSpec& gpu,
+          const MemoryOptions& memory) {
+  try {
+    check_mesh(model, c.config, {job.seq, job.global_batch, c.micro_batch, true});
+  } catch (const Error&) {
+    return false;
+  }
+  MemoryOptions mo = memory;
+  mo.flash_attention = job.flash_attention;
+  TrainingMemoryJob mj{job.seq, job.global_batch, c.micro_batch, job.dtype, {}};
+  return worst_stage(training_memory_per_stage(model, mj, c.config, mo)).total() <=
+         gpu.hbm_bytes.as_double();
+}
+
+}  // namespace
+
+Candidate seed_heuristic(const ModelSpec& model, const SearchJob& job, std::int64_t gpus,
+                         std::int64_t gpus_per_node, const GpuSpec& gpu,
+                         const MemoryOptions& memory, std::string* why) {
+  const std::int64_t nodes =
+      std::max<std::int64_t>(gpus / std::max<std::int64_t>(gpus_per_node, 1), 1);
+  auto make = [&](std::int64_t tp, std::int64_t pp, std::int64_t cp, std::int32_t zero) {
+    Candidate c;
+    c.config.mesh = {gpus / (tp * pp * cp), tp, pp, cp, 1};
+    c.config.zero = zero;
+    c.config.sp = tp > 1;
+    return c;
+  };
+  // The largest TP inside a node that divides the heads.
+  std::int64_t node_tp = std::min(gpus_per_node, gpus);
+  while (node_tp > 1 && (model.heads % node_tp != 0 || gpus % node_tp != 0)) node_tp /= 2;
+  if (nodes == 1) {
+    for (std::int32_t zero : {0, 3}) {
+      auto c = make(1, 1, 1, zero);
+      if (fits(model, job, c, gpu, memory)) {
+        if (why)
+          *why = zero == 0 ? "one node: DDP (the model state fits on each GPU)"
+                           : "one node: FSDP/ZeRO-3 (DDP does not fit)";
+        return c;
+      }
+    }
+    if (why) *why = "one node: TP across the node's GPUs with ZeRO-1 (FSDP alone does not fit)";
+    return make(node_tp, 1, 1, 1);
+  }
+  std::int64_t cp = 1;
+  if (nodes > 16 && job.seq >= 32768)
+    while (cp < 8 && job.seq / (cp * 2) >= 16384 && gpus % (node_tp * cp * 2) == 0) cp *= 2;
+  for (std::int64_t pp = 1; pp <= std::min<std::int64_t>(model.layers, gpus / (node_tp * cp));
+       pp *= 2) {
+    if (gpus % (node_tp * cp * pp) != 0) break;
+    for (std::int32_t zero : {1, 3}) {
+      if (nodes > 16 && zero == 3) continue;
+      auto c = make(node_tp, pp, cp, zero);
+      if (fits(model, job, c, gpu, memory)) {
+        if (why)
+          *why = nodes <= 16
+                     ? "2–16 nodes: TP inside the node, ZeRO/FSDP across nodes, PP only if it "
+                       "does not fit"
+                     : "hundreds of GPUs: TP inside the node × PP × CP (long sequences) × DP";
+        return c;
+      }
+    }
+  }
+  auto c = make(node_tp, 1, cp, 3);
+  c.config.recompute = Recompute::full;
+  if (why) *why = "nothing the heuristic tries fits; full recompute with ZeRO-3";
+  return c;
+}
+
+}  // namespace meshsim

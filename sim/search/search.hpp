@@ -1,0 +1,54 @@
+#pragma once
+// `meshsim search`: enumerate, prune, simulate every remaining candidate (a thread pool, each
+// worker with its own simulator state), rank by step time (ties: less exposed communication).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "search/candidates.hpp"
+#include "topology/topology.hpp"
+#include "training/training_sim.hpp"
+
+namespace meshsim {
+
+struct EvaluatedCandidate {
+  Candidate candidate;
+  TrainingResult result;  // without its trace (dropped to keep a search's memory small)
+  std::string error;      // non-empty when the simulation refused the candidate
+};
+
+struct SearchOptions {
+  std::int32_t threads = 0;  // 0: every hardware thread
+  // Called from the workers after each evaluation (serialised): done, total.
+  std::function<void(std::size_t, std::size_t)> progress;
+  StrategyOptions strategy;
+  MemoryOptions memory;
+};
+
+// Simulates `candidates` (in any order; the result keeps the input order).
+std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const ModelSpec& model,
+                                                    const SearchJob& job,
+                                                    const std::vector<Candidate>& candidates,
+                                                    const SearchOptions& options);
+
+// Best first: step time, then total exposed communication, then the label (deterministic).
+void rank_results(std::vector<EvaluatedCandidate>& results);
+
+double total_exposed_s(const TrainingResult& r);
+
+struct SearchResult {
+  Enumeration enumeration;
+  std::vector<EvaluatedCandidate> results;  // ranked; failed evaluations last
+};
+
+SearchResult run_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,
+                        const SearchSpace& space, const SearchOptions& options);
+
+// The seed guide's starting point for this cluster size (one node: DDP, or FSDP/ZeRO-3 when DDP
+// does not fit; 2–16 nodes: TP inside the node, ZeRO/FSDP across nodes, PP only when it does not
+// fit; more: TP inside the node × PP × CP for long sequences × DP). `why` says which rule.
+Candidate seed_heuristic(const ModelSpec& model, const SearchJob& job, std::int64_t gpus,
+                         std::int64_t gpus_per_node, const GpuSpec& gpu,
+                         const MemoryOptions& memory, std::string* why);
+
+}  // namespace meshsim

@@ -1,0 +1,148 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_runner.hpp"
+
+using meshsim::test::run_cli;
+using meshsim::test::source_path;
+using meshsim::test::topology_path;
+using nlohmann::json;
+
+namespace {
+
+bool has_mesh(const json& results, int tp, int pp, int cp, int dp) {
+  for (const auto& r : results) {
+    const auto& m = r["mesh"];
+    if (m["tp"] == tp && m["pp"] == pp && m["cp"] == cp && m["dp"] == dp) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("search acceptance: 70B at 32K on 512 H100 ranks both seed meshes") {
+  // The full space (about 860 simulations, ~25 s in a release build on two cores); labelled
+  // `long` in ctest so the sanitizer preset runs the pinned variant below instead.
+  const auto r =
+      run_cli("search --topology " + topology_path("dgx-h100-superpod.json") + " --workload " +
+              source_path("workloads/models/llama3.1-70b.json") + " --seq 32768 --gbs 32 --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  CHECK(j["candidates"].get<int>() > j["evaluated"].get<int>());
+  CHECK(j["rejected"]["does not fit memory"].get<int>() > 0);
+  CHECK(j["rejected"]["invalid (divisibility)"].get<int>() > 0);
+  CHECK(has_mesh(j["results"], 8, 4, 4, 4));
+  CHECK(has_mesh(j["results"], 8, 8, 2, 4));
+  // Ranked: step times ascending.
+  double prev = 0;
+  for (const auto& x : j["results"]) {
+    if (x.contains("error")) continue;
+    CHECK(x["step_time_s"].get<double>() >= prev);
+    prev = x["step_time_s"].get<double>();
+  }
+}
+
+TEST_CASE("search: pinned TP 8, the seed meshes, JSON and CSV") {
+  const auto csv = (std::filesystem::temp_directory_path() / "meshsim_search.csv").string();
+  const auto r = run_cli("search --topology " + topology_path("dgx-h100-superpod.json") +
+                         " --workload " + source_path("workloads/models/llama3.1-70b.json") +
+                         " --seq 32768 --gbs 32 --tp 8 --mbs 1 --zero 0 --json --csv " + csv);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  CHECK(j["rejected"]["pinned dimension differs"].get<int>() > 0);
+  CHECK(has_mesh(j["results"], 8, 4, 4, 4));
+  CHECK(has_mesh(j["results"], 8, 8, 2, 4));
+  for (const auto& x : j["results"]) {
+    CHECK(x["mesh"]["tp"] == 8);
+    for (const char* k : {"step_time_s", "mfu", "compute_s", "bubble_fraction", "zero", "schedule",
+                          "mbs", "recompute", "exposed_comm_s", "memory"})
+      CHECK(x.contains(k));
+  }
+  std::ifstream in(csv);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto text = ss.str();
+  CHECK(text.starts_with("rank,tp,pp,cp,dp,ep,zero,schedule,mbs,recompute,step_time_s"));
+  CHECK(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) ==
+        j["results"].size() + 1);
+  std::filesystem::remove(csv);
+}
+
+TEST_CASE("search: on PCIe-only GPUs the winner keeps TP <= 2 and says why") {
+  const std::string args = "search --topology " + topology_path("pcie-8gpu.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --gbs 32";
+  const auto r = run_cli(args + " --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  CHECK(j["results"][0]["mesh"]["tp"].get<int>() <= 2);
+  const auto text = run_cli(args + " --threads 2");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("over PCIe (path class PIX)") != std::string::npos);
+  CHECK(text.out.find("every layer's TP all-reduce crosses it") != std::string::npos);
+  CHECK(text.out.find("seed heuristic (one node:") != std::string::npos);
+  CHECK(text.out.find("why #1 wins:") != std::string::npos);
+  CHECK(text.out.find("best per TP degree: tp=1") != std::string::npos);
+  // The same bytes with one thread and with two.
+  CHECK(run_cli(args + " --threads 1").out == text.out);
+}
+
+TEST_CASE("search: --emit prints the winner as a launch configuration") {
+  const std::string args = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --gbs 16 --tp 2 --pp 1 --mbs 1 --emit ";
+  auto r = run_cli(args + "megatron");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find(
+            "pretrain_gpt.py --tensor-model-parallel-size 2 --pipeline-model-parallel-size 1") !=
+        std::string::npos);
+  CHECK(r.out.find("--sequence-parallel") != std::string::npos);
+  r = run_cli(args + "torchtitan");
+  CHECK(r.out.find("[parallelism]\n") != std::string::npos);
+  CHECK(r.out.find("tensor_parallel_degree = 2\n") != std::string::npos);
+  r = run_cli(args + "accelerate");
+  CHECK(r.out.find("cannot express tp=2") != std::string::npos);
+  r = run_cli(args + "torchrun");
+  CHECK(r.out.find("torchrun --nnodes 1 --nproc-per-node 8") != std::string::npos);
+  r = run_cli(args + "deepspeed");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err ==
+        "error: --emit: 'deepspeed': expected megatron, torchtitan, accelerate or torchrun\n");
+}
+
+TEST_CASE("search: a strong-scaling sweep names its reference and denominator") {
+  const auto r = run_cli("search --topology " + topology_path("dgx-h100-superpod.json") +
+                         " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                         " --seq 4096 --gbs 64 --tp 8 --pp 1 --mbs 1 --zero 1 --sweep-nodes 1,2,4");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("(strong scaling)") != std::string::npos);
+  CHECK(r.out.find("reference point 1 nodes") != std::string::npos);
+  CHECK(r.out.find("at a fixed global batch") != std::string::npos);
+  CHECK(r.out.find("100.0%") != std::string::npos);  // the reference itself
+}
+
+TEST_CASE("search: bad input") {
+  const std::string base = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json");
+  auto r = run_cli(base + " --gbs 8");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "error: --seq: give the sequence length (or a job file with seq)\n");
+  r = run_cli(base + " --seq 4096");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err ==
+        "error: --gbs: give the global batch (sequences per step) or a job file with it\n");
+  r = run_cli(base + " --seq 4096 --gbs 8 --zero 7");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "error: --zero: must be 0, 1, 2 or 3\n");
+  r = run_cli(base + " --seq 4096 --gbs 8 --scaling sideways --sweep-nodes 1");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "error: --scaling: 'sideways': expected strong or weak\n");
+  r = run_cli("search --topology " + topology_path("dgx-h100.json") + " --workload " +
+              source_path("workloads/models/dense-70b.json") + " --seq 64 --gbs 8");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("search needs an architecture") != std::string::npos);
+}

@@ -1,0 +1,421 @@
+// meshsim search --topology T [--nodes N] --workload W [job flags] [--tp 8 ...] [--top K]
+//                [--csv F] [--json] [--emit megatron|torchtitan|accelerate|torchrun]
+//                [--sweep-nodes 8,16,32 --scaling strong|weak]
+// Every valid mesh for the job, pruned (invalid, does not fit, dominated), simulated and ranked,
+// with why the winner wins and how the seed guide's heuristic starting point compares.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "commands.hpp"
+#include "job_args.hpp"
+#include "report/launch_config.hpp"
+#include "search/search.hpp"
+#include "topology/path_class.hpp"
+
+namespace meshsim::cli {
+namespace {
+
+struct SearchArgs {
+  ClusterArgs cluster;
+  std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep,
+                               scaling = "strong";
+  std::int64_t seq = 0, gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
+  std::int32_t zero = -1, top = 10, threads = 0;
+  bool allow_tp_across_nodes = false;
+};
+
+SearchSpace space_of(const SearchArgs& a) {
+  SearchSpace s;
+  auto pin = [](std::int64_t v, const char* flag) -> std::optional<std::int64_t> {
+    if (v < 0) throw Error("", flag, "must be a positive integer");
+    if (v == 0) return std::nullopt;
+    return v;
+  };
+  s.tp = pin(a.tp, "--tp");
+  s.pp = pin(a.pp, "--pp");
+  s.cp = pin(a.cp, "--cp");
+  s.dp = pin(a.dp, "--dp");
+  s.ep = pin(a.ep, "--ep");
+  s.mbs = pin(a.mbs, "--mbs");
+  if (s.mbs) s.micro_batches = {*s.mbs};
+  if (a.zero >= 0) {
+    if (a.zero > 3) throw Error("", "--zero", "must be 0, 1, 2 or 3");
+    s.zero = a.zero;
+  }
+  if (!a.recompute.empty()) {
+    s.recompute = parse_recompute(a.recompute);
+    if (!s.recompute)
+      throw Error("", "--recompute", "'" + a.recompute + "': expected none, selective or full");
+  }
+  if (!a.schedule.empty()) s.schedule = parse_schedule(a.schedule, "--schedule");
+  s.allow_tp_across_nodes = a.allow_tp_across_nodes;
+  return s;
+}
+
+std::string row(std::size_t rank, const EvaluatedCandidate& e) {
+  const auto& r = e.result;
+  auto ex = [&](const char* g) { return r.exposed_comm_s.at(g); };
+  return fmt::format(
+      "{:>4}  {:<54} {:>8.3f} {:>9.1f} {:>5.1f}% {:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} "
+      "{:>7.3f} {:>7.3f} {:>7.1f}",
+      rank, e.candidate.label(), r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu, r.compute_s,
+      ex("tp"), ex("dp"), ex("pp"), ex("cp"), ex("ep"), r.bubble_s, r.memory.total() / 1e9);
+}
+
+// Why #1 beats #2: the components of the step that differ most.
+std::string why_winner(const EvaluatedCandidate& a, const EvaluatedCandidate& b) {
+  std::vector<std::pair<double, std::string>> diffs;
+  diffs.push_back({b.result.compute_s - a.result.compute_s, "compute"});
+  diffs.push_back({b.result.bubble_s - a.result.bubble_s, "pipeline bubble"});
+  for (const auto& [g, v] : a.result.exposed_comm_s)
+    diffs.push_back({b.result.exposed_comm_s.at(g) - v, "exposed " + g + " communication"});
+  std::sort(diffs.begin(), diffs.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
+  std::string s = fmt::format("{:.3f} s faster than #2 ({})",
+                              b.result.step_time_s - a.result.step_time_s, b.candidate.label());
+  std::string parts;
+  for (const auto& [d, what] : diffs) {
+    if (d <= 1e-4 * b.result.step_time_s) continue;
+    if (!parts.empty()) parts += ", ";
+    parts += fmt::format("{:.3f} s less {}", d, what);
+    if (parts.size() > 120) break;
+  }
+  if (!parts.empty()) s += ": " + parts;
+  for (const auto& [d, what] : diffs)
+    if (d < -1e-4 * b.result.step_time_s) s += fmt::format("; it pays {:.3f} s more {}", -d, what);
+  return s;
+}
+
+Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
+  const auto& r = e.result;
+  const auto& c = e.candidate;
+  auto map = [](const std::map<std::string, double>& m) {
+    Json j = Json::object();
+    for (const auto& [k, v] : m) j[k] = v;
+    return j;
+  };
+  Json j = {{"rank", rank},
+            {"label", c.label()},
+            {"mesh",
+             {{"dp", c.config.mesh.dp},
+              {"tp", c.config.mesh.tp},
+              {"pp", c.config.mesh.pp},
+              {"cp", c.config.mesh.cp},
+              {"ep", c.config.mesh.ep}}},
+            {"zero", c.config.zero},
+            {"schedule", to_string(c.config.schedule)},
+            {"mbs", c.micro_batch},
+            {"recompute", name_of(c.config.recompute)}};
+  if (!e.error.empty()) {
+    j["error"] = e.error;
+    return j;
+  }
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+  j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["compute_s"] = r.compute_s;
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["exposed_comm_s"] = map(r.exposed_comm_s);
+  j["exposed_comm_by_op_s"] = map(r.exposed_comm_by_op_s);
+  j["comm_bytes_per_gpu"] = map(r.comm_bytes_per_gpu);
+  j["memory"] = memory_json(r.memory);
+  j["memory"]["total"] = r.memory.total();
+  return j;
+}
+
+// "8,16,32" → node counts.
+std::vector<std::int32_t> parse_nodes(const std::string& text) {
+  std::vector<std::int32_t> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto comma = text.find(',', pos);
+    const auto item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      std::size_t used = 0;
+      const long v = std::stol(item, &used);
+      if (used != item.size() || v < 1 || v > 100000) throw std::invalid_argument("");
+      out.push_back(static_cast<std::int32_t>(v));
+    } catch (const std::logic_error&) {
+      throw Error("", "--sweep-nodes", "'" + text + "': expected node counts like 8,16,32");
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base,
+              const SearchSpace& space, const SearchOptions& opt) {
+  const bool weak = a.scaling == "weak";
+  if (!weak && a.scaling != "strong")
+    throw Error("", "--scaling", "'" + a.scaling + "': expected strong or weak");
+  const auto nodes = parse_nodes(a.sweep);
+  Json points = Json::array();
+  double ref_tokens = 0, ref_gpus = 0;
+  std::int32_t ref_nodes = 0;
+  std::cout << fmt::format(
+      "# meshsim search sweep ({} scaling): {}; reference point {} nodes; efficiency = {}\n",
+      weak ? "weak" : "strong", model.name, nodes.front(),
+      weak ? "tokens/s per GPU ÷ the reference's (global batch grows with the nodes)"
+           : "(tokens/s ÷ reference tokens/s) ÷ (GPUs ÷ reference GPUs) at a fixed global batch");
+  std::cout << fmt::format("{:>6} {:>7} {:>8} {:>12} {:>10} {:>11}  {}\n", "nodes", "GPUs", "gbs",
+                           "tokens/s", "MFU", "efficiency", "best mesh");
+  for (auto n : nodes) {
+    TopologyOptions to;
+    to.nodes = n;
+    const auto topo = load_topology(a.cluster.topology, to);
+    SearchJob job = base;
+    if (weak && ref_nodes > 0) job.global_batch = base.global_batch * n / ref_nodes;
+    if (weak && ref_nodes == 0) ref_nodes = n;
+    const auto r = run_search(topo, model, job, space, opt);
+    const auto gpus = static_cast<double>(topo.gpus().size());
+    if (r.results.empty() || !r.results.front().error.empty()) {
+      std::cout << fmt::format("{:>6} {:>7} {:>8}  no candidate fits\n", n, gpus, job.global_batch);
+      continue;
+    }
+    const auto& best = r.results.front();
+    if (ref_tokens == 0) {
+      ref_tokens = best.result.tokens_per_s;
+      ref_gpus = gpus;
+    }
+    const double eff = weak ? (best.result.tokens_per_s / gpus) / (ref_tokens / ref_gpus)
+                            : (best.result.tokens_per_s / ref_tokens) / (gpus / ref_gpus);
+    std::cout << fmt::format("{:>6} {:>7} {:>8} {:>12.0f} {:>9.1f}% {:>10.1f}%  {}\n", n, gpus,
+                             job.global_batch, best.result.tokens_per_s, 100 * best.result.mfu,
+                             100 * eff, best.candidate.label());
+    points.push_back({{"nodes", n},
+                      {"gpus", gpus},
+                      {"gbs", job.global_batch},
+                      {"tokens_per_s", best.result.tokens_per_s},
+                      {"mfu", best.result.mfu},
+                      {"efficiency", eff},
+                      {"best", best.candidate.label()}});
+  }
+  if (a.cluster.json)
+    std::cout << Json{{"scaling", a.scaling},
+                      {"reference_nodes", nodes.front()},
+                      {"points", points}}
+                     .dump(2)
+              << "\n";
+  return 0;
+}
+
+int run_search_command(const SearchArgs& a) {
+  JobArgs ja;
+  ja.workload = a.workload;
+  ja.mesh = "dp=1";
+  ja.dtype = a.dtype;
+  ja.attention = a.attention;
+  ja.seq = a.seq;
+  ja.gbs = a.gbs;
+  const auto resolved = ja.resolve();
+  const auto& model = resolved.workload.model;
+  SearchJob job{resolved.seq, a.gbs > 0 ? a.gbs : resolved.workload.job.global_batch.value_or(0),
+                resolved.dtype, resolved.flash_attention};
+  if (job.seq < 1) throw Error("", "--seq", "give the sequence length (or a job file with seq)");
+  if (job.global_batch < 1)
+    throw Error("", "--gbs", "give the global batch (sequences per step) or a job file with it");
+  const auto space = space_of(a);
+  if (!a.emit.empty() && a.emit != "megatron" && a.emit != "torchtitan" && a.emit != "accelerate" &&
+      a.emit != "torchrun")
+    throw Error("", "--emit",
+                "'" + a.emit + "': expected megatron, torchtitan, accelerate or torchrun");
+  SearchOptions opt;
+  opt.threads = a.threads;
+  opt.memory.recipe = default_recipe(job.dtype);
+  if (!a.sweep.empty()) return run_sweep(a, model, job, space, opt);
+
+  const auto topo = a.cluster.load();
+  const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (tty)
+    opt.progress = [t0](std::size_t done, std::size_t total) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double rate = s > 0 ? static_cast<double>(done) / s : 0;
+      const int width = 30;
+      const int filled = static_cast<int>(width * done / std::max<std::size_t>(total, 1));
+      std::cerr << fmt::format("\r[{}{}] {}/{} {:.1f}/s ETA {:.0f} s ", std::string(filled, '='),
+                               std::string(width - filled, ' '), done, total, rate,
+                               rate > 0 ? static_cast<double>(total - done) / rate : 0.0)
+                << (done == total ? "\n" : "") << std::flush;
+    };
+  const auto r = run_search(topo, model, job, space, opt);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string heuristic_why;
+  const auto heuristic =
+      seed_heuristic(model, job, gpus, topo.gpus_per_node(), topo.gpu, opt.memory, &heuristic_why);
+  std::size_t heuristic_rank = 0;
+  for (std::size_t i = 0; i < r.results.size(); ++i)
+    if (r.results[i].error.empty() && r.results[i].candidate.label() == heuristic.label())
+      heuristic_rank = i + 1;
+  std::optional<EvaluatedCandidate> heuristic_eval;
+  if (heuristic_rank == 0) {
+    auto ev = evaluate_candidates(topo, model, job, {heuristic}, SearchOptions{});
+    heuristic_eval = std::move(ev.front());
+  }
+  if (!a.csv.empty()) {
+    std::ofstream f(a.csv);
+    if (!f) throw Error(a.csv, "", "cannot write the CSV file");
+    f << "rank,tp,pp,cp,dp,ep,zero,schedule,mbs,recompute,step_time_s,tokens_per_s_per_gpu,mfu,"
+         "compute_s,exposed_tp_s,exposed_dp_s,exposed_pp_s,exposed_cp_s,exposed_ep_s,bubble_s,"
+         "memory_bytes,error\n";
+    for (std::size_t i = 0; i < r.results.size(); ++i) {
+      const auto& e = r.results[i];
+      const auto& m = e.candidate.config.mesh;
+      const auto& x = e.result;
+      auto ex = [&](const char* g) {
+        const auto it = x.exposed_comm_s.find(g);
+        return it == x.exposed_comm_s.end() ? 0.0 : it->second;
+      };
+      f << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
+                       i + 1, m.tp, m.pp, m.cp, m.dp, m.ep, e.candidate.config.zero,
+                       to_string(e.candidate.config.schedule), e.candidate.micro_batch,
+                       name_of(e.candidate.config.recompute), x.step_time_s, x.tokens_per_s_per_gpu,
+                       x.mfu, x.compute_s, ex("tp"), ex("dp"), ex("pp"), ex("cp"), ex("ep"),
+                       x.bubble_s, x.memory.total(), e.error);
+    }
+  }
+  const auto& en = r.enumeration;
+  if (a.cluster.json) {
+    Json j;
+    j["candidates"] = en.total;
+    Json rej = Json::object();
+    for (const auto& [k, v] : en.rejected) rej[k] = v;
+    j["rejected"] = rej;
+    j["evaluated"] = r.results.size();
+    Json results = Json::array();
+    for (std::size_t i = 0; i < r.results.size(); ++i)
+      results.push_back(result_json(i + 1, r.results[i]));
+    j["results"] = std::move(results);
+    j["heuristic"] = {
+        {"label", heuristic.label()}, {"rule", heuristic_why}, {"rank", heuristic_rank}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("# meshsim search: {} on {} ({} × {}), seq {}, global batch {}, {}\n",
+                           model.name, std::filesystem::path(a.cluster.topology).stem().string(),
+                           gpus, topo.gpu.model, job.seq, job.global_batch, name_of(job.dtype));
+  std::string rejected;
+  for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
+  std::cout << fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,
+                           r.results.size());
+  // Wall time goes to stderr: stdout stays byte-identical from run to run.
+  std::cerr << fmt::format(
+      "# {} simulations in {:.1f} s ({:.1f}/s, {} threads)\n", r.results.size(), wall,
+      wall > 0 ? static_cast<double>(r.results.size()) / wall : 0.0,
+      opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
+  if (r.results.empty()) {
+    std::cout << "no candidate fits this cluster; try --allow-tp-across-nodes, more nodes or a "
+                 "smaller batch\n";
+    return 0;
+  }
+  std::cout << fmt::format(
+      "{:>4}  {:<54} {:>8} {:>9} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "rank",
+      "candidate", "step s", "tok/s/GPU", "MFU", "compute", "exp tp", "exp dp", "exp pp", "exp cp",
+      "exp ep", "bubble", "mem GB");
+  const std::size_t top =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(a.top, 1)), r.results.size());
+  for (std::size_t i = 0; i < top; ++i)
+    if (r.results[i].error.empty()) std::cout << row(i + 1, r.results[i]) << "\n";
+  const auto& best = r.results.front();
+  if (r.results.size() > 1 && r.results[1].error.empty())
+    std::cout << "why #1 wins: " << why_winner(best, r.results[1]) << "\n";
+  // Best per TP degree: where TP stops paying for its per-layer collectives.
+  std::map<std::int64_t, const EvaluatedCandidate*> per_tp;
+  for (const auto& e : r.results)
+    if (e.error.empty() && !per_tp.contains(e.candidate.config.mesh.tp))
+      per_tp[e.candidate.config.mesh.tp] = &e;
+  if (per_tp.size() > 1) {
+    Router router(topo);
+    const auto cls = gpus > 1 ? classify(topo, router.gpu_route(0, 1)) : PathClass::LOC;
+    const bool pcie = cls == PathClass::PIX || cls == PathClass::PXB || cls == PathClass::PHB ||
+                      cls == PathClass::SYS;
+    std::string line;
+    for (const auto& [tp, e] : per_tp)
+      line += fmt::format("{}tp={} {:.3f} s (exposed tp {:.3f} s)", line.empty() ? "" : ", ", tp,
+                          e->result.step_time_s, e->result.exposed_comm_s.at("tp"));
+    std::cout << "best per TP degree: " << line << "\n";
+    if (pcie && best.candidate.config.mesh.tp <= 2)
+      std::cout << fmt::format(
+          "TP is kept at {}: GPUs of a node talk over PCIe (path class {}), and every layer's TP "
+          "all-reduce crosses it, so larger TP adds exposed communication faster than it removes "
+          "compute\n",
+          best.candidate.config.mesh.tp, name_of(cls));
+  }
+  if (heuristic_rank > 0)
+    std::cout << fmt::format(
+        "seed heuristic ({}): {} → rank {} of {}{}\n", heuristic_why, heuristic.label(),
+        heuristic_rank, r.results.size(),
+        heuristic_rank == 1 ? ": the simulation agrees"
+                            : fmt::format(", {:.1f}% slower than the winner",
+                                          100 * (r.results[heuristic_rank - 1].result.step_time_s /
+                                                     best.result.step_time_s -
+                                                 1)));
+  else if (heuristic_eval && heuristic_eval->error.empty())
+    std::cout << fmt::format(
+        "seed heuristic ({}): {} → not in the searched space; simulated "
+        "{:.3f} s, {:.1f}% slower than the winner\n",
+        heuristic_why, heuristic.label(), heuristic_eval->result.step_time_s,
+        100 * (heuristic_eval->result.step_time_s / best.result.step_time_s - 1));
+  else
+    std::cout << fmt::format("seed heuristic ({}): {} → does not run here{}\n", heuristic_why,
+                             heuristic.label(),
+                             heuristic_eval ? " (" + heuristic_eval->error + ")" : "");
+  std::cout << "heuristics pick candidates; the simulation picks the winner\n";
+  if (!a.emit.empty()) {
+    LaunchJob lj{job.seq,
+                 job.global_batch,
+                 best.candidate.micro_batch,
+                 job.dtype,
+                 static_cast<std::int64_t>(topo.node_count()),
+                 topo.gpus_per_node()};
+    std::cout << "\n" << launch_config(a.emit, model, best.candidate.config, lj);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_search_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("search", "Rank every valid mesh for a training job on a cluster");
+  auto a = std::make_shared<SearchArgs>();
+  a->cluster.add_to(cmd);
+  cmd->add_option("--workload", a->workload, "Model or job file (workloads/)")->required();
+  cmd->add_option("--seq", a->seq, "Sequence length (tokens)");
+  cmd->add_option("--gbs", a->gbs, "Global batch (sequences)");
+  cmd->add_option("--dtype", a->dtype, "bf16, fp16 or fp8");
+  cmd->add_option("--attention", a->attention, "flash (default) or unfused");
+  for (auto [flag, var] : {std::pair{"--tp", &a->tp},
+                           {"--pp", &a->pp},
+                           {"--cp", &a->cp},
+                           {"--dp", &a->dp},
+                           {"--ep", &a->ep},
+                           {"--mbs", &a->mbs}})
+    cmd->add_option(flag, *var, "Pin this dimension");
+  cmd->add_option("--zero", a->zero, "Pin the ZeRO stage");
+  cmd->add_option("--recompute", a->recompute, "Pin recompute: none, selective or full");
+  cmd->add_option("--schedule", a->schedule, "Pin the schedule: 1f1b, interleaved:V, zb, gpipe");
+  cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");
+  cmd->add_option("--top", a->top, "Candidates to print (default 10)");
+  cmd->add_option("--csv", a->csv, "Write every evaluated candidate as CSV");
+  cmd->add_option("--threads", a->threads, "Worker threads (default: all)");
+  cmd->add_option("--emit", a->emit,
+                  "Print the winner as megatron, torchtitan, accelerate or torchrun");
+  cmd->add_option("--sweep-nodes", a->sweep, "Scaling sweep over node counts, e.g. 8,16,32,64");
+  cmd->add_option("--scaling", a->scaling, "strong (fixed global batch) or weak");
+  return [a] { return run_search_command(*a); };
+}
+
+}  // namespace meshsim::cli

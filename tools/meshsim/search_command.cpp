@@ -78,8 +78,15 @@ std::string why_winner(const EvaluatedCandidate& a, const EvaluatedCandidate& b)
   std::sort(diffs.begin(), diffs.end(), [](const auto& x, const auto& y) {
     return x.first != y.first ? x.first > y.first : x.second < y.second;
   });
-  std::string s = fmt::format("{:.3f} s faster than #2 ({})",
-                              b.result.step_time_s - a.result.step_time_s, b.candidate.label());
+  const double gain = b.result.step_time_s - a.result.step_time_s;
+  if (gain <= 1e-9 * b.result.step_time_s)
+    return fmt::format(
+        "ties with #2 ({}) on step time (the same per-rank work in another shape); ranked first "
+        "by {}",
+        b.candidate.label(),
+        total_exposed_s(a.result) < total_exposed_s(b.result) ? "less exposed communication"
+                                                              : "name");
+  std::string s = fmt::format("{:.3f} s faster than #2 ({})", gain, b.candidate.label());
   std::string parts;
   for (const auto& [d, what] : diffs) {
     if (d <= 1e-4 * b.result.step_time_s) continue;

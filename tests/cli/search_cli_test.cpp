@@ -146,3 +146,27 @@ TEST_CASE("search: bad input") {
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("search needs an architecture") != std::string::npos);
 }
+
+TEST_CASE("search mpi: two MPI ranks print exactly what one process prints") {
+  const std::string args = "search --topology " + topology_path("pcie-8gpu.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --gbs 32";
+  const auto single = run_cli(args);
+  REQUIRE(single.exit_code == 0);
+  const auto json_single = run_cli(args + " --json");
+  // run_cli prefixes the CLI path; mpirun goes in front of it.
+  const std::string mpirun = "mpirun --allow-run-as-root --oversubscribe -np 2 ";
+  auto shell = [&](const std::string& cmd) {
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    CHECK(::pclose(p) == 0);
+    return out;
+  };
+  CHECK(shell(mpirun + meshsim::test::cli_path() + " " + args + " 2>/dev/null") == single.out);
+  CHECK(shell(mpirun + meshsim::test::cli_path() + " " + args + " --json 2>/dev/null") ==
+        json_single.out);
+}

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "job_args.hpp"
 #include "report/launch_config.hpp"
+#include "search/distributed.hpp"
 #include "search/search.hpp"
 #include "topology/path_class.hpp"
 
@@ -245,7 +246,12 @@ int run_search_command(const SearchArgs& a) {
 
   const auto topo = a.cluster.load();
   const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  // Under mpirun the candidates are split across ranks; rank 0 merges and prints.
+  struct World {
+    MpiWorld w = mpi_start();
+    ~World() { mpi_finish(w); }
+  } world;
+  const bool tty = ::isatty(STDERR_FILENO) != 0 && world.w.rank == 0;
   const auto t0 = std::chrono::steady_clock::now();
   if (tty)
     opt.progress = [t0](std::size_t done, std::size_t total) {
@@ -258,7 +264,12 @@ int run_search_command(const SearchArgs& a) {
                                rate > 0 ? static_cast<double>(total - done) / rate : 0.0)
                 << (done == total ? "\n" : "") << std::flush;
     };
-  const auto r = run_search(topo, model, job, space, opt);
+  SearchResult r;
+  r.enumeration =
+      enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, opt.memory);
+  r.results = evaluate_distributed(world.w, topo, model, job, r.enumeration.kept, opt);
+  if (world.w.rank != 0) return 0;
+  rank_results(r.results);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string heuristic_why;
   const auto heuristic =
@@ -320,9 +331,10 @@ int run_search_command(const SearchArgs& a) {
                            r.results.size());
   // Wall time goes to stderr: stdout stays byte-identical from run to run.
   std::cerr << fmt::format(
-      "# {} simulations in {:.1f} s ({:.1f}/s, {} threads)\n", r.results.size(), wall,
-      wall > 0 ? static_cast<double>(r.results.size()) / wall : 0.0,
-      opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()));
+      "# {} simulations in {:.1f} s ({:.1f}/s, {} threads × {} processes)\n", r.results.size(),
+      wall, wall > 0 ? static_cast<double>(r.results.size()) / wall : 0.0,
+      opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()),
+      world.w.size);
   if (r.results.empty()) {
     std::cout << "no candidate fits this cluster; try --allow-tp-across-nodes, more nodes or a "
                  "smaller batch\n";

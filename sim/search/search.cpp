@@ -1,5 +1,7 @@
 #include "search/search.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -38,6 +40,12 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
         e.result = simulate_training(topo, model, s, &context);
         e.result.trace = {};
         e.result.replay = {};
+        // The enumeration checked memory with an even layer split; the simulated layout's own
+        // stages are what must fit.
+        if (e.result.memory.total() > topo.gpu.hbm_bytes.as_double())
+          e.error =
+              fmt::format("does not fit memory with its stage split ({:.1f} GB of {:.1f})",
+                          e.result.memory.total() / 1e9, topo.gpu.hbm_bytes.as_double() / 1e9);
       } catch (const Error& err) {
         e.error = err.what();
       }

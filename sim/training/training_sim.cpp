@@ -136,7 +136,31 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     comm = std::make_unique<FullComm>(topo, sim, net, *context);
   else
     comm = std::make_unique<FoldedComm>(topo, placement, *context);
+  MemoryOptions mo = setup.memory;
+  mo.flash_attention = job.flash_attention;
+  auto memory_of = [&](const std::vector<std::int64_t>& chunks) {
+    TrainingMemoryJob mj{job.seq, job.global_batch, job.micro_batch, job.dtype, chunks};
+    return training_memory_per_stage(model, mj, cfg, mo);
+  };
   r.trace = build_trace(model, job, cfg, placement, cm, *comm, setup.strategy, ranks);
+  r.memory_per_stage = memory_of(r.trace.chunk_layers);
+  // Stages balanced by time can overload the first stage's memory (it keeps the most
+  // micro-batches in flight); when they do and an even split fits, the even split is used.
+  const double capacity = topo.gpu.hbm_bytes.as_double();
+  if (setup.strategy.chunk_layers.empty() && r.trace.chunk_layers.size() > 1 &&
+      worst_stage(r.memory_per_stage).total() > capacity) {
+    const auto even =
+        split_layers(model.layers, static_cast<std::int64_t>(r.trace.chunk_layers.size()));
+    auto even_memory = memory_of(even);
+    if (worst_stage(even_memory).total() <= capacity && even != r.trace.chunk_layers) {
+      StrategyOptions so = setup.strategy;
+      so.chunk_layers = even;
+      r.trace = build_trace(model, job, cfg, placement, cm, *comm, so, ranks);
+      r.memory_per_stage = std::move(even_memory);
+      r.notes.push_back("stages balanced by time did not fit memory; layers split evenly");
+    }
+  }
+  r.memory = worst_stage(r.memory_per_stage);
   r.chunk_layers = r.trace.chunk_layers;
   r.microbatches = r.trace.microbatches;
   r.simulated_ranks = ranks.size();
@@ -178,12 +202,6 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
       r.model_flops_per_step / r.step_time_s / static_cast<double>(gpus) / 1e12;
   r.mfu = r.model_tflops_per_gpu * 1e12 / cm.peak_flops(job.dtype);
   r.hfu = base_flops > 0 ? r.mfu * all_flops / base_flops : r.mfu;
-
-  TrainingMemoryJob mj{job.seq, job.global_batch, job.micro_batch, job.dtype, r.chunk_layers};
-  MemoryOptions mo = setup.memory;
-  mo.flash_attention = job.flash_attention;
-  r.memory_per_stage = training_memory_per_stage(model, mj, cfg, mo);
-  r.memory = worst_stage(r.memory_per_stage);
 
   const auto params = count_params(model).total;
   const auto& rec = mo.recipe;

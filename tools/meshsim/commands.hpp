@@ -12,6 +12,10 @@ namespace meshsim::cli {
 
 using Runner = std::function<int()>;
 
+// The command line as typed (for reports: "the exact command that produced it").
+void set_command_line(int argc, char** argv);
+const std::string& command_line();
+
 // The flags every cluster command shares: --topology, --nodes and --json.
 struct ClusterArgs {
   std::string topology;

@@ -1,5 +1,9 @@
 #include "job_args.hpp"
 
+#include <filesystem>
+#include <fstream>
+
+#include "commands.hpp"
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
 
@@ -21,6 +25,30 @@ Json memory_json(const MemoryBreakdown& b) {
           {"optimizer", b.optimizer}, {"activations", b.activations},
           {"temporary", b.temporary}, {"communication", b.communication},
           {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
+}
+
+ReportCandidate report_candidate(const std::string& label, const TrainingResult& r) {
+  ReportCandidate c;
+  c.label = label;
+  c.step_s = r.step_time_s;
+  c.compute_s = r.compute_s;
+  c.bubble_s = r.bubble_s;
+  c.mfu = r.mfu;
+  c.exposed_s = r.exposed_comm_s;
+  c.memory = r.memory;
+  return c;
+}
+
+void write_report(const std::string& path, HtmlReport report, const Topology& topo,
+                  const std::string& cluster_file) {
+  report.command = command_line();
+  report.cluster = std::filesystem::path(cluster_file).stem().string();
+  report.gpu = topo.gpu.model;
+  report.gpu_bytes = topo.gpu.hbm_bytes.as_double();
+  report.topology = summarize(topo, topo.gpus().size() <= 4096);
+  std::ofstream out(path);
+  if (!out) throw Error(path, "", "cannot write the report");
+  out << render_html(report);
 }
 
 void JobArgs::add_to(CLI::App* cmd) {

@@ -9,6 +9,9 @@
 #include "memory/memory_model.hpp"
 #include "model/workload.hpp"
 #include "parallel/parallel_config.hpp"
+#include "report/html_report.hpp"
+#include "topology/topology.hpp"
+#include "training/training_sim.hpp"
 
 namespace meshsim::cli {
 
@@ -16,6 +19,12 @@ bool on_off(const std::string& value, const std::string& flag);
 DType dtype_flag(const std::string& value, const std::string& flag);
 // DESIGN.md's per-category memory keys, in bytes.
 Json memory_json(const MemoryBreakdown& b);
+
+// One row of a report's charts from a simulated step.
+ReportCandidate report_candidate(const std::string& label, const TrainingResult& r);
+// Writes `report` (title and rows already set) for `topo` to `path`, with the command line.
+void write_report(const std::string& path, HtmlReport report, const Topology& topo,
+                  const std::string& cluster_file);
 
 struct JobArgs {
   std::string workload, mesh;

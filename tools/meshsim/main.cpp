@@ -7,7 +7,27 @@
 #include "commands.hpp"
 #include "core/error.hpp"
 
+namespace meshsim::cli {
+namespace {
+std::string& stored_command_line() {
+  static std::string line;
+  return line;
+}
+}  // namespace
+void set_command_line(int argc, char** argv) {
+  auto& line = stored_command_line();
+  for (int i = 0; i < argc; ++i) {
+    if (i) line += ' ';
+    line += i == 0 ? std::string("meshsim") : std::string(argv[i]);
+  }
+}
+const std::string& command_line() {
+  return stored_command_line();
+}
+}  // namespace meshsim::cli
+
 int main(int argc, char** argv) {
+  meshsim::cli::set_command_line(argc, argv);
   CLI::App app{"meshsim: discrete-event cluster simulator for parallel LLM training and serving"};
   app.require_subcommand(1);
   std::map<const CLI::App*, meshsim::cli::Runner> runners;

@@ -24,7 +24,7 @@ namespace {
 
 struct SearchArgs {
   ClusterArgs cluster;
-  std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep,
+  std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep, report,
                                scaling = "strong";
   std::int64_t seq = 0, gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
@@ -305,6 +305,27 @@ int run_search_command(const SearchArgs& a) {
                        x.bubble_s, x.memory.total(), e.error);
     }
   }
+  if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty()) {
+    // The winner again, with its trace, for the timeline.
+    const auto& best = r.results.front();
+    TrainingSetup s;
+    s.job = {job.seq, job.global_batch, best.candidate.micro_batch, job.dtype, job.flash_attention};
+    s.config = best.candidate.config;
+    s.memory = opt.memory;
+    const auto winner = simulate_training(topo, model, s);
+    HtmlReport rep;
+    rep.title = fmt::format("meshsim search: {} on {} GPUs, seq {}, global batch {}", model.name,
+                            gpus, job.seq, job.global_batch);
+    const std::size_t k =
+        std::min<std::size_t>(static_cast<std::size_t>(std::max(a.top, 1)), r.results.size());
+    for (std::size_t i = 0; i < k; ++i)
+      if (r.results[i].error.empty())
+        rep.ranked.push_back(report_candidate(r.results[i].candidate.label(), r.results[i].result));
+    rep.trace = &winner.trace;
+    rep.replay = &winner.replay;
+    rep.notes = winner.notes;
+    write_report(a.report, std::move(rep), topo, a.cluster.topology);
+  }
   const auto& en = r.enumeration;
   if (a.cluster.json) {
     Json j;
@@ -429,6 +450,7 @@ Runner add_search_command(CLI::App& app) {
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");
   cmd->add_option("--top", a->top, "Candidates to print (default 10)");
   cmd->add_option("--csv", a->csv, "Write every evaluated candidate as CSV");
+  cmd->add_option("--report", a->report, "Write an HTML report with plots");
   cmd->add_option("--threads", a->threads, "Worker threads (default: all)");
   cmd->add_option("--emit", a->emit,
                   "Print the winner as megatron, torchtitan, accelerate or torchrun");

@@ -21,8 +21,8 @@ namespace {
 struct TrainArgs {
   ClusterArgs cluster;
   JobArgs job;
-  std::string stage_layers, trace, rank_order = "tp-cp-dp-pp", cp_comm = "ring", straggler,
-                                   calibration;
+  std::string stage_layers, trace, report, rank_order = "tp-cp-dp-pp", cp_comm = "ring", straggler,
+                                           calibration;
   bool full = false;
   double bucket_mb = 25, expert_imbalance = 0, input_stall_s = 0, storage_GBps = 0, mtbf_hours = 0,
          restart_s = -1, checkpoint_interval_s = 0;
@@ -109,6 +109,15 @@ int run_train(const TrainArgs& a) {
   if (!a.calibration.empty()) setup.profile = load_calibration_profile(a.calibration);
 
   const auto r = simulate_training(topo, model, setup);
+  if (!a.report.empty()) {
+    HtmlReport rep;
+    rep.title = "meshsim train: " + model.name + " on " + to_string(setup.config.mesh);
+    rep.ranked.push_back(report_candidate(to_string(setup.config.mesh), r));
+    rep.trace = &r.trace;
+    rep.replay = &r.replay;
+    rep.notes = r.notes;
+    write_report(a.report, std::move(rep), topo, a.cluster.topology);
+  }
   if (!a.trace.empty()) {
     std::ofstream out(a.trace);
     if (!out) throw Error(a.trace, "", "cannot write the trace file");
@@ -227,6 +236,7 @@ Runner add_train_command(CLI::App& app) {
                   "Layers per pipeline stage (pp × virtual entries), e.g. 7,8,8,7");
   cmd->add_flag("--full", a->full, "Simulate every rank (default: one per stage, folded)");
   cmd->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace (JSON)");
+  cmd->add_option("--report", a->report, "Write an HTML report with plots");
   cmd->add_option("--rank-order", a->rank_order, "Innermost first (default tp-cp-dp-pp)");
   cmd->add_option("--cp-comm", a->cp_comm, "Context parallel K/V: ring or allgather");
   cmd->add_option("--bucket-mb", a->bucket_mb, "Gradient bucket in MiB (default 25)");

@@ -32,4 +32,14 @@ std::optional<VertexId> Topology::find(const std::string& vertex_name) const {
   return std::nullopt;
 }
 
+void Topology::scale_links_at(VertexId v, double factor) {
+  // Directed graph: each link's reverse edge is its partner id (2p, 2p + 1).
+  std::vector<std::uint32_t> ids;
+  for (auto [it, end] = boost::out_edges(v, *g_); it != end; ++it) ids.push_back((*g_)[*it].id);
+  for (auto id : ids) {
+    (*g_)[edges_[id]].bandwidth_Bps *= factor;
+    (*g_)[edges_[id ^ 1u]].bandwidth_Bps *= factor;
+  }
+}
+
 }  // namespace meshsim

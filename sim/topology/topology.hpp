@@ -62,6 +62,10 @@ class Topology {
   std::int32_t gpus_per_node() const;
   // Finds a vertex by its unique name; used by tests and error messages.
   std::optional<VertexId> find(const std::string& name) const;
+  // Multiplies the bandwidth of every link at `v` (both directions) by `factor`: a degraded
+  // cable, NIC or switch port for what-if studies. Routes stay as they were (ECMP does not react
+  // to bandwidth either).
+  void scale_links_at(VertexId v, double factor);
 
   // Set by the parametric loader: node k's vertices and directed edges are node 0's shifted by
   // k × vertices_per_node and k × edges_per_node (nodes are stamped out in order, before the

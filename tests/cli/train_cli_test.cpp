@@ -102,6 +102,27 @@ TEST_CASE("train: flags for schedules, stage layers, heterogeneity") {
   CHECK(json::parse(r.out)["comm_bytes_per_gpu"]["cp"].get<double>() > 0);
 }
 
+TEST_CASE("train: a degraded NIC slows the data-parallel reduction, folded and full alike") {
+  const std::string base = "train --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 4 --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --mesh tp=8,dp=4 --seq 4096 --gbs 32 --json";
+  auto step = [&](const std::string& extra) {
+    const auto r = run_cli(base + extra);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out)["step_time_s"].get<double>();
+  };
+  const double healthy = step("");
+  const double slow = step(" --degrade-link n1/nic0:0.1");
+  CHECK(slow > healthy);
+  CHECK(step(" --degrade-link n1/nic0:0.1 --full") == doctest::Approx(slow).epsilon(0.01));
+  const auto r = run_cli(base + " --degrade-link n1/nicX:0.5");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "error: --degrade-link: no vertex named 'n1/nicX' in the cluster\n");
+  CHECK(run_cli(base + " --degrade-link n1/nic0:2").err ==
+        "error: --degrade-link: 'n1/nic0:2': expected VERTEX:FACTOR with 0 < FACTOR <= 1\n");
+}
+
 TEST_CASE("train: invalid meshes and flags give one error line and exit 2") {
   const std::string base = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
                            source_path("workloads/models/llama3.1-8b.json") + " ";

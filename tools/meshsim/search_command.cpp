@@ -70,7 +70,8 @@ std::string row(std::size_t rank, const EvaluatedCandidate& e) {
 }
 
 // Why #1 beats #2: the components of the step that differ most.
-std::string why_winner(const EvaluatedCandidate& a, const EvaluatedCandidate& b) {
+std::string why_winner(const EvaluatedCandidate& a, const EvaluatedCandidate& b,
+                       std::size_t rank_b) {
   std::vector<std::pair<double, std::string>> diffs;
   diffs.push_back({b.result.compute_s - a.result.compute_s, "compute"});
   diffs.push_back({b.result.bubble_s - a.result.bubble_s, "pipeline bubble"});
@@ -80,14 +81,7 @@ std::string why_winner(const EvaluatedCandidate& a, const EvaluatedCandidate& b)
     return x.first != y.first ? x.first > y.first : x.second < y.second;
   });
   const double gain = b.result.step_time_s - a.result.step_time_s;
-  if (gain <= 1e-9 * b.result.step_time_s)
-    return fmt::format(
-        "ties with #2 ({}) on step time (the same per-rank work in another shape); ranked first "
-        "by {}",
-        b.candidate.label(),
-        total_exposed_s(a.result) < total_exposed_s(b.result) ? "less exposed communication"
-                                                              : "name");
-  std::string s = fmt::format("{:.3f} s faster than #2 ({})", gain, b.candidate.label());
+  std::string s = fmt::format("{:.3f} s faster than #{} ({})", gain, rank_b, b.candidate.label());
   std::string parts;
   for (const auto& [d, what] : diffs) {
     if (d <= 1e-4 * b.result.step_time_s) continue;
@@ -370,8 +364,23 @@ int run_search_command(const SearchArgs& a) {
   for (std::size_t i = 0; i < top; ++i)
     if (r.results[i].error.empty()) std::cout << row(i + 1, r.results[i]) << "\n";
   const auto& best = r.results.front();
-  if (r.results.size() > 1 && r.results[1].error.empty())
-    std::cout << "why #1 wins: " << why_winner(best, r.results[1]) << "\n";
+  // Explain against the first candidate that is really slower (ties are the same per-rank work
+  // in another shape, e.g. CP traded for micro-batch size).
+  std::size_t ties = 0, other = 0;
+  for (std::size_t i = 1; i < r.results.size() && r.results[i].error.empty(); ++i) {
+    if (r.results[i].result.step_time_s > best.result.step_time_s * (1 + 1e-9)) {
+      other = i;
+      break;
+    }
+    ++ties;
+  }
+  if (ties > 0)
+    std::cout << fmt::format(
+        "#1 ties with the next {} on step time (the same per-rank work in "
+        "another shape)\n",
+        ties);
+  if (other > 0)
+    std::cout << "why #1 wins: " << why_winner(best, r.results[other], other + 1) << "\n";
   // Best per TP degree: where TP stops paying for its per-layer collectives.
   std::map<std::int64_t, const EvaluatedCandidate*> per_tp;
   for (const auto& e : r.results)

@@ -21,8 +21,8 @@ namespace {
 struct TrainArgs {
   ClusterArgs cluster;
   JobArgs job;
-  std::string stage_layers, trace, report, rank_order = "tp-cp-dp-pp", cp_comm = "ring", straggler,
-                                           calibration;
+  std::string stage_layers, trace, report, degrade_link, rank_order = "tp-cp-dp-pp",
+                                                         cp_comm = "ring", straggler, calibration;
   bool full = false;
   double bucket_mb = 25, expert_imbalance = 0, input_stall_s = 0, storage_GBps = 0, mtbf_hours = 0,
          restart_s = -1, checkpoint_interval_s = 0;
@@ -61,7 +61,26 @@ std::string pct(double part, double whole) {
 }
 
 int run_train(const TrainArgs& a) {
-  const auto topo = a.cluster.load();
+  auto topo = a.cluster.load();
+  if (!a.degrade_link.empty()) {
+    // VERTEX:FACTOR, e.g. n3/nic2:0.5 for a NIC running at half speed.
+    const auto colon = a.degrade_link.rfind(':');
+    const auto name = a.degrade_link.substr(0, colon == std::string::npos ? 0 : colon);
+    double factor = 0;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("");
+      std::size_t used = 0;
+      const auto rest = a.degrade_link.substr(colon + 1);
+      factor = std::stod(rest, &used);
+      if (used != rest.size() || !(factor > 0) || factor > 1) throw std::invalid_argument("");
+    } catch (const std::logic_error&) {
+      throw Error("", "--degrade-link",
+                  "'" + a.degrade_link + "': expected VERTEX:FACTOR with 0 < FACTOR <= 1");
+    }
+    const auto v = topo.find(name);
+    if (!v) throw Error("", "--degrade-link", "no vertex named '" + name + "' in the cluster");
+    topo.scale_links_at(*v, factor);
+  }
   const auto job = a.job.resolve();
   const auto& model = job.workload.model;
   TrainingSetup setup;
@@ -243,6 +262,9 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--expert-imbalance", a->expert_imbalance,
                   "Extra tokens on the busiest EP rank (0.2 = 20 % above the mean)");
   cmd->add_option("--straggler", a->straggler, "RANK:FACTOR, a GPU computing FACTOR× slower");
+  cmd->add_option(
+      "--degrade-link", a->degrade_link,
+      "VERTEX:FACTOR, every link at a vertex (e.g. n3/nic2) at FACTOR of its bandwidth");
   cmd->add_option("--input-stall", a->input_stall_s, "Data-loader stall per step (s)");
   cmd->add_option("--storage-bw", a->storage_GBps,
                   "Checkpoint write bandwidth, GB/s aggregate (default 2 per node)");

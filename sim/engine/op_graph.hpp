@@ -57,6 +57,9 @@ class OpGraph {
   OpId add_async_op(StreamId stream, std::string name, AsyncStart start,
                     std::vector<OpId> deps = {});
 
+  // Room for `ops` ops: builders of large graphs call it to avoid regrowing the op vector.
+  void reserve(std::size_t ops) { ops_.reserve(ops); }
+
   const Op& op(OpId id) const { return ops_[id.value]; }
   const Stream& stream(StreamId id) const { return streams_[id.value]; }
   std::size_t op_count() const { return ops_.size(); }

@@ -557,6 +557,19 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
                                                 chunk_layers_[static_cast<std::size_t>(c - 1)];
   microbatches_ = microbatches_per_step(job_, mesh_);
 
+  // About 20 ops per layer and pass (compute segments and their collectives); forward and
+  // backward, plus a recomputed forward or a weight-gradient pass.
+  {
+    std::size_t per_rank = 0;
+    for (auto c : chunk_layers_) per_rank += static_cast<std::size_t>(c);
+    const std::size_t passes = cfg_.recompute == Recompute::full || zb_ ? 3 : 2;
+    per_rank = per_rank / static_cast<std::size_t>(mesh_.pp) *
+               static_cast<std::size_t>(microbatches_) * passes * 20;
+    const std::size_t estimate =
+        std::min<std::size_t>(per_rank * ranks.size() + 1024, std::size_t{1} << 26);
+    trace_.graph.reserve(estimate);
+    trace_.info.reserve(estimate);
+  }
   std::vector<RankState> states;
   for (auto r : ranks) {
     RankState rs;

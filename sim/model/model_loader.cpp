@@ -187,24 +187,11 @@ ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
     type_ref.fail("unsupported model_type '" + type +
                   "' (supported: gpt2, llama, mistral, qwen2, mixtral, qwen2_moe, deepseek_v2, " +
                   "deepseek_v3; or the plain GPT form)");
-  if (type.starts_with("deepseek")) {
-    // DeepSeek's num_key_value_heads equals the head count and head_dim is absent: MLA sets both.
-    m.hidden = dim(r.get("hidden_size"));
-    m.layers = dim(r.get("num_hidden_layers"));
-    m.heads = dim(r.get("num_attention_heads"));
-    m.vocab = dim(r.get("vocab_size"));
-    m.ffn = dim(r.get("intermediate_size"));
-    if (auto p = r.maybe("max_position_embeddings")) m.max_positions = dim(*p);
-    m.activation = gated_activation(r.get("hidden_act"));
-    m.norm = Norm::rmsnorm;
-    m.positions = Positions::rope;
-    if (auto t = r.maybe("tie_word_embeddings")) m.tied_embeddings = t->boolean();
-    read_mla(r, m);
-    // The multi-token-prediction module (num_nextn_predict_layers) is a training add-on that
-    // meshsim does not simulate; its parameters (14 B in DeepSeek-V3) are not counted.
-  } else {
-    m = read_llama_family(r, std::move(m));
-  }
+  m = read_llama_family(r, std::move(m));
+  // DeepSeek's multi-head latent attention sets its own head dimension and KV heads. Its
+  // multi-token-prediction module (num_nextn_predict_layers) is a training add-on that meshsim
+  // does not simulate; its parameters (14 B in DeepSeek-V3) are not counted.
+  if (type.starts_with("deepseek")) read_mla(r, m);
   if (kMoe.contains(type)) read_moe(r, m, type);
   return m;
 }

@@ -27,6 +27,33 @@ Json memory_json(const MemoryBreakdown& b) {
           {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
 }
 
+Json map_json(const std::map<std::string, double>& m) {
+  Json j = Json::object();
+  for (const auto& [k, v] : m) j[k] = v;
+  return j;
+}
+
+Json training_json(const TrainingResult& r) {
+  const auto map = map_json;
+  Json j;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+  j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["compute_s"] = r.compute_s;
+  j["bubble_s"] = r.bubble_s;
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["exposed_comm_s"] = map(r.exposed_comm_s);
+  j["exposed_comm_by_op_s"] = map(r.exposed_comm_by_op_s);
+  j["comm_bytes_per_gpu"] = map(r.comm_bytes_per_gpu);
+  j["memory"] = memory_json(r.memory);
+  j["memory"]["total"] = r.memory.total();
+  j["memory"]["stage"] = r.memory.stage;
+  return j;
+}
+
 ReportCandidate report_candidate(const std::string& label, const TrainingResult& r) {
   ReportCandidate c;
   c.label = label;

@@ -20,6 +20,11 @@ DType dtype_flag(const std::string& value, const std::string& flag);
 // DESIGN.md's per-category memory keys, in bytes.
 Json memory_json(const MemoryBreakdown& b);
 
+// {key: value} of a map, in key order.
+Json map_json(const std::map<std::string, double>& m);
+// The metrics of a simulated step under DESIGN.md's `train` keys (shared by train and search).
+Json training_json(const TrainingResult& r);
+
 // One row of a report's charts from a simulated step.
 ReportCandidate report_candidate(const std::string& label, const TrainingResult& r);
 // Writes `report` (title and rows already set) for `topo` to `path`, with the command line.

@@ -98,11 +98,6 @@ std::string why_winner(const EvaluatedCandidate& a, const EvaluatedCandidate& b,
 Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
   const auto& r = e.result;
   const auto& c = e.candidate;
-  auto map = [](const std::map<std::string, double>& m) {
-    Json j = Json::object();
-    for (const auto& [k, v] : m) j[k] = v;
-    return j;
-  };
   Json j = {{"rank", rank},
             {"label", c.label()},
             {"mesh",
@@ -119,19 +114,7 @@ Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
     j["error"] = e.error;
     return j;
   }
-  j["step_time_s"] = r.step_time_s;
-  j["tokens_per_s"] = r.tokens_per_s;
-  j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
-  j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
-  j["mfu"] = r.mfu;
-  j["hfu"] = r.hfu;
-  j["compute_s"] = r.compute_s;
-  j["bubble_fraction"] = r.bubble_fraction;
-  j["exposed_comm_s"] = map(r.exposed_comm_s);
-  j["exposed_comm_by_op_s"] = map(r.exposed_comm_by_op_s);
-  j["comm_bytes_per_gpu"] = map(r.comm_bytes_per_gpu);
-  j["memory"] = memory_json(r.memory);
-  j["memory"]["total"] = r.memory.total();
+  j.update(training_json(r));
   return j;
 }
 

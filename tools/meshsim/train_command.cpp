@@ -50,12 +50,6 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
   return out;
 }
 
-Json map_json(const std::map<std::string, double>& m) {
-  Json j = Json::object();
-  for (const auto& [k, v] : m) j[k] = v;
-  return j;
-}
-
 std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
 }
@@ -144,22 +138,7 @@ int run_train(const TrainArgs& a) {
   }
   const auto& mesh = setup.config.mesh;
   if (a.cluster.json) {
-    Json j;
-    j["step_time_s"] = r.step_time_s;
-    j["tokens_per_s"] = r.tokens_per_s;
-    j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
-    j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
-    j["mfu"] = r.mfu;
-    j["hfu"] = r.hfu;
-    j["compute_s"] = r.compute_s;
-    j["bubble_s"] = r.bubble_s;
-    j["bubble_fraction"] = r.bubble_fraction;
-    j["exposed_comm_s"] = map_json(r.exposed_comm_s);
-    j["exposed_comm_by_op_s"] = map_json(r.exposed_comm_by_op_s);
-    j["comm_bytes_per_gpu"] = map_json(r.comm_bytes_per_gpu);
-    j["memory"] = memory_json(r.memory);
-    j["memory"]["total"] = r.memory.total();
-    j["memory"]["stage"] = r.memory.stage;
+    Json j = training_json(r);
     j["memory"]["gpu_bytes"] = topo.gpu.hbm_bytes.as_double();
     j["memory"]["fits"] = r.memory.total() <= topo.gpu.hbm_bytes.as_double();
     j["mesh"] = {

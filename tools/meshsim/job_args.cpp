@@ -27,6 +27,28 @@ Json memory_json(const MemoryBreakdown& b) {
           {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
 }
 
+std::vector<std::int64_t> parse_count_list(const std::string& text, const std::string& flag,
+                                           const std::string& what, std::int64_t max) {
+  std::vector<std::int64_t> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto comma = text.find(',', pos);
+    const auto item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 1 || v > max) throw std::invalid_argument("");
+      out.push_back(v);
+    } catch (const std::logic_error&) {
+      throw Error("", flag, "'" + text + "': expected " + what);
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
 Json map_json(const std::map<std::string, double>& m) {
   Json j = Json::object();
   for (const auto& [k, v] : m) j[k] = v;

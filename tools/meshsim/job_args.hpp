@@ -20,6 +20,11 @@ DType dtype_flag(const std::string& value, const std::string& flag);
 // DESIGN.md's per-category memory keys, in bytes.
 Json memory_json(const MemoryBreakdown& b);
 
+// "7,8,8,7" → {7, 8, 8, 7}: positive integers up to `max`; otherwise Error("", flag,
+// "'TEXT': expected WHAT").
+std::vector<std::int64_t> parse_count_list(const std::string& text, const std::string& flag,
+                                           const std::string& what, std::int64_t max);
+
 // {key: value} of a map, in key order.
 Json map_json(const std::map<std::string, double>& m);
 // The metrics of a simulated step under DESIGN.md's `train` keys (shared by train and search).

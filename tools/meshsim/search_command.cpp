@@ -121,22 +121,8 @@ Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
 // "8,16,32" → node counts.
 std::vector<std::int32_t> parse_nodes(const std::string& text) {
   std::vector<std::int32_t> out;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const auto comma = text.find(',', pos);
-    const auto item =
-        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    try {
-      std::size_t used = 0;
-      const long v = std::stol(item, &used);
-      if (used != item.size() || v < 1 || v > 100000) throw std::invalid_argument("");
-      out.push_back(static_cast<std::int32_t>(v));
-    } catch (const std::logic_error&) {
-      throw Error("", "--sweep-nodes", "'" + text + "': expected node counts like 8,16,32");
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
+  for (auto v : parse_count_list(text, "--sweep-nodes", "node counts like 8,16,32", 100000))
+    out.push_back(static_cast<std::int32_t>(v));
   return out;
 }
 

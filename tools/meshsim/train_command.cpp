@@ -29,25 +29,8 @@ struct TrainArgs {
 };
 
 std::vector<std::int64_t> parse_layers(const std::string& text) {
-  std::vector<std::int64_t> out;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const auto comma = text.find(',', pos);
-    const auto item =
-        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    try {
-      std::size_t used = 0;
-      const long v = std::stol(item, &used);
-      if (used != item.size() || v < 1) throw std::invalid_argument("");
-      out.push_back(v);
-    } catch (const std::logic_error&) {
-      throw Error("", "--stage-layers",
-                  "'" + text + "': expected positive layer counts like 7,8,8,7");
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
+  return parse_count_list(text, "--stage-layers", "positive layer counts like 7,8,8,7",
+                          std::int64_t{1} << 24);
 }
 
 std::string pct(double part, double whole) {

@@ -113,11 +113,10 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
                              : split_layers(model.layers, chunks);
 
   const Sharding sh{mesh.tp, config.sp, mesh.cp, mesh.ep};
-  LayerShape shape;
-  shape.micro_batch = job.micro_batch;
-  shape.seq = job.seq;
-  shape.dtype = job.dtype;
-  shape.flash_attention = options.flash_attention;
+  const LayerShape shape{.micro_batch = job.micro_batch,
+                         .seq = job.seq,
+                         .dtype = job.dtype,
+                         .flash_attention = options.flash_attention};
 
   // Dense layers are all alike, and so are MoE layers: two catalogue calls cover a model.
   struct LayerSummary {

@@ -171,11 +171,10 @@ class Builder {
 
 void Builder::compute_costs() {
   const Sharding sh{mesh_.tp, cfg_.sp, mesh_.cp, mesh_.ep};
-  LayerShape shape;
-  shape.micro_batch = job_.micro_batch;
-  shape.seq = job_.seq;
-  shape.dtype = job_.dtype;
-  shape.flash_attention = job_.flash_attention;
+  const LayerShape shape{.micro_batch = job_.micro_batch,
+                         .seq = job_.seq,
+                         .dtype = job_.dtype,
+                         .flash_attention = job_.flash_attention};
   const double slowdown = 1.0 + opt_.expert_imbalance;
   const bool shared = m_.moe && m_.moe->shared_experts > 0;
   if (!m_.moe || m_.moe->first_dense_layers > 0)

@@ -27,7 +27,7 @@ std::string report_group(GroupKind g) {
 }  // namespace
 
 RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::int32_t rank,
-                           Time step_end) {
+                           const std::vector<std::uint32_t>& ops, Time step_end) {
   RankBreakdown b;
   b.rank = rank;
   // Boundaries of every op of this rank; +1 opens an interval, -1 closes it.
@@ -37,9 +37,8 @@ RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::
     std::int32_t op;
   };
   std::vector<Edge> edges;
-  for (std::size_t i = 0; i < trace.info.size(); ++i) {
+  for (const auto i : ops) {
     const auto& info = trace.info[i];
-    if (info.rank != rank) continue;
     const auto& t = replay.ops[i];
     if (t.end <= t.start) continue;
     edges.push_back({t.start, +1, static_cast<std::int32_t>(i)});
@@ -128,12 +127,13 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   }
 
   Simulator sim;
-  FlowNetwork net(topo, sim);
   std::optional<CommContext> own;
   if (!context) context = &own.emplace(topo);
+  // Only the full replay runs flows during the step; folded prices come from the context.
+  std::optional<FlowNetwork> net;
   std::unique_ptr<CommModel> comm;
   if (setup.full)
-    comm = std::make_unique<FullComm>(topo, sim, net, *context);
+    comm = std::make_unique<FullComm>(topo, sim, net.emplace(topo, sim), *context);
   else
     comm = std::make_unique<FoldedComm>(topo, placement, *context);
   MemoryOptions mo = setup.memory;
@@ -175,8 +175,11 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     all_flops += info.model_flops;
     if (!info.recompute) base_flops += info.model_flops;
   }
+  // Each rank's ops, gathered in one pass (a full replay has millions of ops).
+  std::map<std::int32_t, std::vector<std::uint32_t>> ops_of;
+  for (std::uint32_t i = 0; i < r.trace.info.size(); ++i) ops_of[r.trace.info[i].rank].push_back(i);
   for (auto rank : ranks) {
-    auto b = breakdown_of(r.trace, r.replay, rank, step);
+    auto b = breakdown_of(r.trace, r.replay, rank, ops_of[rank], step);
     b.stage = placement.coord_of(rank).pp;
     r.ranks.push_back(std::move(b));
   }

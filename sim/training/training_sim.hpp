@@ -68,8 +68,8 @@ struct TrainingResult {
 TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
                                  const TrainingSetup& setup, CommContext* context = nullptr);
 
-// compute / exposed / bubble of one rank from the replay.
+// compute / exposed / bubble of one rank from the replay; `ops` are that rank's op indices.
 RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::int32_t rank,
-                           Time step_end);
+                           const std::vector<std::uint32_t>& ops, Time step_end);
 
 }  // namespace meshsim

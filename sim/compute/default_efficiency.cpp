@@ -1,5 +1,6 @@
 #include "compute/default_efficiency.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace meshsim {
@@ -63,9 +64,17 @@ double gemm_quantization(const GemmShape& shape, std::int64_t tile, std::int64_t
   const double t = static_cast<double>(tile), sms = static_cast<double>(sm_count);
   const double tiles = ceil_div(static_cast<double>(shape.m), t) *
                        ceil_div(static_cast<double>(shape.n), t) * static_cast<double>(shape.batch);
-  const double waves = ceil_div(tiles, sms);
+  // A skinny GEMM (M or N under one tile: decode-sized) with fewer output tiles than SMs: cuBLAS
+  // splits the K loop (split-K, stream-K on Hopper; Osama et al. 2023) so the idle SMs share
+  // the reduction, as long as each split keeps at least one tile-deep K slice. Square shapes do
+  // not get this: the Azure 1024³ point (hardware.md C2) runs at one wave's occupancy.
+  double splits = 1;
+  if (tiles < sms && std::min(shape.m, shape.n) < tile)
+    splits = std::max(
+        1.0, std::min(std::floor(sms / tiles), std::floor(static_cast<double>(shape.k) / t)));
+  const double waves = ceil_div(tiles * splits, sms);
   return static_cast<double>(shape.m) * static_cast<double>(shape.n) *
-         static_cast<double>(shape.batch) / (waves * sms * t * t);
+         static_cast<double>(shape.batch) * splits / (waves * sms * t * t);
 }
 
 double attention_quantization(const AttentionShape& shape, std::int64_t tile,

@@ -34,7 +34,8 @@ DefaultEfficiency default_efficiency(const GpuSpec& gpu);
 
 // Tile and wave quantization of a GEMM (reference/network-model.md): the useful fraction of the
 // work the SMs do when the output is cut into tile×tile blocks and the blocks run in waves of
-// `sm_count`: M·N·batch / (waves · sm_count · tile²).
+// `sm_count`: M·N·batch / (waves · sm_count · tile²). A skinny GEMM under one wave of tiles has
+// its K loop split over the idle SMs (split-K / stream-K): busy SMs × the split count.
 double gemm_quantization(const GemmShape& shape, std::int64_t tile, std::int64_t sm_count);
 
 // The same for attention: one thread block per (sequence, head, 128-query block).

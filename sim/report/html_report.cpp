@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "report/html_escape.hpp"
+
 namespace meshsim {
 namespace {
 
@@ -36,26 +38,7 @@ std::string color(const std::string& k) {
 }
 
 std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      default:
-        o += c;
-    }
-  }
-  return o;
+  return html_escape(s);
 }
 
 std::string legend(const std::vector<std::string>& keys, double y) {

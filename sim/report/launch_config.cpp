@@ -126,3 +126,47 @@ std::string launch_config(const std::string& format, const ModelSpec& model,
 }
 
 }  // namespace meshsim
+
+namespace meshsim {
+
+std::string serving_launch_config(const std::string& format, const ModelSpec& model,
+                                  const ReplicaShape& shape, std::int64_t replicas,
+                                  const SchedulerOptions& scheduler) {
+  const bool fp8 = shape.weight_dtype == DType::fp8, kv8 = shape.kv_dtype == DType::fp8;
+  std::string out;
+  if (format == "vllm") {
+    out += fmt::format("# {} replica(s) of tp={} pp={} ({} GPUs each); model: {}\n", replicas,
+                       shape.tp, shape.pp, shape.gpus(), model.name);
+    for (std::int64_t r = 0; r < replicas; ++r) {
+      std::string devices;
+      for (std::int64_t g = 0; g < shape.gpus(); ++g)
+        devices += fmt::format("{}{}", g ? "," : "", (r * shape.gpus() + g) % 8);
+      out += fmt::format(
+          "CUDA_VISIBLE_DEVICES={} vllm serve {} --port {} --tensor-parallel-size {} "
+          "--pipeline-parallel-size {} --max-num-seqs {} --max-num-batched-tokens {} "
+          "--enable-chunked-prefill --block-size {} --gpu-memory-utilization {}{}{}\n",
+          devices, model.name, 8000 + r, shape.tp, shape.pp, scheduler.max_seqs,
+          scheduler.max_batch_tokens, scheduler.block_size, scheduler.gpu_memory_utilization,
+          fp8 ? " --quantization fp8" : "", kv8 ? " --kv-cache-dtype fp8" : "");
+    }
+    if (shape.gpus() * replicas > 8)
+      out +=
+          "# replicas beyond the first node run on the other nodes: set CUDA_VISIBLE_DEVICES "
+          "per node as above\n";
+    return out;
+  }
+  if (format == "sglang") {
+    return fmt::format(
+        "# {} replica(s) of tp={} pp={}; model: {}\n"
+        "python -m sglang.launch_server --model-path {} --tp-size {} --pp-size {} --dp-size {} "
+        "--max-running-requests {} --chunked-prefill-size {} --page-size {} "
+        "--mem-fraction-static {}{}{}\n",
+        replicas, shape.tp, shape.pp, model.name, model.name, shape.tp, shape.pp, replicas,
+        scheduler.max_seqs, scheduler.max_batch_tokens, scheduler.block_size,
+        scheduler.gpu_memory_utilization, fp8 ? " --quantization fp8" : "",
+        kv8 ? " --kv-cache-dtype fp8_e4m3" : "");
+  }
+  throw Error("", "--emit", "'" + format + "': expected vllm or sglang");
+}
+
+}  // namespace meshsim

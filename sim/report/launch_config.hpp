@@ -7,6 +7,8 @@
 #include "compute/dtype.hpp"
 #include "model/model_spec.hpp"
 #include "parallel/parallel_config.hpp"
+#include "serving/scheduler.hpp"
+#include "serving/step_cost.hpp"
 
 namespace meshsim {
 
@@ -19,5 +21,12 @@ struct LaunchJob {
 // format: megatron, torchtitan, accelerate, torchrun. Throws Error("", "--emit", ...) otherwise.
 std::string launch_config(const std::string& format, const ModelSpec& model,
                           const ParallelConfig& config, const LaunchJob& job);
+
+// A serving layout as engine launch lines: one `vllm serve` per replica (pinned to its GPUs,
+// one port each, behind any HTTP load balancer), or one SGLang server with --dp-size replicas
+// (SGLang routes between them itself). format: vllm, sglang.
+std::string serving_launch_config(const std::string& format, const ModelSpec& model,
+                                  const ReplicaShape& shape, std::int64_t replicas,
+                                  const SchedulerOptions& scheduler);
 
 }  // namespace meshsim

@@ -45,6 +45,10 @@ TEST_CASE("tile and wave quantization") {
   // N = 192 fills 1.5 tiles: 8·2 = 16 tiles, one wave of 132; useful 1024·192 / (132·128²).
   CHECK(gemm_quantization({1024, 192, 64, 1}, 128, 132) ==
         doctest::Approx(1024.0 * 192 / (132.0 * 128 * 128)));
+  // Skinny decode GEMM: 1×4096 output is 32 tiles; K = 14336 is deep enough to split 4 ways
+  // (⌊132/32⌋), so 128 of 132 SMs work on 1/128 useful rows.
+  CHECK(gemm_quantization({1, 4096, 14336, 1}, 128, 132) ==
+        doctest::Approx(1.0 * 4096 * 4 / (132.0 * 128 * 128)));
   // A perfect fit: 132 tiles, one full wave.
   CHECK(gemm_quantization({128 * 132, 128, 64, 1}, 128, 132) == doctest::Approx(1.0));
   // Attention: b·heads·⌈s/128⌉ = 2·16·64 = 2048 blocks → 16 waves of 132.

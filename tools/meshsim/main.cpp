@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   add(meshsim::cli::add_memory_command);
   add(meshsim::cli::add_train_command);
   add(meshsim::cli::add_search_command);
+  add(meshsim::cli::add_serve_command);
 
   try {
     app.parse(argc, argv);

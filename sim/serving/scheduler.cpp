@@ -1,0 +1,147 @@
+#include "serving/scheduler.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace meshsim {
+
+ReplicaScheduler::ReplicaScheduler(SchedulerOptions options, std::int64_t blocks)
+    : opt_(options), pool_(blocks, options.block_size) {
+  watermark_blocks_ =
+      static_cast<std::int64_t>(std::floor(options.watermark * static_cast<double>(blocks)));
+}
+
+void ReplicaScheduler::preempt(std::vector<RequestState>& reqs, std::size_t running_index) {
+  const auto id = running_[running_index];
+  auto& r = reqs[static_cast<std::size_t>(id)];
+  // Recompute: drop the cache; the prompt and every token generated so far become one prefill
+  // when the request is scheduled again, at the head of the queue (vLLM).
+  pool_.release(r.blocks);
+  r.blocks = 0;
+  r.computed = 0;
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
+  waiting_.push_front(id);
+}
+
+Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
+  Batch b;
+  std::int64_t budget = opt_.max_batch_tokens;
+  const auto add = [&](std::int32_t id, std::int64_t n) {
+    auto& r = reqs[static_cast<std::size_t>(id)];
+    BatchEntry e{.request = id, .tokens = n, .context = r.computed, .decode = r.decoding()};
+    if (e.decode) {
+      ++b.shape.decodes;
+      b.shape.decode_context += r.computed + 1;
+    } else {
+      b.shape.prefill.push_back(PrefillChunk{.tokens = n, .context = r.computed});
+    }
+    // The sequence samples a token when this iteration computes all its known tokens.
+    if (r.computed + n == r.known()) ++b.shape.sampled;
+    r.in_flight = true;
+    b.entries.push_back(e);
+    budget -= n;
+  };
+  // 1. Running sequences, in admission order.
+  for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+    const auto id = running_[i];
+    auto& r = reqs[static_cast<std::size_t>(id)];
+    if (r.in_flight) {
+      ++i;
+      continue;
+    }
+    // Whatever fits in the blocks it holds and the free ones: a prefill shrinks its chunk
+    // rather than evict others; a sequence that cannot take one more token makes room.
+    const auto fits = [&] { return (r.blocks + pool_.free()) * pool_.block_size() - r.computed; };
+    bool self_preempted = false;
+    while (fits() < 1) {
+      // Evict from the back: the latest admitted sequence not in flight.
+      std::size_t victim = running_.size();
+      for (std::size_t j = running_.size(); j-- > 0;)
+        if (!reqs[static_cast<std::size_t>(running_[j])].in_flight) {
+          victim = j;
+          break;
+        }
+      if (victim == running_.size()) break;  // only in-flight sequences hold blocks: wait
+      ++b.preempted;
+      b.recomputed_tokens += reqs[static_cast<std::size_t>(running_[victim])].computed;
+      self_preempted = victim == i;
+      preempt(reqs, victim);
+      if (self_preempted) break;
+    }
+    if (self_preempted) continue;  // running_[i] is now the next sequence
+    if (fits() < 1) {
+      ++i;
+      continue;
+    }
+    const std::int64_t n = std::min({r.pending(), budget, fits()});
+    const std::int64_t need = pool_.blocks_for(r.computed + n) - r.blocks;
+    pool_.allocate(need);
+    r.blocks += need;
+    add(id, n);
+    ++i;
+  }
+  // 2. Waiting requests, first come first served, unless this iteration had to preempt.
+  while (b.preempted == 0 && budget > 0 && !waiting_.empty() &&
+         static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
+    const auto id = waiting_.front();
+    auto& r = reqs[static_cast<std::size_t>(id)];
+    // Admission needs the whole first chunk to fit with the watermark left free (vLLM);
+    // admitting a sliver of a prompt into a full cache only feeds preemption.
+    const std::int64_t n = std::min(r.pending(), budget);
+    const std::int64_t need = pool_.blocks_for(r.computed + n) - r.blocks;
+    if (pool_.free() - need < watermark_blocks_) break;
+    waiting_.pop_front();
+    pool_.allocate(need);
+    r.blocks += need;
+    running_.push_back(id);
+    add(id, n);
+  }
+  return b;
+}
+
+void ReplicaScheduler::finish(std::vector<RequestState>& reqs, std::int32_t request) {
+  auto& r = reqs[static_cast<std::size_t>(request)];
+  pool_.release(r.blocks);
+  r.blocks = 0;
+  const auto it = std::find(running_.begin(), running_.end(), request);
+  if (it != running_.end()) running_.erase(it);
+}
+
+void ReplicaScheduler::hand_off(std::int32_t request, std::int64_t blocks) {
+  pool_.release(blocks);
+  const auto it = std::find(running_.begin(), running_.end(), request);
+  if (it != running_.end()) running_.erase(it);
+}
+
+bool ReplicaScheduler::can_adopt(std::int64_t tokens) const {
+  return static_cast<std::int64_t>(running_.size()) < opt_.max_seqs &&
+         pool_.blocks_for(tokens) <= pool_.free();
+}
+
+bool ReplicaScheduler::reserve(std::vector<RequestState>& reqs, std::int32_t request,
+                               std::int64_t tokens) {
+  if (!can_adopt(tokens)) return false;
+  auto& r = reqs[static_cast<std::size_t>(request)];
+  const auto need = pool_.blocks_for(tokens);
+  pool_.allocate(need);
+  r.blocks = need;
+  return true;
+}
+
+bool ReplicaScheduler::has_runnable(const std::vector<RequestState>& reqs) const {
+  for (const auto id : running_) {
+    const auto& r = reqs[static_cast<std::size_t>(id)];
+    if (!r.in_flight && r.pending() > 0 &&
+        pool_.blocks_for(r.computed + 1) - r.blocks <= pool_.free())
+      return true;
+  }
+  if (!waiting_.empty() && static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
+    const auto& r = reqs[static_cast<std::size_t>(waiting_.front())];
+    const auto n = std::min(r.pending(), opt_.max_batch_tokens);
+    if (pool_.free() - (pool_.blocks_for(r.computed + n) - r.blocks) >= watermark_blocks_)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace meshsim

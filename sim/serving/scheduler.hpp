@@ -1,0 +1,94 @@
+#pragma once
+// Iteration-level scheduling of one replica (Orca, Yu et al. 2022; vLLM's scheduler with
+// chunked prefill as in Sarathi-Serve, Agrawal et al. 2024): every iteration takes the running
+// sequences first (one token for a decode, the next chunk for an unfinished prefill, shrunk to
+// the free blocks), preempts the most recently admitted sequences by recompute when a sequence
+// cannot take one more token, then admits waiting requests first-come-first-served while the
+// token budget, the sequence limit and the free blocks (above the watermark) allow. With pipeline
+// parallelism a sequence belongs to at most one batch in flight.
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "core/units.hpp"
+#include "serving/kv_cache.hpp"
+#include "serving/step_cost.hpp"
+
+namespace meshsim {
+
+// Defaults are vLLM's (v0.6 / V1 engine arguments): max_num_batched_tokens 8192 with chunked
+// prefill, max_num_seqs 256, block_size 16, gpu_memory_utilization 0.9, and the V0 block
+// manager's admission watermark of 1 % of the blocks.
+struct SchedulerOptions {
+  std::int64_t max_batch_tokens = 8192;
+  std::int64_t max_seqs = 256;
+  std::int64_t block_size = 16;
+  double watermark = 0.01;
+  double gpu_memory_utilization = 0.9;
+};
+
+struct RequestState {
+  std::int64_t prompt = 0, output = 0;
+  std::int64_t computed = 0;   // tokens whose KV is cached
+  std::int64_t generated = 0;  // output tokens produced so far
+  std::int64_t blocks = 0;     // KV blocks held
+  std::int32_t replica = -1;
+  bool in_flight = false;
+  bool scheduled = false;
+  Time arrival, first_scheduled, first_token, last_token, finished;
+  std::int64_t known() const { return prompt + generated; }
+  std::int64_t pending() const { return known() - computed; }
+  bool decoding() const { return computed >= prompt && pending() == 1; }
+};
+
+struct BatchEntry {
+  std::int32_t request = 0;
+  std::int64_t tokens = 0;
+  std::int64_t context = 0;  // cached tokens before this iteration
+  bool decode = false;
+};
+
+struct Batch {
+  std::vector<BatchEntry> entries;
+  BatchShape shape;
+  std::int64_t preempted = 0;
+  std::int64_t recomputed_tokens = 0;  // cached tokens the preemptions threw away
+};
+
+class ReplicaScheduler {
+ public:
+  ReplicaScheduler(SchedulerOptions options, std::int64_t blocks);
+
+  void enqueue(std::int32_t request) { waiting_.push_back(request); }
+  // Forms the next iteration's batch from the sequences not in flight; marks them in flight and
+  // allocates their blocks. Empty when nothing can run now.
+  Batch form_batch(std::vector<RequestState>& reqs);
+  // Ends a request here: frees its blocks and drops it from the running set.
+  void finish(std::vector<RequestState>& reqs, std::int32_t request);
+  // Ends a request whose cache moved to another replica: frees the `blocks` it held here.
+  void hand_off(std::int32_t request, std::int64_t blocks);
+  // Takes a request whose KV cache arrived from elsewhere (disaggregated decode): its blocks are
+  // already reserved with `reserve`.
+  void adopt(std::int32_t request) { running_.push_back(request); }
+  bool reserve(std::vector<RequestState>& reqs, std::int32_t request, std::int64_t tokens);
+  // A sequence slot and blocks for `tokens`: can a transferred request be adopted now?
+  bool can_adopt(std::int64_t tokens) const;
+
+  const BlockPool& pool() const { return pool_; }
+  const std::vector<std::int32_t>& running() const { return running_; }
+  const std::deque<std::int32_t>& waiting() const { return waiting_; }
+  const SchedulerOptions& options() const { return opt_; }
+  // Work-conservation probe: something could run now but the last batch left it out.
+  bool has_runnable(const std::vector<RequestState>& reqs) const;
+
+ private:
+  void preempt(std::vector<RequestState>& reqs, std::size_t running_index);
+
+  SchedulerOptions opt_;
+  BlockPool pool_;
+  std::int64_t watermark_blocks_ = 0;
+  std::vector<std::int32_t> running_;  // admission order: the last is preempted first
+  std::deque<std::int32_t> waiting_;
+};
+
+}  // namespace meshsim

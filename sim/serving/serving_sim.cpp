@@ -1,0 +1,560 @@
+#include "serving/serving_sim.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+#include "compute/compute_model.hpp"
+#include "core/error.hpp"
+#include "engine/simulator.hpp"
+#include "network/flow_network.hpp"
+#include "network/link_usage.hpp"
+#include "parallel/parallel_config.hpp"
+
+namespace meshsim {
+namespace {
+
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
+
+// Decimated time series: every `stride_`-th sample, the stride doubling whenever the series
+// would exceed kMax points, so a long run keeps a bounded, evenly thinned curve.
+class Series {
+ public:
+  void add(double t, double v) {
+    if (n_++ % stride_ == 0) points_.emplace_back(t, v);
+    if (points_.size() > kMax) {
+      std::vector<std::pair<double, double>> kept;
+      for (std::size_t i = 0; i < points_.size(); i += 2) kept.push_back(points_[i]);
+      points_ = std::move(kept);
+      stride_ *= 2;
+    }
+  }
+  std::vector<std::pair<double, double>> take() { return std::move(points_); }
+
+ private:
+  static constexpr std::size_t kMax = 2048;
+  std::vector<std::pair<double, double>> points_;
+  std::uint64_t n_ = 0, stride_ = 1;
+};
+
+class Cluster {
+ public:
+  Cluster(const Topology& topo, const ModelSpec& model, const ServingSetup& setup,
+          const std::vector<Request>& requests, CommContext& comm)
+      : topo_(topo),
+        model_(model),
+        setup_(setup),
+        requests_(requests),
+        comm_(comm),
+        compute_(topo.gpu, setup.profile),
+        capacity_(kv_capacity(topo, model, setup)) {
+    const auto total = setup.total_replicas();
+    for (std::int64_t i = 0; i < total; ++i) {
+      auto rep = std::make_unique<Replica>(setup.scheduler, capacity_.blocks);
+      rep->gpus = replica_gpus(setup.shape, i);
+      rep->cost = std::make_unique<StepCost>(topo, model, setup.shape, rep->gpus, compute_, comm);
+      rep->stage_busy.assign(static_cast<std::size_t>(setup.shape.pp), false);
+      rep->stage_queue.resize(static_cast<std::size_t>(setup.shape.pp));
+      if (setup.disaggregated()) {
+        rep->prefill_only = i < setup.prefill_replicas;
+        (rep->prefill_only ? prefill_pool_ : decode_pool_).push_back(i);
+      } else {
+        prefill_pool_.push_back(i);
+      }
+      replicas_.push_back(std::move(rep));
+    }
+    if (setup.disaggregated()) net_ = std::make_unique<FlowNetwork>(topo, sim_);
+    transfer_held_.assign(static_cast<std::size_t>(total), 0);
+  }
+
+  ServingResult run() {
+    reqs_.resize(requests_.size());
+    for (std::size_t i = 0; i < requests_.size(); ++i) {
+      auto& r = reqs_[i];
+      r.prompt = requests_[i].prompt_tokens;
+      r.output = requests_[i].output_tokens;
+      r.arrival = requests_[i].arrival;
+      const auto id = static_cast<std::int32_t>(i);
+      sim_.schedule_at(requests_[i].arrival, [this, id] { arrive(id); });
+    }
+    sim_.run();
+    if (completed_ + rejected_ != static_cast<std::int64_t>(reqs_.size()))
+      throw std::logic_error(fmt::format(
+          "serving simulation stalled with {} of {} requests unfinished",
+          static_cast<std::int64_t>(reqs_.size()) - completed_ - rejected_, reqs_.size()));
+    return finish();
+  }
+
+ private:
+  struct Replica {
+    Replica(SchedulerOptions o, std::int64_t blocks) : sched(o, blocks) {}
+    ReplicaScheduler sched;
+    std::vector<std::int32_t> gpus;
+    std::unique_ptr<StepCost> cost;
+    bool prefill_only = false;
+    std::vector<bool> stage_busy;
+    std::vector<std::deque<std::uint32_t>> stage_queue;
+    std::int64_t inflight = 0, outstanding = 0;
+    double outstanding_tokens = 0;  // forward tokens still to compute for its requests
+    std::deque<std::int32_t> pending_adopt;
+  };
+
+  std::int64_t pick(const std::vector<std::int64_t>& pool) {
+    switch (setup_.router) {
+      case RouterPolicy::round_robin:
+        return pool[static_cast<std::size_t>(rr_++ % pool.size())];
+      case RouterPolicy::least_outstanding:
+        return *std::min_element(pool.begin(), pool.end(), [&](auto a, auto b) {
+          return rep(a).outstanding < rep(b).outstanding;
+        });
+      case RouterPolicy::jsq_tokens:
+        return *std::min_element(pool.begin(), pool.end(), [&](auto a, auto b) {
+          return rep(a).outstanding_tokens < rep(b).outstanding_tokens;
+        });
+    }
+    return pool.front();
+  }
+  Replica& rep(std::int64_t i) { return *replicas_[static_cast<std::size_t>(i)]; }
+  RequestState& req(std::int32_t id) { return reqs_[static_cast<std::size_t>(id)]; }
+
+  void change_in_system(int delta) {
+    const double now = sim_.now().seconds();
+    in_system_area_ += d(in_system_) * (now - last_change_s_);
+    last_change_s_ = now;
+    in_system_ += delta;
+  }
+
+  void sample_kv() {
+    std::int64_t used = 0, total = 0;
+    for (const auto& r : replicas_) {
+      used += r->sched.pool().used();
+      total += r->sched.pool().total();
+    }
+    const double now = sim_.now().seconds(), u = total > 0 ? d(used) / d(total) : 0;
+    kv_area_ += kv_last_ * (now - kv_last_t_);
+    kv_last_ = u;
+    kv_last_t_ = now;
+    kv_peak_ = std::max(kv_peak_, u);
+    kv_series_.add(now, u);
+  }
+
+  void arrive(std::int32_t id) {
+    auto& r = req(id);
+    ++arrived_;
+    change_in_system(+1);
+    const auto cap = capacity_.tokens();
+    const bool too_long = r.prompt + r.output - 1 > cap ||
+                          (model_.max_positions > 0 && r.prompt + r.output > model_.max_positions);
+    if (too_long) {
+      ++rejected_;
+      change_in_system(-1);
+      check();
+      return;
+    }
+    const auto target = pick(prefill_pool_);
+    r.replica = static_cast<std::int32_t>(target);
+    auto& p = rep(target);
+    ++p.outstanding;
+    p.outstanding_tokens += d(r.prompt + r.output - 1);
+    p.sched.enqueue(id);
+    try_schedule(target);
+    check();
+  }
+
+  void try_schedule(std::int64_t i) {
+    auto& p = rep(i);
+    if (p.inflight >= setup_.shape.pp || p.stage_busy[0] || !p.stage_queue[0].empty()) return;
+    Batch b = p.sched.form_batch(reqs_);
+    preemptions_ += b.preempted;
+    p.outstanding_tokens += d(b.recomputed_tokens);
+    if (b.entries.empty()) {
+      if (p.sched.has_runnable(reqs_)) ++idle_with_work_;
+      return;
+    }
+    for (const auto& e : b.entries) {
+      auto& r = req(e.request);
+      if (!r.scheduled) {
+        r.scheduled = true;
+        r.first_scheduled = sim_.now();
+      }
+    }
+    sample_kv();
+    ++p.inflight;
+    std::uint32_t slot;
+    if (!free_batches_.empty()) {
+      slot = free_batches_.back();
+      free_batches_.pop_back();
+      batches_[slot] = std::move(b);
+    } else {
+      slot = static_cast<std::uint32_t>(batches_.size());
+      batches_.push_back(std::move(b));
+    }
+    arrive_stage(i, slot, 0);
+  }
+
+  void arrive_stage(std::int64_t i, std::uint32_t slot, std::int64_t s) {
+    rep(i).stage_queue[static_cast<std::size_t>(s)].push_back(slot);
+    start_stage(i, s);
+  }
+
+  void start_stage(std::int64_t i, std::int64_t s) {
+    auto& p = rep(i);
+    const auto si = static_cast<std::size_t>(s);
+    if (p.stage_busy[si] || p.stage_queue[si].empty()) return;
+    const auto slot = p.stage_queue[si].front();
+    p.stage_queue[si].pop_front();
+    p.stage_busy[si] = true;
+    const double dt = p.cost->stage_seconds(s, batches_[slot].shape);
+    const double start = sim_.now().seconds();
+    sim_.schedule_after(Time::from_seconds_ceil(dt),
+                        [this, i, s, slot, start] { end_stage(i, s, slot, start); });
+  }
+
+  void end_stage(std::int64_t i, std::int64_t s, std::uint32_t slot, double start) {
+    auto& p = rep(i);
+    ++iterations_stage_;
+    if (setup_.record_iterations) {
+      const auto& shape = batches_[slot].shape;
+      std::int64_t pre = 0;
+      for (const auto& c : shape.prefill) pre += c.tokens;
+      iteration_log_.push_back(IterationRecord{.replica = static_cast<std::int32_t>(i),
+                                               .stage = static_cast<std::int32_t>(s),
+                                               .start_s = start,
+                                               .end_s = sim_.now().seconds(),
+                                               .prefill_tokens = pre,
+                                               .decodes = shape.decodes});
+    }
+    p.stage_busy[static_cast<std::size_t>(s)] = false;
+    if (s + 1 < setup_.shape.pp) {
+      const double send = p.cost->send_seconds(s, batches_[slot].shape.tokens());
+      sim_.schedule_after(Time::from_seconds_ceil(send),
+                          [this, i, s, slot] { arrive_stage(i, slot, s + 1); });
+    } else {
+      complete_batch(i, slot);
+    }
+    start_stage(i, s);
+    if (s == 0) try_schedule(i);
+    check();
+  }
+
+  void complete_batch(std::int64_t i, std::uint32_t slot) {
+    auto& p = rep(i);
+    --p.inflight;
+    ++iterations_;
+    Batch b = std::move(batches_[slot]);
+    free_batches_.push_back(slot);
+    for (const auto& e : b.entries) {
+      auto& r = req(e.request);
+      r.in_flight = false;
+      r.computed += e.tokens;
+      p.outstanding_tokens -= d(e.tokens);
+      if (r.computed == r.known()) token(i, e.request);
+    }
+    sample_kv();
+    try_schedule(i);
+    if (setup_.disaggregated() && !p.prefill_only) try_adopt(i);
+  }
+
+  void token(std::int64_t i, std::int32_t id) {
+    auto& r = req(id);
+    auto& p = rep(i);
+    const Time now = sim_.now();
+    ++r.generated;
+    ++output_tokens_;
+    if (r.generated == 1)
+      r.first_token = now;
+    else
+      itl_.add((now - r.last_token).seconds());
+    r.last_token = now;
+    if (r.generated == r.output) {
+      r.finished = now;
+      p.sched.finish(reqs_, id);
+      --p.outstanding;
+      ++completed_;
+      last_finish_ = now;
+      change_in_system(-1);
+    } else if (p.prefill_only) {
+      hand_off(i, id);
+    }
+  }
+
+  // Disaggregated: the prompt's KV cache moves from the prefill replica to a decode replica.
+  void hand_off(std::int64_t from, std::int32_t id) {
+    auto& r = req(id);
+    r.in_flight = true;  // neither replica may schedule it until the cache has arrived
+    const auto to = pick(decode_pool_);
+    auto& q = rep(to);
+    ++q.outstanding;
+    q.outstanding_tokens += d(r.output - r.generated);
+    auto& p = rep(from);
+    --p.outstanding;
+    p.outstanding_tokens -= d(r.output - r.generated);
+    q.pending_adopt.push_back(id);
+    try_adopt(to);
+  }
+
+  void try_adopt(std::int64_t to) {
+    auto& q = rep(to);
+    while (!q.pending_adopt.empty()) {
+      const auto id = q.pending_adopt.front();
+      auto& r = req(id);
+      if (!q.sched.can_adopt(r.computed + 1)) return;
+      q.pending_adopt.pop_front();
+      const auto from = static_cast<std::int64_t>(r.replica);
+      const auto held = r.blocks;
+      transfer_held_[static_cast<std::size_t>(from)] += held;
+      r.blocks = 0;
+      q.sched.reserve(reqs_, id, r.computed + 1);
+      q.sched.adopt(id);
+      r.replica = static_cast<std::int32_t>(to);
+      start_transfer(from, to, id, held);
+    }
+  }
+
+  void start_transfer(std::int64_t from, std::int64_t to, std::int32_t id, std::int64_t held) {
+    auto& r = req(id);
+    const auto& p = rep(from);
+    const auto& q = rep(to);
+    const auto& shape = setup_.shape;
+    const auto layers = split_layers(model_.layers, shape.pp);
+    const double per_layer =
+        capacity_.kv_bytes_per_token_rank / d(*std::max_element(layers.begin(), layers.end()));
+    std::vector<FlowNetwork::FlowRequest> flows;
+    auto remaining = std::make_shared<std::int64_t>(shape.gpus());
+    Time latency;
+    const Time t0 = sim_.now();
+    for (std::int64_t s = 0; s < shape.pp; ++s)
+      for (std::int64_t j = 0; j < shape.tp; ++j) {
+        const auto k = static_cast<std::size_t>(s * shape.tp + j);
+        const auto& route = comm_.router.gpu_route(p.gpus[k], q.gpus[k]);
+        for (const auto& path : route.paths) latency = std::max(latency, path.latency);
+        const double bytes = d(r.computed) * per_layer * d(layers[static_cast<std::size_t>(s)]);
+        kv_transfer_bytes_ += bytes;
+        flows.push_back(FlowNetwork::FlowRequest{.links = usage_of(route.paths),
+                                                 .bytes = bytes,
+                                                 .done = [this, remaining, from, to, id, held, t0] {
+                                                   if (--*remaining == 0)
+                                                     transfer_done(from, to, id, held, t0);
+                                                 }});
+      }
+    // The last byte lands one path latency after it left.
+    for (auto& f : flows) {
+      auto done = std::move(f.done);
+      f.done = [this, latency, done = std::move(done)] { sim_.schedule_after(latency, done); };
+    }
+    net_->transfer_batch(std::move(flows));
+  }
+
+  void transfer_done(std::int64_t from, std::int64_t to, std::int32_t id, std::int64_t held,
+                     Time t0) {
+    auto& r = req(id);
+    rep(from).sched.hand_off(id, held);
+    transfer_held_[static_cast<std::size_t>(from)] -= held;
+    r.in_flight = false;
+    kv_transfer_samples_.push_back((sim_.now() - t0).seconds());
+    sample_kv();
+    try_schedule(from);
+    try_schedule(to);
+    check();
+  }
+
+  void check() {
+    if (!setup_.check_invariants) return;
+    if (sim_.now() < last_check_) throw std::logic_error("serving clock went back");
+    last_check_ = sim_.now();
+    if (arrived_ != completed_ + rejected_ + in_system_)
+      throw std::logic_error(
+          fmt::format("requests not conserved: {} arrived, {} completed, {} "
+                      "rejected, {} in the system",
+                      arrived_, completed_, rejected_, in_system_));
+    std::vector<std::int64_t> held(replicas_.size(), 0);
+    for (const auto& r : reqs_)
+      if (r.replica >= 0) held[static_cast<std::size_t>(r.replica)] += r.blocks;
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+      const auto& pool = replicas_[i]->sched.pool();
+      if (pool.used() != held[i] + transfer_held_[i] || pool.free() < 0 ||
+          pool.used() > pool.total())
+        throw std::logic_error(fmt::format(
+            "KV blocks not conserved on replica {}: {} used, {} held by requests, {} in transfer",
+            i, pool.used(), held[i], transfer_held_[i]));
+    }
+  }
+
+  ServingResult finish() {
+    ServingResult out;
+    change_in_system(0);
+    sample_kv();
+    const double first = requests_.empty() ? 0 : requests_.front().arrival.seconds();
+    out.makespan_s = std::max(0.0, last_finish_.seconds() - first);
+    out.arrived = arrived_;
+    out.completed = completed_;
+    out.rejected = rejected_;
+    out.preemptions = preemptions_;
+    out.iterations = iterations_;
+    out.output_tokens = output_tokens_;
+    out.capacity = capacity_;
+    out.gpus = setup_.total_replicas() * setup_.shape.gpus();
+    std::vector<double> ttft, tpot, e2e, delay;
+    std::int64_t good = 0;
+    for (const auto& r : reqs_) {
+      if (r.generated < r.output || r.output == 0) continue;
+      const double t = (r.first_token - r.arrival).seconds();
+      const double e = (r.finished - r.arrival).seconds();
+      ttft.push_back(t);
+      e2e.push_back(e);
+      delay.push_back((r.first_scheduled - r.arrival).seconds());
+      double tp = 0;
+      if (r.output > 1) {
+        tp = (e - t) / d(r.output - 1);
+        tpot.push_back(tp);
+      }
+      const bool ok = (setup_.slo_ttft_s <= 0 || t <= setup_.slo_ttft_s) &&
+                      (setup_.slo_tpot_s <= 0 || tp <= setup_.slo_tpot_s);
+      good += ok ? 1 : 0;
+    }
+    out.ttft = summarize(ttft);
+    out.tpot = summarize(tpot);
+    out.e2e = summarize(e2e);
+    out.scheduling_delay = summarize(delay);
+    out.itl = itl_.summary();
+    out.kv_transfer = summarize(kv_transfer_samples_);
+    out.kv_transfer_bytes = kv_transfer_bytes_;
+    for (auto* v : {&ttft, &tpot, &e2e}) std::sort(v->begin(), v->end());
+    out.ttft_samples = std::move(ttft);
+    out.tpot_samples = std::move(tpot);
+    out.e2e_samples = std::move(e2e);
+    if (out.makespan_s > 0) {
+      out.requests_per_s = d(completed_) / out.makespan_s;
+      out.output_tokens_per_s = d(output_tokens_) / out.makespan_s;
+      out.tokens_per_s_per_gpu = out.output_tokens_per_s / d(out.gpus);
+      out.goodput_requests_per_s = d(good) / out.makespan_s;
+      out.mean_in_system = in_system_area_ / (last_change_s_ - first);
+      out.kv_utilization_mean = kv_area_ / (kv_last_t_ - first);
+    }
+    out.kv_utilization_peak = kv_peak_;
+    out.kv_utilization = kv_series_.take();
+    out.iteration_log = std::move(iteration_log_);
+    out.idle_with_work = idle_with_work_;
+    if (rejected_ > 0)
+      out.notes.push_back(fmt::format(
+          "{} requests rejected: prompt + output exceed the {}-token KV capacity of a replica "
+          "or the model's {} positions",
+          rejected_, capacity_.tokens(), model_.max_positions));
+    if (setup_.shape.tp > topo_.gpus_per_node() && topo_.gpus_per_node() > 0)
+      out.notes.push_back("TP spans nodes: every layer's all-reduce crosses the network");
+    return out;
+  }
+
+  const Topology& topo_;
+  const ModelSpec& model_;
+  const ServingSetup& setup_;
+  const std::vector<Request>& requests_;
+  CommContext& comm_;
+  ComputeModel compute_;
+  KvCapacity capacity_;
+  Simulator sim_;
+  std::unique_ptr<FlowNetwork> net_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<std::int64_t> prefill_pool_, decode_pool_, transfer_held_;
+  std::vector<RequestState> reqs_;
+  std::vector<Batch> batches_;
+  std::vector<std::uint32_t> free_batches_;
+  std::uint64_t rr_ = 0;
+  std::int64_t arrived_ = 0, completed_ = 0, rejected_ = 0, preemptions_ = 0, iterations_ = 0,
+               iterations_stage_ = 0, output_tokens_ = 0, in_system_ = 0, idle_with_work_ = 0;
+  double in_system_area_ = 0, last_change_s_ = 0;
+  double kv_area_ = 0, kv_last_ = 0, kv_last_t_ = 0, kv_peak_ = 0;
+  Series kv_series_;
+  LogHistogram itl_;
+  std::vector<double> kv_transfer_samples_;
+  double kv_transfer_bytes_ = 0;
+  std::vector<IterationRecord> iteration_log_;
+  Time last_finish_, last_check_;
+};
+
+}  // namespace
+
+std::string_view name_of(RouterPolicy p) {
+  switch (p) {
+    case RouterPolicy::round_robin:
+      return "round-robin";
+    case RouterPolicy::least_outstanding:
+      return "least-outstanding";
+    case RouterPolicy::jsq_tokens:
+      return "jsq-tokens";
+  }
+  return "?";
+}
+
+std::int64_t KvCapacity::tokens() const {
+  return blocks * block_size;
+}
+
+std::vector<std::int32_t> replica_gpus(const ReplicaShape& shape, std::int64_t r) {
+  std::vector<std::int32_t> g;
+  for (std::int64_t k = 0; k < shape.gpus(); ++k)
+    g.push_back(static_cast<std::int32_t>(r * shape.gpus() + k));
+  return g;
+}
+
+KvCapacity kv_capacity(const Topology& topo, const ModelSpec& model, const ServingSetup& setup) {
+  if (!model.has_architecture())
+    throw Error(model.file, "", "serving needs the model's architecture, not only its size");
+  const auto& shape = setup.shape;
+  if (shape.tp < 1 || shape.pp < 1) throw Error("", "--mesh", "tp and pp must be positive");
+  if (shape.pp > model.layers)
+    throw Error(
+        "", "--mesh",
+        fmt::format("pp = {} exceeds the {} layers of {}", shape.pp, model.layers, model.name));
+  const auto gpus = setup.total_replicas() * shape.gpus();
+  if (gpus > static_cast<std::int64_t>(topo.gpu_count()))
+    throw Error("", setup.disaggregated() ? "--disaggregate" : "--replicas",
+                fmt::format("{} replicas of tp={} × pp={} need {} GPUs; the cluster has {}",
+                            setup.total_replicas(), shape.tp, shape.pp, gpus, topo.gpu_count()));
+  ServingMemoryJob job;
+  job.tp = shape.tp;
+  job.pp = shape.pp;
+  job.concurrency = 0;
+  job.context = 0;
+  job.weight_dtype = shape.weight_dtype;
+  job.kv_dtype = shape.kv_dtype;
+  job.max_batch_tokens = setup.scheduler.max_batch_tokens;
+  KvCapacity c;
+  c.block_size = setup.scheduler.block_size;
+  c.memory = serving_memory(model, job, setup.memory);
+  const auto layers = split_layers(model.layers, shape.pp);
+  const double stage_layers = d(*std::max_element(layers.begin(), layers.end()));
+  const double kv_share =
+      model.mla ? 1.0 : (model.kv_heads >= shape.tp ? 1.0 / d(shape.tp) : 1.0 / d(model.kv_heads));
+  c.kv_bytes_per_token_rank =
+      kv_bytes_per_token(model, shape.kv_dtype) / d(model.layers) * stage_layers * kv_share;
+  const double hbm = topo.gpu.hbm_bytes.as_double();
+  const double room = hbm * setup.scheduler.gpu_memory_utilization - c.memory.total();
+  const double tokens = std::floor(std::max(0.0, room) / c.kv_bytes_per_token_rank);
+  c.blocks = static_cast<std::int64_t>(std::floor(tokens / d(c.block_size)));
+  if (c.blocks < 1)
+    throw Error("", "--mesh",
+                fmt::format("{} does not fit tp={} × pp={} on {}: weights {:.1f} GB and workspace "
+                            "{:.1f} GB per GPU leave no room for a KV cache in {:.1f} GB × {} "
+                            "(gpu_memory_utilization)",
+                            model.name, shape.tp, shape.pp, topo.gpu.model, c.memory.weights / 1e9,
+                            (c.memory.total() - c.memory.weights) / 1e9, hbm / 1e9,
+                            setup.scheduler.gpu_memory_utilization));
+  return c;
+}
+
+ServingResult simulate_serving(const Topology& topo, const ModelSpec& model,
+                               const ServingSetup& setup, const std::vector<Request>& requests,
+                               CommContext* context) {
+  std::optional<CommContext> own;
+  if (!context) context = &own.emplace(topo);
+  Cluster cluster(topo, model, setup, requests, *context);
+  return cluster.run();
+}
+
+}  // namespace meshsim

@@ -1,0 +1,100 @@
+#pragma once
+// A serving cluster on the event engine: R replicas of one (TP, PP) layout behind a router, or
+// disaggregated prefill and decode pools whose KV transfers are flows on the cluster's links.
+// Each replica runs iteration-level scheduling (scheduler.hpp); each pipeline stage is its own
+// resource, so with PP several batches are in flight; iteration times come from StepCost.
+//
+// Latency definitions (reference/serving-model.md; vLLM's benchmark_serving): TTFT = first
+// token computed − arrival (not when a client would receive it); TPOT = (E2E − TTFT) /
+// (output tokens − 1) for requests with more than one output token; ITL = every gap between
+// consecutive tokens of a request; scheduling delay = first scheduled − arrival. Throughput is
+// over the makespan, first arrival to last completion.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compute/calibration_profile.hpp"
+#include "memory/memory_model.hpp"
+#include "model/model_spec.hpp"
+#include "serving/latency_stats.hpp"
+#include "serving/scheduler.hpp"
+#include "serving/step_cost.hpp"
+#include "serving/traffic.hpp"
+#include "strategy/comm_model.hpp"
+#include "topology/topology.hpp"
+
+namespace meshsim {
+
+enum class RouterPolicy { round_robin, least_outstanding, jsq_tokens };
+std::string_view name_of(RouterPolicy p);
+
+struct ServingSetup {
+  ReplicaShape shape;
+  std::int64_t replicas = 1;
+  // Disaggregated prefill/decode (Splitwise, DistServe): both > 0 replaces `replicas`.
+  std::int64_t prefill_replicas = 0, decode_replicas = 0;
+  SchedulerOptions scheduler;
+  RouterPolicy router = RouterPolicy::least_outstanding;
+  double slo_ttft_s = 0, slo_tpot_s = 0;  // 0: no limit
+  std::optional<CalibrationProfile> profile;
+  MemoryOptions memory;
+  bool record_iterations = false;
+  // Tests: after every event, check request and KV-block conservation (O(requests) each).
+  bool check_invariants = false;
+
+  bool disaggregated() const { return prefill_replicas > 0 && decode_replicas > 0; }
+  std::int64_t total_replicas() const {
+    return disaggregated() ? prefill_replicas + decode_replicas : replicas;
+  }
+};
+
+// KV capacity of one replica: HBM × gpu_memory_utilization − weights, workspace, communication
+// buffers and runtime, per rank, over the KV bytes per token of the fullest stage.
+struct KvCapacity {
+  MemoryBreakdown memory;  // without the KV cache
+  double kv_bytes_per_token_rank = 0;
+  std::int64_t blocks = 0;
+  std::int64_t tokens() const;
+  std::int64_t block_size = 16;
+};
+// Throws Error naming the layout when the weights and workspace leave no room for KV blocks.
+KvCapacity kv_capacity(const Topology& topo, const ModelSpec& model, const ServingSetup& setup);
+
+struct IterationRecord {
+  std::int32_t replica = 0, stage = 0;
+  double start_s = 0, end_s = 0;
+  std::int64_t prefill_tokens = 0, decodes = 0;
+};
+
+struct ServingResult {
+  LatencySummary ttft, tpot, itl, e2e, scheduling_delay;
+  double requests_per_s = 0, output_tokens_per_s = 0, tokens_per_s_per_gpu = 0;
+  double goodput_requests_per_s = 0;
+  double makespan_s = 0;
+  std::int64_t arrived = 0, completed = 0, rejected = 0, preemptions = 0, iterations = 0;
+  std::int64_t output_tokens = 0;
+  // Little's law: the time-averaged number of requests in the system, against throughput × E2E.
+  double mean_in_system = 0;
+  double kv_utilization_mean = 0, kv_utilization_peak = 0;
+  std::vector<std::pair<double, double>> kv_utilization;  // (time s, used/total), decimated
+  KvCapacity capacity;
+  std::int64_t gpus = 0;
+  // Sorted per-request samples, for CDFs.
+  std::vector<double> ttft_samples, tpot_samples, e2e_samples;
+  std::vector<IterationRecord> iteration_log;
+  LatencySummary kv_transfer;  // disaggregated: per-request KV transfer time
+  double kv_transfer_bytes = 0;
+  std::int64_t idle_with_work = 0;  // invariant probe: must stay 0 (work conservation)
+  std::vector<std::string> notes;
+};
+
+// The GPUs of replica `r`: tp·pp consecutive global ranks, TP innermost.
+std::vector<std::int32_t> replica_gpus(const ReplicaShape& shape, std::int64_t r);
+
+ServingResult simulate_serving(const Topology& topo, const ModelSpec& model,
+                               const ServingSetup& setup, const std::vector<Request>& requests,
+                               CommContext* context = nullptr);
+
+}  // namespace meshsim

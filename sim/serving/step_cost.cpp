@@ -1,0 +1,181 @@
+#include "serving/step_cost.hpp"
+
+#include <algorithm>
+
+#include "model/op_catalogue.hpp"
+#include "parallel/parallel_config.hpp"
+
+namespace meshsim {
+namespace {
+
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
+constexpr double kActBytes = 2;  // activations between layers and stages are 16-bit
+
+}  // namespace
+
+std::int64_t BatchShape::tokens() const {
+  std::int64_t t = decodes;
+  for (const auto& c : prefill) t += c.tokens;
+  return t;
+}
+
+StepCost::StepCost(const Topology& topo, const ModelSpec& model, ReplicaShape shape,
+                   std::vector<std::int32_t> gpus, const ComputeModel& compute, CommContext& comm)
+    : topo_(topo),
+      model_(model),
+      shape_(shape),
+      gpus_(std::move(gpus)),
+      compute_(compute),
+      comm_(comm),
+      stage_layers_(split_layers(model.layers, shape.pp)),
+      allreduce_cache_(static_cast<std::size_t>(shape.pp)),
+      send_cache_(static_cast<std::size_t>(shape.pp)) {
+  // Heads split over TP; KV heads too while there are enough, replicated after (vLLM).
+  heads_rank_ = std::max<std::int64_t>(model.heads / shape.tp, 1);
+  kv_heads_rank_ = model.kv_heads >= shape.tp ? model.kv_heads / shape.tp : 1;
+}
+
+std::int64_t StepCost::first_layer(std::int64_t stage) const {
+  std::int64_t l = 0;
+  for (std::int64_t s = 0; s < stage; ++s) l += stage_layers_[static_cast<std::size_t>(s)];
+  return l;
+}
+
+std::vector<std::int32_t> StepCost::group(std::int64_t stage) const {
+  const auto begin = gpus_.begin() + stage * shape_.tp;
+  return {begin, begin + shape_.tp};
+}
+
+double StepCost::layer_dense_seconds(std::int64_t layer, std::int64_t tokens) {
+  const bool moe = model_.is_moe_layer(layer);
+  auto& cache = dense_cache_[moe ? 1 : 0];
+  if (auto it = cache.find(tokens); it != cache.end()) return it->second;
+  LayerShape ls;
+  ls.micro_batch = 1;
+  ls.seq = tokens;
+  ls.dtype = shape_.weight_dtype;
+  // Routed experts split over the TP ranks (vLLM's TP-sharded experts): each rank holds E/t
+  // experts' weights and computes its share of the routed tokens, which is the catalogue's
+  // EP = t layout.
+  const Sharding sh{.tp = shape_.tp, .sp = false, .cp = 1, .ep = model_.moe ? shape_.tp : 1};
+  double s = 0;
+  for (const auto& op : layer_ops(model_, layer, ls, sh))
+    if (op.forward.kind != KernelKind::attention) s += compute_.seconds(op.forward);
+  cache.emplace(tokens, s);
+  return s;
+}
+
+double StepCost::attention_chunk_seconds(const PrefillChunk& c) const {
+  AttentionShape a;
+  a.batch = 1;
+  a.seq_q = c.tokens;
+  a.seq_kv = c.context + c.tokens;
+  a.heads = heads_rank_;
+  a.head_dim = model_.head_dim;
+  a.kv_heads = kv_heads_rank_;
+  a.causal = true;
+  Kernel k = attention_kernel(a, DType::bf16);
+  // A chunk after `context` cached tokens: each query sees the context and, causally, half the
+  // chunk on average (the kernel's s²/2 holds only without a prefix).
+  k.flops =
+      4.0 * d(c.tokens) * (d(c.context) + 0.5 * d(c.tokens)) * d(heads_rank_) * d(model_.head_dim);
+  return compute_.seconds(k);
+}
+
+double StepCost::attention_seconds(const BatchShape& batch) const {
+  double s = 0;
+  for (const auto& c : batch.prefill) s += attention_chunk_seconds(c);
+  if (batch.decodes > 0) {
+    // All decodes in one paged-attention kernel: every sequence reads its whole KV cache once
+    // (memory-bound), plus its query and output.
+    const double kv_token_bytes =
+        model_.mla
+            ? d(model_.mla->kv_lora_rank + model_.mla->qk_rope_head_dim) * bytes_of(shape_.kv_dtype)
+            : 2.0 * d(kv_heads_rank_) * d(model_.head_dim) * bytes_of(shape_.kv_dtype);
+    // Decode attention kernels split each sequence's KV over thread blocks (FlashDecoding, Dao
+    // et al. 2023; vLLM's paged attention v2), so they stream the cache at memory bandwidth:
+    // priced as a memory-bound kernel that also does its FLOPs.
+    const double flops = 4.0 * d(batch.decode_context) * d(heads_rank_) * d(model_.head_dim);
+    Kernel k =
+        memory_kernel(d(batch.decode_context) * kv_token_bytes +
+                          2.0 * d(batch.decodes) * d(heads_rank_) * d(model_.head_dim) * kActBytes,
+                      flops);
+    s += compute_.seconds(k);
+  }
+  return s;
+}
+
+double StepCost::tp_allreduce_seconds(std::int64_t stage, std::int64_t tokens) {
+  if (shape_.tp == 1) return 0;
+  auto& cache = allreduce_cache_[static_cast<std::size_t>(stage)];
+  if (auto it = cache.find(tokens); it != cache.end()) return it->second;
+  CollectiveCall call;
+  call.op = CollectiveOp::all_reduce;
+  call.ranks = group(stage);
+  call.bytes = d(tokens) * d(model_.hidden) * kActBytes;
+  const double s =
+      price_collective(topo_, comm_.router, call, std::nullopt, &comm_.alone, &comm_.scratch)
+          .time.seconds();
+  cache.emplace(tokens, s);
+  return s;
+}
+
+double StepCost::send_seconds(std::int64_t stage, std::int64_t tokens) {
+  if (stage + 1 >= shape_.pp) return 0;
+  auto& cache = send_cache_[static_cast<std::size_t>(stage)];
+  if (auto it = cache.find(tokens); it != cache.end()) return it->second;
+  // Each TP rank sends the (replicated) hidden states to its peer of the next stage; the pairs
+  // use disjoint GPUs, so one pair's price stands for all.
+  CollectiveCall call;
+  call.op = CollectiveOp::send_recv;
+  call.ranks = {gpus_[static_cast<std::size_t>(stage * shape_.tp)],
+                gpus_[static_cast<std::size_t>((stage + 1) * shape_.tp)]};
+  call.bytes = d(tokens) * d(model_.hidden) * kActBytes;
+  const double s =
+      price_collective(topo_, comm_.router, call, std::nullopt, &comm_.alone, &comm_.scratch)
+          .time.seconds();
+  cache.emplace(tokens, s);
+  return s;
+}
+
+double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
+  const std::int64_t tokens = batch.tokens();
+  if (tokens == 0) return 0;
+  const std::int64_t first = first_layer(stage);
+  const std::int64_t n = stage_layers_[static_cast<std::size_t>(stage)];
+  const double attention = attention_seconds(batch);
+  const double allreduce = 2.0 * tp_allreduce_seconds(stage, tokens);
+  double s = 0;
+  // Layers of one kind cost the same; price the first of each kind and count.
+  std::int64_t moe_layers = 0;
+  for (std::int64_t l = first; l < first + n; ++l) moe_layers += model_.is_moe_layer(l) ? 1 : 0;
+  const std::int64_t dense_layers = n - moe_layers;
+  if (dense_layers > 0) {
+    std::int64_t l = first;
+    while (model_.is_moe_layer(l)) ++l;
+    s += d(dense_layers) * layer_dense_seconds(l, tokens);
+  }
+  if (moe_layers > 0) {
+    std::int64_t l = first;
+    while (!model_.is_moe_layer(l)) ++l;
+    s += d(moe_layers) * layer_dense_seconds(l, tokens);
+  }
+  s += d(n) * (attention + allreduce);
+  if (stage == 0)  // token embedding lookup: reads and writes one hidden vector per token
+    s += compute_.seconds(memory_kernel(2.0 * kActBytes * d(tokens) * d(model_.hidden)));
+  if (stage == shape_.pp - 1 && batch.sampled > 0) {
+    // Final norm and the logits of the sampling sequences only (vocab column-parallel over TP).
+    s += compute_.seconds(memory_kernel(3.0 * kActBytes * d(batch.sampled) * d(model_.hidden)));
+    s += compute_.seconds(
+        gemm_kernel(GemmShape{.m = batch.sampled,
+                              .n = std::max<std::int64_t>(model_.vocab / shape_.tp, 1),
+                              .k = model_.hidden,
+                              .batch = 1},
+                    shape_.weight_dtype));
+  }
+  return s;
+}
+
+}  // namespace meshsim

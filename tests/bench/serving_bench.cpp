@@ -1,0 +1,56 @@
+// Serving simulation performance (issue 7 target): 100,000 requests on 8 replicas in <= 10 s.
+// Llama 3.1 70B, 8 replicas of TP 8 on 8 DGX H100 nodes, Poisson 32 req/s, chat-shaped
+// lengths (lognormal prompts of mean 1024, outputs of mean 256).
+#include <benchmark/benchmark.h>
+
+#include "model/model_loader.hpp"
+#include "serving/serving_sim.hpp"
+#include "topology/topology_loader.hpp"
+
+namespace {
+
+using namespace meshsim;
+
+std::string path(const std::string& rel) {
+  return std::string(MESHSIM_SOURCE_DIR) + "/" + rel;
+}
+
+void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
+  TopologyOptions opt;
+  opt.nodes = 8;
+  const auto topo = load_topology(path("topologies/dgx-h100-superpod.json"), opt);
+  const auto model = load_model(path("workloads/models/llama3.1-70b.json"));
+  TrafficSpec spec;
+  spec.arrival = arrival_from_rate("32", 1, "bench");
+  spec.prompt = parse_length_dist("lognormal:1024,0.8", "", "bench");
+  spec.output = parse_length_dist("lognormal:256,0.7", "", "bench");
+  spec.requests = 100000;
+  const auto reqs = generate_requests(spec);
+  ServingSetup s;
+  s.shape.tp = 8;
+  s.replicas = 8;
+  for (auto _ : state) {
+    const auto r = simulate_serving(topo, model, s, reqs);
+    state.counters["iterations"] = static_cast<double>(r.iterations);
+    benchmark::DoNotOptimize(r.ttft.p99);
+  }
+}
+BENCHMARK(BM_Serve_100k_Requests_8_Replicas)->Unit(benchmark::kSecond)->Iterations(1);
+
+// One iteration's cost on a replica: a mixed batch of 255 decodes and a 2048-token chunk.
+void BM_StepCost_MixedBatch(benchmark::State& state) {
+  const auto topo = load_topology(path("topologies/dgx-h100.json"));
+  const auto model = load_model(path("workloads/models/llama3.1-70b.json"));
+  const ComputeModel cm(topo.gpu);
+  CommContext comm(topo);
+  StepCost cost(topo, model, ReplicaShape{.tp = 8}, {0, 1, 2, 3, 4, 5, 6, 7}, cm, comm);
+  BatchShape b;
+  b.decodes = 255;
+  b.decode_context = 255 * 1500;
+  b.prefill.push_back(PrefillChunk{.tokens = 2048, .context = 0});
+  b.sampled = 255;
+  for (auto _ : state) benchmark::DoNotOptimize(cost.stage_seconds(0, b));
+}
+BENCHMARK(BM_StepCost_MixedBatch);
+
+}  // namespace

@@ -1,0 +1,185 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_runner.hpp"
+#include "compute/compute_model.hpp"
+#include "model/model_loader.hpp"
+#include "serving/step_cost.hpp"
+#include "topology/topology_loader.hpp"
+
+using meshsim::test::run_cli;
+using meshsim::test::source_path;
+using nlohmann::json;
+
+namespace {
+
+const std::string kServe70b = "serve --topology " + source_path("topologies/dgx-h100.json") +
+                              " --workload " + source_path("workloads/models/llama3.1-70b.json");
+
+json serve_json(const std::string& args) {
+  const auto r = run_cli(args + " --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return json::parse(r.out);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("serve: the issue's acceptance run prints every key with sane values") {
+  const auto j = serve_json(kServe70b +
+                            " --mesh tp=8 --replicas 1 --rate 5 --requests 2000 --prompt "
+                            "fixed:1024 --output fixed:256");
+  for (const char* k : {"ttft_s", "tpot_s", "itl_s", "e2e_s"})
+    for (const char* q : {"mean", "p50", "p90", "p99"}) {
+      INFO(k << "." << q);
+      REQUIRE(j[k].contains(q));
+      CHECK(j[k][q].get<double>() > 0);
+    }
+  for (const char* k : {"requests_per_s", "output_tokens_per_s", "tokens_per_s_per_gpu"})
+    CHECK(j["throughput"][k].get<double>() > 0);
+  CHECK(j["completed"] == 2000);
+  CHECK(j["preemptions"] == 0);
+  CHECK(j.contains("goodput_requests_per_s"));
+  // Poisson at 5 req/s for 2000 requests: ~400 s; throughput close to the offered rate.
+  CHECK(j["throughput"]["requests_per_s"].get<double>() == doctest::Approx(5).epsilon(0.05));
+  CHECK(j["throughput"]["output_tokens_per_s"].get<double>() ==
+        doctest::Approx(256 * j["throughput"]["requests_per_s"].get<double>()));
+  // TTFT ≥ one prefill of 1024 tokens; TPOT ≥ a batch-1 decode step.
+  using namespace meshsim;
+  const auto topo = load_topology(source_path("topologies/dgx-h100.json"));
+  const auto model = load_model(source_path("workloads/models/llama3.1-70b.json"));
+  const ComputeModel cm(topo.gpu);
+  CommContext comm(topo);
+  StepCost cost(topo, model, ReplicaShape{.tp = 8}, {0, 1, 2, 3, 4, 5, 6, 7}, cm, comm);
+  BatchShape prefill;
+  prefill.prefill.push_back(PrefillChunk{.tokens = 1024, .context = 0});
+  prefill.sampled = 1;
+  BatchShape decode;
+  decode.decodes = 1;
+  decode.decode_context = 1025;
+  decode.sampled = 1;
+  const double one_prefill = cost.stage_seconds(0, prefill);
+  const double one_decode = cost.stage_seconds(0, decode);
+  MESSAGE("70B tp=8: one prefill ", one_prefill, " s, batch-1 decode ", one_decode * 1e3,
+          " ms; TTFT p50 ", j["ttft_s"]["p50"].get<double>(), " s, TPOT p50 ",
+          1e3 * j["tpot_s"]["p50"].get<double>(), " ms");
+  CHECK(j["ttft_s"]["p50"].get<double>() >= one_prefill);
+  CHECK(j["tpot_s"]["p50"].get<double>() >= one_decode);
+  CHECK(j["e2e_s"]["p99"].get<double>() >= j["e2e_s"]["p50"].get<double>());
+}
+
+TEST_CASE("serve: traces, bursty traffic files, fp8, routers, disaggregation") {
+  const auto chat = serve_json(kServe70b + " --mesh tp=4 --replicas 2 --traffic " +
+                               source_path("workloads/traffic/chat.csv") + " --requests 200");
+  CHECK(chat["completed"] == 200);
+  const auto bursty =
+      serve_json(kServe70b + " --mesh tp=8 --traffic " +
+                 source_path("workloads/traffic/bursty-gamma.json") + " --requests 300");
+  CHECK(bursty["completed"] == 300);
+  const auto fp8 = serve_json(kServe70b +
+                              " --mesh tp=4 --replicas 2 --dtype fp8 --kv-dtype fp8 --rate 2 "
+                              "--requests 100 --router jsq-tokens");
+  const auto bf16 = serve_json(kServe70b +
+                               " --mesh tp=4 --replicas 2 --rate 2 --requests 100 --router "
+                               "jsq-tokens");
+  CHECK(fp8["tpot_s"]["mean"].get<double>() < bf16["tpot_s"]["mean"].get<double>());
+  CHECK(fp8["kv_cache"]["tokens_per_replica"].get<double>() >
+        2 * bf16["kv_cache"]["tokens_per_replica"].get<double>());
+  const auto pd = serve_json(kServe70b +
+                             " --mesh tp=4 --disaggregate 1:1 --rate 1 --requests 50 "
+                             "--prompt fixed:2048 --output fixed:64");
+  CHECK(pd["completed"] == 50);
+  CHECK(pd["kv_transfer_bytes"].get<double>() > 0);
+  CHECK(pd["gpus"] == 8);
+  const auto pp = serve_json(kServe70b + " --mesh tp=4,pp=2 --rate 2 --requests 100");
+  CHECK(pp["completed"] == 100);
+}
+
+TEST_CASE("serve: --trace and --report write a Chrome trace and an HTML report") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto trace = (dir / "meshsim_serve_trace.json").string();
+  const auto report = (dir / "meshsim_serve_report.html").string();
+  const auto r = run_cli(kServe70b + " --mesh tp=8 --rate 4 --requests 200 --trace " + trace +
+                         " --report " + report);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto t = json::parse(slurp(trace));
+  std::size_t iterations = 0, counters = 0;
+  for (const auto& e : t["traceEvents"]) {
+    iterations += e["name"] == "iteration" ? 1 : 0;
+    counters += e["ph"] == "C" ? 1 : 0;
+  }
+  CHECK(iterations > 100);
+  CHECK(counters > 0);
+  const auto html = slurp(report);
+  CHECK(html.find("Latency CDFs") != std::string::npos);
+  CHECK(html.find("KV utilisation") != std::string::npos);
+  CHECK(html.find("<svg") != std::string::npos);
+  CHECK(html.find("</html>") != std::string::npos);
+}
+
+TEST_CASE("serve --search compares layouts and answers replicas versus sharding") {
+  const auto r = run_cli(kServe70b +
+                         " --search --gpus 8 --rate 4 --requests 300 --prompt fixed:1024 "
+                         "--output fixed:128 --emit vllm");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("verdict: ") != std::string::npos);
+  CHECK(r.out.find("beat") != std::string::npos);
+  CHECK(r.out.find("1 × tp=8 pp=1") != std::string::npos);
+  CHECK(r.out.find("refused") != std::string::npos);  // tp=1: 70B does not fit one GPU
+  CHECK(r.err.find("vllm serve llama3.1-70b") != std::string::npos);
+  CHECK(r.err.find("--tensor-parallel-size") != std::string::npos);
+  const auto j = serve_json(kServe70b +
+                            " --search --gpus 8 --rate 4 --requests 100 --prompt fixed:512 "
+                            "--output fixed:64");
+  CHECK(j["candidates"].size() >= 4);
+  CHECK(j["verdict"].get<std::string>().size() > 10);
+  const auto sg = run_cli(kServe70b + " --search --gpus 8 --rate 2 --requests 50 --emit sglang");
+  CHECK(sg.err.find("sglang.launch_server") != std::string::npos);
+}
+
+TEST_CASE("serve: same inputs, same bytes") {
+  const std::string args = kServe70b +
+                           " --mesh tp=4 --replicas 2 --rate 3 --requests 300 "
+                           "--prompt lognormal:800,0.7 --output lognormal:200,0.5";
+  const auto a = run_cli(args + " --json");
+  const auto b = run_cli(args + " --json");
+  CHECK(a.exit_code == 0);
+  CHECK(a.out == b.out);
+}
+
+TEST_CASE("serve: bad input is one error line naming the flag") {
+  const std::pair<std::string, std::string> cases[] = {
+      {" --mesh dp=2,tp=4 --rate 1", "--mesh"},
+      {" --mesh tp=8 --rate 1 --prompt fixed:0", "--prompt"},
+      {" --mesh tp=8 --rate fast", "--rate"},
+      {" --mesh tp=8", "--rate"},
+      {" --mesh tp=4 --disaggregate 1 --rate 1", "--disaggregate"},
+      {" --mesh tp=4 --disaggregate 2:1 --rate 1", "--disaggregate"},
+      {" --mesh tp=1 --rate 1", "does not fit"},
+      {" --mesh tp=8 --rate 1 --router random", "--router"},
+      {" --mesh tp=8 --rate 1 --dtype fp32", "--dtype"},
+      {" --mesh tp=8 --rate 1 --block-size 0", "--block-size"},
+      {" --mesh tp=8 --rate 1 --gpu-memory-utilization 1.5", "--gpu-memory-utilization"},
+      {" --mesh tp=8 --traffic /nonexistent.csv", "nonexistent"},
+      {" --search --rate 1", "--gpus"},
+      {" --search --gpus 64 --rate 1", "--gpus"},
+  };
+  for (const auto& [args, want] : cases) {
+    const auto r = run_cli(kServe70b + args);
+    INFO(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(want) != std::string::npos);
+    CHECK(r.err.find("error: ") == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}

@@ -1,0 +1,46 @@
+#pragma once
+// Shared fixtures for the serving tests: bundled clusters and models, a step-cost model of a
+// replica on them.
+#include <memory>
+
+#include "model/model_loader.hpp"
+#include "serving/step_cost.hpp"
+#include "strategy/comm_model.hpp"
+#include "test_paths.hpp"
+#include "topology/topology_loader.hpp"
+
+namespace meshsim::test {
+
+struct ReplicaFixture {
+  ReplicaFixture(const std::string& topology, const std::string& model_file, ReplicaShape shape)
+      : topo(load_topology(topology_path(topology))),
+        model(load_model(source_path("workloads/models/" + model_file))),
+        compute(topo.gpu),
+        comm(topo) {
+    std::vector<std::int32_t> gpus;
+    for (std::int32_t g = 0; g < shape.tp * shape.pp; ++g) gpus.push_back(g);
+    cost = std::make_unique<StepCost>(topo, model, shape, gpus, compute, comm);
+  }
+  Topology topo;
+  ModelSpec model;
+  ComputeModel compute;
+  CommContext comm;
+  std::unique_ptr<StepCost> cost;
+};
+
+inline BatchShape one_decode(std::int64_t context) {
+  BatchShape b;
+  b.decodes = 1;
+  b.decode_context = context;
+  b.sampled = 1;
+  return b;
+}
+
+inline BatchShape one_prefill(std::int64_t tokens) {
+  BatchShape b;
+  b.prefill.push_back(PrefillChunk{.tokens = tokens, .context = 0});
+  b.sampled = 1;
+  return b;
+}
+
+}  // namespace meshsim::test

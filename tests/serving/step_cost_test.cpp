@@ -1,0 +1,107 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "memory/memory_model.hpp"
+#include "model/op_catalogue.hpp"
+#include "model/param_count.hpp"
+#include "network/collective_runner.hpp"
+#include "serving_fixture.hpp"
+
+namespace meshsim::test {
+
+TEST_CASE("serving step: batch-1 decode is the weights and KV read at HBM bandwidth") {
+  ReplicaFixture f("dgx-h100.json", "llama3.1-8b.json", ReplicaShape{});
+  const double step = f.cost->stage_seconds(0, one_decode(1024));
+  const auto params = count_params(f.model);
+  // 16-bit weights of every GEMM (the embedding table is a lookup, not read whole) and the KV
+  // cache of 1024 tokens.
+  const double weight_bytes = 2.0 * (params.total - params.embedding);
+  const double kv_bytes = 1024 * kv_bytes_per_token(f.model, DType::bf16);
+  const double ideal = (weight_bytes + kv_bytes) / f.topo.gpu.hbm_Bps;
+  MESSAGE("8B batch-1 decode step ", step * 1e3, " ms; bytes / peak HBM bandwidth ", ideal * 1e3,
+          " ms");
+  CHECK(step >= ideal);
+  // Above it: achievable bandwidth (STREAM triad 2.97 of 3.35 TB/s) and the per-kernel cost of
+  // eleven kernels a layer.
+  CHECK(step <= 1.5 * ideal);
+}
+
+}  // namespace meshsim::test
+
+namespace meshsim::test {
+
+TEST_CASE("serving step: prefill is compute-bound at the GEMM FLOPs") {
+  ReplicaFixture f("dgx-h100.json", "llama3.1-8b.json", ReplicaShape{});
+  const std::int64_t T = 4096;
+  const double step = f.cost->stage_seconds(0, one_prefill(T));
+  const auto params = count_params(f.model);
+  const double gemm_flops = 2.0 * (params.total - params.embedding) * T;
+  const double floor_s = gemm_flops / f.compute.peak_flops(DType::bf16);
+  MESSAGE("8B prefill of 4096 tokens: ", step * 1e3, " ms; GEMM FLOPs at peak ", floor_s * 1e3);
+  CHECK(step > floor_s);
+  CHECK(step < 2.0 * floor_s);
+  // A chunk after a cached prefix attends to more keys than the same chunk alone.
+  BatchShape later;
+  later.prefill.push_back(PrefillChunk{.tokens = 512, .context = 3584});
+  CHECK(f.cost->attention_seconds(later) > f.cost->attention_seconds(one_prefill(512)));
+}
+
+TEST_CASE("serving step: TP adds two all-reduces of the layer output per layer") {
+  ReplicaFixture f("dgx-h100.json", "llama3.1-70b.json", ReplicaShape{.tp = 8});
+  const double ar = f.cost->tp_allreduce_seconds(0, 4096);
+  CollectiveCall call;
+  call.op = CollectiveOp::all_reduce;
+  call.ranks = {0, 1, 2, 3, 4, 5, 6, 7};
+  call.bytes = 4096.0 * 8192 * 2;  // tokens × hidden × 2 bytes
+  CHECK(ar == doctest::Approx(
+                  price_collective(f.topo, f.comm.router, call, std::nullopt).time.seconds()));
+  const auto b = one_decode(2048);
+  const double composed = 80 * (f.cost->layer_dense_seconds(0, 1) + f.cost->attention_seconds(b) +
+                                2 * f.cost->tp_allreduce_seconds(0, 1));
+  const double step = f.cost->stage_seconds(0, b);
+  CHECK(step > composed);  // plus the embedding lookup and the logits
+  CHECK(step < composed * 1.05);
+  ReplicaFixture one("dgx-h100.json", "llama3.1-8b.json", ReplicaShape{});
+  CHECK(one.cost->tp_allreduce_seconds(0, 4096) == 0);
+}
+
+TEST_CASE("serving step: pipeline stages add up to the unsplit model") {
+  ReplicaFixture whole("dgx-h100.json", "llama3.1-8b.json", ReplicaShape{});
+  ReplicaFixture split("dgx-h100.json", "llama3.1-8b.json", ReplicaShape{.pp = 2});
+  CHECK(split.cost->stage_layers() == std::vector<std::int64_t>{16, 16});
+  for (const auto& b : {one_decode(1000), one_prefill(2048)}) {
+    const double sum = split.cost->stage_seconds(0, b) + split.cost->stage_seconds(1, b);
+    CHECK(sum == doctest::Approx(whole.cost->stage_seconds(0, b)).epsilon(1e-9));
+  }
+  // The hidden states of 2048 tokens (8 MiB) cross NVLink between the stages.
+  const double send = split.cost->send_seconds(0, 2048);
+  CHECK(send > 2048.0 * 4096 * 2 / 900e9);
+  CHECK(split.cost->send_seconds(1, 2048) == 0);  // the last stage sends nothing
+}
+
+TEST_CASE("serving step: fp8 weights and KV halve the bytes a decode reads") {
+  ReplicaFixture bf("dgx-h100.json", "llama3.1-8b.json", ReplicaShape{});
+  ReplicaFixture f8("dgx-h100.json", "llama3.1-8b.json",
+                    ReplicaShape{.weight_dtype = DType::fp8, .kv_dtype = DType::fp8});
+  const auto b = one_decode(4096);
+  const double ratio = f8.cost->stage_seconds(0, b) / bf.cost->stage_seconds(0, b);
+  MESSAGE("fp8 / bf16 decode step: ", ratio);
+  CHECK(ratio > 0.5);  // the per-kernel costs do not halve
+  CHECK(ratio < 0.75);
+  CHECK(f8.cost->attention_seconds(b) < bf.cost->attention_seconds(b));
+}
+
+TEST_CASE("serving step: MoE layers read only this rank's experts") {
+  ReplicaFixture f("dgx-h100.json", "mixtral-8x7b.json", ReplicaShape{.tp = 2});
+  const double decode = f.cost->stage_seconds(0, one_decode(512));
+  const double prefill = f.cost->stage_seconds(0, one_prefill(4096));
+  CHECK(std::isfinite(decode));
+  CHECK(decode > 0);
+  CHECK(prefill > decode);
+  // The routed experts' 45 B parameters split over 2 ranks bound a decode step from below.
+  const auto params = count_params(f.model);
+  CHECK(decode > params.routed_experts / 2 * 2 / f.topo.gpu.hbm_Bps);
+}
+
+}  // namespace meshsim::test

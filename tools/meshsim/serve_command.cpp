@@ -1,0 +1,348 @@
+// meshsim serve --topology T --workload W --mesh tp=..,pp=.. --replicas R [--disaggregate P:D]
+//               [--dtype bf16|fp8] [--kv-dtype bf16|fp8]
+//               (--traffic FILE | --rate QPS|inf --requests N --prompt DIST --output DIST)
+//               [--slo-ttft S --slo-tpot S] [--router ...] [scheduler flags]
+//               [--search --gpus N [--emit vllm|sglang]] [--json] [--trace F] [--report F]
+// A serving cluster simulated request by request: TTFT, TPOT, ITL, E2E percentiles, throughput,
+// goodput under the SLOs, preemptions and KV utilisation; or, with --search, every (TP, PP,
+// replicas) layout for a GPU budget compared under the same traffic.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "compute/calibration_profile.hpp"
+#include "job_args.hpp"
+#include "model/workload.hpp"
+#include "parallel/mesh.hpp"
+#include "report/launch_config.hpp"
+#include "report/serving_report.hpp"
+#include "search/serving_search.hpp"
+#include "serving/serving_sim.hpp"
+
+namespace meshsim::cli {
+namespace {
+
+struct ServeArgs {
+  ClusterArgs cluster;
+  std::string workload, mesh = "tp=1", disaggregate, dtype = "bf16", kv_dtype = "bf16", traffic,
+                        rate, prompt = "fixed:1024", output = "fixed:256",
+                        router = "least-outstanding", calibration, trace, report, emit;
+  std::int64_t replicas = 1, requests = 1000, seed = 1, max_batch_tokens = 8192, max_seqs = 256,
+               block_size = 16, gpus = 0;
+  double burstiness = 1, slo_ttft = 2.0, slo_tpot = 0.2, gpu_memory_utilization = 0.9,
+         watermark = 0.01;
+  bool search = false, requests_given = false;
+};
+
+Json summary_json(const LatencySummary& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
+}
+
+Json serving_json(const ServingResult& r) {
+  return {{"ttft_s", summary_json(r.ttft)},
+          {"tpot_s", summary_json(r.tpot)},
+          {"itl_s", summary_json(r.itl)},
+          {"e2e_s", summary_json(r.e2e)},
+          {"scheduling_delay_s", summary_json(r.scheduling_delay)},
+          {"throughput",
+           {{"requests_per_s", r.requests_per_s},
+            {"output_tokens_per_s", r.output_tokens_per_s},
+            {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu}}},
+          {"goodput_requests_per_s", r.goodput_requests_per_s},
+          {"completed", r.completed},
+          {"rejected", r.rejected},
+          {"preemptions", r.preemptions},
+          {"iterations", r.iterations},
+          {"makespan_s", r.makespan_s},
+          {"output_tokens", r.output_tokens},
+          {"mean_in_system", r.mean_in_system},
+          {"gpus", r.gpus},
+          {"kv_cache",
+           {{"blocks_per_replica", r.capacity.blocks},
+            {"block_size", r.capacity.block_size},
+            {"tokens_per_replica", r.capacity.tokens()},
+            {"bytes_per_token_per_gpu", r.capacity.kv_bytes_per_token_rank},
+            {"utilization_mean", r.kv_utilization_mean},
+            {"utilization_peak", r.kv_utilization_peak}}},
+          {"kv_transfer_s", summary_json(r.kv_transfer)},
+          {"kv_transfer_bytes", r.kv_transfer_bytes},
+          {"memory", memory_json(r.capacity.memory)},
+          {"notes", r.notes}};
+}
+
+RouterPolicy router_flag(const std::string& v) {
+  for (auto p :
+       {RouterPolicy::round_robin, RouterPolicy::least_outstanding, RouterPolicy::jsq_tokens})
+    if (v == name_of(p)) return p;
+  throw Error("", "--router", "'" + v + "': expected round-robin, least-outstanding or jsq-tokens");
+}
+
+ReplicaShape shape_of(const ServeArgs& a) {
+  const Mesh m = parse_mesh(a.mesh, "--mesh");
+  if (m.dp != 1 || m.cp != 1 || m.ep != 1)
+    throw Error("", "--mesh",
+                "'" + a.mesh + "': serving takes tp and pp per replica; use --replicas for copies");
+  ReplicaShape s;
+  s.tp = m.tp;
+  s.pp = m.pp;
+  s.weight_dtype = dtype_flag(a.dtype, "--dtype");
+  s.kv_dtype = dtype_flag(a.kv_dtype, "--kv-dtype");
+  for (auto [dt, flag] :
+       {std::pair{s.weight_dtype, "--dtype"}, std::pair{s.kv_dtype, "--kv-dtype"}})
+    if (dt != DType::bf16 && dt != DType::fp16 && dt != DType::fp8)
+      throw Error("", flag, "serving supports bf16, fp16 or fp8");
+  return s;
+}
+
+std::vector<Request> requests_of(const ServeArgs& a, std::string& described) {
+  if (a.requests < 1 || a.requests > (std::int64_t{1} << 26))
+    throw Error("", "--requests", "must be from 1 to 67108864");
+  if (!a.traffic.empty()) {
+    if (!a.rate.empty()) throw Error("", "--rate", "give either --traffic or --rate, not both");
+    described = a.traffic;
+    return load_traffic(a.traffic, a.requests_given ? a.requests : 0);
+  }
+  if (a.rate.empty()) throw Error("", "--rate", "give --rate QPS|inf or --traffic FILE");
+  if (a.seed < 0) throw Error("", "--seed", "must not be negative");
+  TrafficSpec spec;
+  spec.arrival = arrival_from_rate(a.rate, a.burstiness, "--rate");
+  spec.prompt = parse_length_dist(a.prompt, "", "--prompt");
+  spec.output = parse_length_dist(a.output, "", "--output");
+  spec.requests = a.requests;
+  spec.seed = static_cast<std::uint64_t>(a.seed);
+  described = fmt::format("{} requests, {}, prompt {}, output {}", spec.requests,
+                          spec.arrival.describe(), spec.prompt.describe(), spec.output.describe());
+  return generate_requests(spec);
+}
+
+void print_summary(const ServingResult& r) {
+  const auto line = [](const char* name, const LatencySummary& s, double scale, const char* unit) {
+    std::cout << fmt::format("{:<18} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {}\n", name,
+                             s.mean * scale, s.p50 * scale, s.p90 * scale, s.p99 * scale, unit);
+  };
+  std::cout << fmt::format("{:<18} {:>10} {:>10} {:>10} {:>10}\n", "latency", "mean", "p50", "p90",
+                           "p99");
+  line("TTFT", r.ttft, 1, "s");
+  line("TPOT", r.tpot, 1e3, "ms");
+  line("ITL", r.itl, 1e3, "ms");
+  line("E2E", r.e2e, 1, "s");
+  line("scheduling delay", r.scheduling_delay, 1, "s");
+  std::cout << fmt::format(
+      "throughput: {:.3f} req/s, {:.1f} output tokens/s, {:.1f} tokens/s/GPU over {:.2f} s\n",
+      r.requests_per_s, r.output_tokens_per_s, r.tokens_per_s_per_gpu, r.makespan_s);
+  std::cout << fmt::format("goodput: {:.3f} req/s meet the SLOs\n", r.goodput_requests_per_s);
+  std::cout << fmt::format("requests: {} completed, {} rejected; {} preemptions; {} iterations\n",
+                           r.completed, r.rejected, r.preemptions, r.iterations);
+  std::cout << fmt::format(
+      "KV cache: {} blocks × {} tokens per replica ({:.1f} KB/token/GPU); utilisation mean "
+      "{:.1f} %, peak {:.1f} %\n",
+      r.capacity.blocks, r.capacity.block_size, r.capacity.kv_bytes_per_token_rank / 1e3,
+      100 * r.kv_utilization_mean, 100 * r.kv_utilization_peak);
+  if (r.kv_transfer.count > 0)
+    std::cout << fmt::format("KV transfer: mean {:.2f} ms, p99 {:.2f} ms, {:.2f} GB in all\n",
+                             1e3 * r.kv_transfer.mean, 1e3 * r.kv_transfer.p99,
+                             r.kv_transfer_bytes / 1e9);
+  for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+}
+
+int run_serve(const ServeArgs& a) {
+  auto topo = a.cluster.load();
+  const auto workload = load_workload(a.workload);
+  const auto& model = workload.model;
+  ServingSetup setup;
+  setup.shape = shape_of(a);
+  setup.replicas = a.replicas;
+  if (a.replicas < 1) throw Error("", "--replicas", "must be a positive integer");
+  if (!a.disaggregate.empty()) {
+    const auto colon = a.disaggregate.find(':');
+    const auto bad = [&] {
+      return Error("", "--disaggregate",
+                   "'" + a.disaggregate + "': expected P:D, prefill and decode replica counts");
+    };
+    if (colon == std::string::npos) throw bad();
+    const auto counts = [&](const std::string& t) {
+      const auto v =
+          parse_count_list(t, "--disaggregate", "P:D, prefill and decode replica counts", 1 << 20);
+      if (v.size() != 1) throw bad();
+      return v.front();
+    };
+    setup.prefill_replicas = counts(a.disaggregate.substr(0, colon));
+    setup.decode_replicas = counts(a.disaggregate.substr(colon + 1));
+    if (a.search) throw Error("", "--disaggregate", "--search compares colocated layouts only");
+  }
+  setup.scheduler = SchedulerOptions{.max_batch_tokens = a.max_batch_tokens,
+                                     .max_seqs = a.max_seqs,
+                                     .block_size = a.block_size,
+                                     .watermark = a.watermark,
+                                     .gpu_memory_utilization = a.gpu_memory_utilization};
+  if (a.max_batch_tokens < 1 || a.max_batch_tokens > (1 << 22))
+    throw Error("", "--max-batch-tokens", "must be from 1 to 4194304");
+  if (a.max_seqs < 1 || a.max_seqs > (1 << 20))
+    throw Error("", "--max-seqs", "must be from 1 to 1048576");
+  if (a.block_size < 1 || a.block_size > 4096)
+    throw Error("", "--block-size", "must be from 1 to 4096");
+  if (!(a.gpu_memory_utilization > 0) || a.gpu_memory_utilization > 1)
+    throw Error("", "--gpu-memory-utilization", "must be in (0, 1]");
+  if (!(a.watermark >= 0) || a.watermark >= 1) throw Error("", "--watermark", "must be in [0, 1)");
+  if (!(a.slo_ttft >= 0) || !(a.slo_tpot >= 0))
+    throw Error("", "--slo-ttft", "SLOs must be non-negative seconds (0: none)");
+  setup.slo_ttft_s = a.slo_ttft;
+  setup.slo_tpot_s = a.slo_tpot;
+  setup.router = router_flag(a.router);
+  if (!a.calibration.empty()) setup.profile = load_calibration_profile(a.calibration);
+  setup.record_iterations = !a.trace.empty();
+  std::string traffic;
+  const auto requests = requests_of(a, traffic);
+
+  if (a.search) {
+    if (a.gpus < 1) throw Error("", "--gpus", "--search needs the GPU budget --gpus N");
+    const auto found = search_serving(topo, model, setup, requests, a.gpus);
+    if (a.cluster.json) {
+      Json rows = Json::array();
+      for (const auto& c : found.candidates) {
+        Json row = {{"tp", c.shape.tp}, {"pp", c.shape.pp}, {"replicas", c.replicas}};
+        if (!c.refused.empty()) {
+          row["refused"] = c.refused;
+        } else {
+          row["meets_slo"] = c.meets_slo;
+          row["metrics"] = serving_json(c.result);
+        }
+        rows.push_back(row);
+      }
+      std::cout << Json{{"candidates", rows}, {"verdict", found.verdict}}.dump(2) << "\n";
+    } else {
+      std::cout << fmt::format(
+          "# {} on {} GPUs of {}; traffic: {}; SLO p99 TTFT ≤ {} s, p99 TPOT ≤ {} ms\n", model.name,
+          a.gpus, topo.name, traffic, a.slo_ttft, 1e3 * a.slo_tpot);
+      std::cout << fmt::format("{:>3} {:<18} {:>6} {:>9} {:>9} {:>10} {:>9} {:>10}\n", "#",
+                               "layout", "SLO", "goodput", "TTFT p99", "TPOT p99", "E2E mean",
+                               "tok/s/GPU");
+      int i = 0;
+      for (const auto& c : found.candidates) {
+        const auto layout = fmt::format("{} × tp={} pp={}", c.replicas, c.shape.tp, c.shape.pp);
+        if (!c.refused.empty()) {
+          std::cout << fmt::format("{:>3} {:<18} refused: {}\n", ++i, layout, c.refused);
+          continue;
+        }
+        const auto& r = c.result;
+        std::cout << fmt::format(
+            "{:>3} {:<18} {:>6} {:>9.2f} {:>8.3f}s {:>8.1f}ms {:>8.3f}s {:>10.1f}\n", ++i, layout,
+            c.meets_slo ? "met" : "missed", r.goodput_requests_per_s, r.ttft.p99, 1e3 * r.tpot.p99,
+            r.e2e.mean, r.tokens_per_s_per_gpu);
+      }
+      std::cout << "verdict: " << found.verdict << "\n";
+      const auto& best = found.candidates.front();
+      if (best.refused.empty() && best.meets_slo)
+        std::cout << fmt::format("fastest layout meeting the SLO: {} × tp={} pp={}\n",
+                                 best.replicas, best.shape.tp, best.shape.pp);
+      else
+        std::cout << "no layout meets the SLO at this rate\n";
+    }
+    if (!a.emit.empty()) {
+      const auto& best = found.candidates.front();
+      if (!best.refused.empty()) throw Error("", "--emit", "no layout fits: nothing to emit");
+      std::cerr << serving_launch_config(a.emit, model, best.shape, best.replicas, setup.scheduler);
+    }
+    if (!a.report.empty()) {
+      ServingReport rep;
+      rep.title = fmt::format("meshsim serve --search: {} on {} GPUs", model.name, a.gpus);
+      rep.command = command_line();
+      rep.cluster = topo.name;
+      rep.gpu = topo.gpu.model;
+      rep.layout = "compared below";
+      rep.traffic = traffic;
+      rep.search = &found;
+      rep.slo_ttft_s = a.slo_ttft;
+      rep.slo_tpot_s = a.slo_tpot;
+      std::ofstream(a.report) << render_serving_html(rep);
+    }
+    return 0;
+  }
+
+  const auto r = simulate_serving(topo, model, setup, requests);
+  const auto layout = fmt::format(
+      "{} × tp={} pp={} ({} weights, {} KV){}", setup.total_replicas(), setup.shape.tp,
+      setup.shape.pp, a.dtype, a.kv_dtype,
+      setup.disaggregated()
+          ? fmt::format(", disaggregated {}:{}", setup.prefill_replicas, setup.decode_replicas)
+          : "");
+  if (a.cluster.json) {
+    std::cout << serving_json(r).dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("# {} on {}: {}\n# traffic: {}\n", model.name, topo.name, layout,
+                             traffic);
+    print_summary(r);
+  }
+  if (!a.emit.empty())
+    std::cerr << serving_launch_config(a.emit, model, setup.shape, setup.total_replicas(),
+                                       setup.scheduler);
+  if (!a.trace.empty()) {
+    std::ofstream out(a.trace);
+    if (!out) throw Error("", "--trace", "cannot write '" + a.trace + "'");
+    write_serving_trace(r, out);
+  }
+  if (!a.report.empty()) {
+    ServingReport rep;
+    rep.title = fmt::format("meshsim serve: {} on {}", model.name, topo.name);
+    rep.command = command_line();
+    rep.cluster = topo.name;
+    rep.gpu = topo.gpu.model;
+    rep.layout = layout;
+    rep.traffic = traffic;
+    rep.result = &r;
+    rep.slo_ttft_s = a.slo_ttft;
+    rep.slo_tpot_s = a.slo_tpot;
+    std::ofstream out(a.report);
+    if (!out) throw Error("", "--report", "cannot write '" + a.report + "'");
+    out << render_serving_html(rep);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand("serve", "Simulate LLM serving: latency, throughput, goodput");
+  a->cluster.add_to(cmd);
+  cmd->add_option("--workload", a->workload, "Model file (workloads/models/*.json)")->required();
+  cmd->add_option("--mesh", a->mesh, "Layout of one replica: tp=..,pp=..");
+  cmd->add_option("--replicas", a->replicas, "Replicas behind the router");
+  cmd->add_option("--disaggregate", a->disaggregate,
+                  "P:D prefill and decode replicas (replaces --replicas)");
+  cmd->add_option("--dtype", a->dtype, "Weights and GEMMs: bf16, fp16 or fp8");
+  cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache: bf16, fp16 or fp8");
+  cmd->add_option("--traffic", a->traffic, "Traffic file: a CSV trace or a JSON spec");
+  cmd->add_option("--rate", a->rate, "Arrival rate in requests/s, or inf (offline)");
+  cmd->add_option("--burstiness", a->burstiness,
+                  "Coefficient of variation of the gaps (1: Poisson; other: gamma)");
+  auto* req = cmd->add_option("--requests", a->requests, "Requests to simulate");
+  cmd->add_option("--prompt", a->prompt,
+                  "Prompt length: fixed:N, uniform:LO,HI, lognormal:MEAN,SIGMA");
+  cmd->add_option("--output", a->output, "Output length, same forms");
+  cmd->add_option("--seed", a->seed, "Traffic seed");
+  cmd->add_option("--slo-ttft", a->slo_ttft,
+                  "TTFT SLO in s (default 2, MLPerf Llama-2-70B server)");
+  cmd->add_option("--slo-tpot", a->slo_tpot, "TPOT SLO in s (default 0.2)");
+  cmd->add_option("--router", a->router, "round-robin, least-outstanding or jsq-tokens");
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Token budget per iteration");
+  cmd->add_option("--max-seqs", a->max_seqs, "Sequences per iteration");
+  cmd->add_option("--block-size", a->block_size, "KV block size in tokens");
+  cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization,
+                  "Fraction of HBM for weights, workspace and KV cache");
+  cmd->add_option("--watermark", a->watermark, "Free-block fraction kept at admission");
+  cmd->add_option("--calibration", a->calibration, "Calibration profile (JSON)");
+  cmd->add_option("--trace", a->trace, "Write a Chrome trace of the iterations");
+  cmd->add_option("--report", a->report, "Write an HTML report");
+  cmd->add_flag("--search", a->search, "Compare every (TP, PP, replicas) layout for --gpus");
+  cmd->add_option("--gpus", a->gpus, "GPU budget of --search");
+  cmd->add_option("--emit", a->emit, "Print launch lines to stderr: vllm or sglang");
+  return [a, req] {
+    a->requests_given = req->count() > 0;
+    return run_serve(*a);
+  };
+}
+
+}  // namespace meshsim::cli

@@ -64,6 +64,7 @@ CalibrationProfile read_calibration_profile(const JsonRef& root) {
     p.memory_bandwidth_Bps = v->positive_number() * 1e9;
   if (auto g = r.optional("gemm"))
     for (const auto& e : g->array()) p.gemm.push_back(read_gemm_point(e));
+  if (auto l = r.optional("links")) p.links = read_link_calibration(*l);
   if (auto a = r.optional("attention"))
     for (const auto& e : a->array()) p.attention.push_back(read_attention_point(e));
   r.finish();
@@ -105,6 +106,7 @@ Json to_json(const CalibrationProfile& p) {
                    {"tflops", e.flops_per_s / 1e12}});
     j["attention"] = std::move(a);
   }
+  if (!p.links.empty()) j["links"] = to_json(p.links);
   return j;
 }
 

@@ -9,6 +9,7 @@
 #include "compute/kernel.hpp"
 #include "core/json_reader.hpp"
 #include "core/units.hpp"
+#include "network/link_calibration.hpp"
 
 namespace meshsim {
 
@@ -32,11 +33,13 @@ struct CalibrationProfile {
   std::optional<double> memory_bandwidth_Bps;  // achieved streaming bandwidth
   std::vector<GemmPoint> gemm;
   std::vector<AttentionPoint> attention;
+  LinkCalibration links;  // point-to-point and collective α-β fits (network/link_calibration.hpp)
 };
 
 // {gpu, source, launch_overhead_us?, memory_bandwidth_GBps?,
 //  gemm: [{dtype, m, n, k, batch?, tflops}], attention: [{dtype, batch, seq_q, seq_kv?, heads,
-//  kv_heads?, head_dim, causal, direction: forward|backward, tflops}]}
+//  kv_heads?, head_dim, causal, direction: forward|backward, tflops}],
+//  links?: {p2p: [...], collectives: [...]} (network/link_calibration.hpp)}
 CalibrationProfile read_calibration_profile(const JsonRef& root);
 CalibrationProfile load_calibration_profile(const std::string& path);
 Json to_json(const CalibrationProfile& p);

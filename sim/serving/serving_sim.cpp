@@ -553,6 +553,7 @@ ServingResult simulate_serving(const Topology& topo, const ModelSpec& model,
                                CommContext* context) {
   std::optional<CommContext> own;
   if (!context) context = &own.emplace(topo);
+  context->calibration = setup.profile ? &setup.profile->links : nullptr;
   Cluster cluster(topo, model, setup, requests, *context);
   return cluster.run();
 }

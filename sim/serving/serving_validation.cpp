@@ -62,16 +62,18 @@ std::vector<ValidationRow> run_serving_cases(const std::string& path, const std:
     if (auto v = r.optional("dtype")) s.shape.weight_dtype = dtype_of(*v);
     if (auto v = r.optional("kv_dtype")) s.shape.kv_dtype = dtype_of(*v);
     if (auto v = r.optional("max_seqs")) s.scheduler.max_seqs = v->positive_integer();
-    if (auto v = r.optional("max_batch_tokens")) s.scheduler.max_batch_tokens = v->positive_integer();
+    if (auto v = r.optional("max_batch_tokens"))
+      s.scheduler.max_batch_tokens = v->positive_integer();
     if (auto v = r.optional("slo_ttft_s")) s.slo_ttft_s = v->positive_number();
     if (auto v = r.optional("slo_tpot_s")) s.slo_tpot_s = v->positive_number();
     ObjectReader t(r.required("traffic"));
     TrafficSpec spec;
     const auto rate = t.required("rate");
-    spec.arrival = arrival_from_rate(rate.raw().is_string() ? rate.string()
-                                                            : std::to_string(rate.positive_number()),
-                                     1, path + ":" + rate.path());
-    for (auto [key, dist] : {std::pair{"prompt", &spec.prompt}, std::pair{"output", &spec.output}}) {
+    spec.arrival = arrival_from_rate(
+        rate.raw().is_string() ? rate.string() : std::to_string(rate.positive_number()), 1,
+        path + ":" + rate.path());
+    for (auto [key, dist] :
+         {std::pair{"prompt", &spec.prompt}, std::pair{"output", &spec.output}}) {
       const auto v = t.required(key);
       *dist = parse_length_dist(v.string(), path, v.path());
     }

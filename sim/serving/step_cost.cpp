@@ -107,6 +107,15 @@ double StepCost::attention_seconds(const BatchShape& batch) const {
   return s;
 }
 
+double StepCost::priced_seconds(const CollectiveCall& call) {
+  const Time alone =
+      price_collective(topo_, comm_.router, call, std::nullopt, &comm_.alone, &comm_.scratch).time;
+  return (comm_.calibration
+              ? calibrated_collective_time(*comm_.calibration, topo_, call, alone, alone)
+              : alone)
+      .seconds();
+}
+
 double StepCost::tp_allreduce_seconds(std::int64_t stage, std::int64_t tokens) {
   if (shape_.tp == 1) return 0;
   auto& cache = allreduce_cache_[static_cast<std::size_t>(stage)];
@@ -115,9 +124,7 @@ double StepCost::tp_allreduce_seconds(std::int64_t stage, std::int64_t tokens) {
   call.op = CollectiveOp::all_reduce;
   call.ranks = group(stage);
   call.bytes = d(tokens) * d(model_.hidden) * kActBytes;
-  const double s =
-      price_collective(topo_, comm_.router, call, std::nullopt, &comm_.alone, &comm_.scratch)
-          .time.seconds();
+  const double s = priced_seconds(call);
   cache.emplace(tokens, s);
   return s;
 }
@@ -133,9 +140,7 @@ double StepCost::send_seconds(std::int64_t stage, std::int64_t tokens) {
   call.ranks = {gpus_[static_cast<std::size_t>(stage * shape_.tp)],
                 gpus_[static_cast<std::size_t>((stage + 1) * shape_.tp)]};
   call.bytes = d(tokens) * d(model_.hidden) * kActBytes;
-  const double s =
-      price_collective(topo_, comm_.router, call, std::nullopt, &comm_.alone, &comm_.scratch)
-          .time.seconds();
+  const double s = priced_seconds(call);
   cache.emplace(tokens, s);
   return s;
 }

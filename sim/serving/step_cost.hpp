@@ -62,6 +62,7 @@ class StepCost {
 
  private:
   double attention_chunk_seconds(const PrefillChunk& c) const;
+  double priced_seconds(const CollectiveCall& call);  // alone, with the measured correction
   std::vector<std::int32_t> group(std::int64_t stage) const;
 
   const Topology& topo_;

@@ -87,7 +87,9 @@ Time FoldedComm::price(const CommRequest& r) {
       if (i == 0) rep_end = sim.now();
     });
   sim.run();
-  const Time t = rep_end - start;
+  Time t = rep_end - start;
+  if (ctx_.calibration)
+    t = calibrated_collective_time(*ctx_.calibration, topo_, r.call, best.time, t);
   cache_.emplace(key, t);
   return t;
 }

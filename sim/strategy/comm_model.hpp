@@ -17,6 +17,7 @@
 #include "engine/op_graph.hpp"
 #include "engine/simulator.hpp"
 #include "network/collective_runner.hpp"
+#include "network/link_calibration.hpp"
 #include "parallel/placement.hpp"
 #include "topology/router.hpp"
 
@@ -41,6 +42,8 @@ struct CommContext {
   Router router;
   PricingScratch scratch;
   CollectiveCostCache alone;
+  // Measured collective fits (a calibration profile's); null: the model alone.
+  const LinkCalibration* calibration = nullptr;
 };
 
 class CommModel {

@@ -42,4 +42,9 @@ void Topology::scale_links_at(VertexId v, double factor) {
   }
 }
 
+void Topology::scale_links_of_kind(LinkKind kind, double factor) {
+  for (auto e : edges_)
+    if ((*g_)[e].kind == kind) (*g_)[e].bandwidth_Bps *= factor;
+}
+
 }  // namespace meshsim

@@ -66,6 +66,9 @@ class Topology {
   // cable, NIC or switch port for what-if studies. Routes stay as they were (ECMP does not react
   // to bandwidth either).
   void scale_links_at(VertexId v, double factor);
+  // Multiplies the bandwidth of every link of `kind` by `factor` (calibration to a measured
+  // bandwidth).
+  void scale_links_of_kind(LinkKind kind, double factor);
 
   // Set by the parametric loader: node k's vertices and directed edges are node 0's shifted by
   // k × vertices_per_node and k × edges_per_node (nodes are stamped out in order, before the
@@ -80,6 +83,8 @@ class Topology {
   std::string description;
   std::vector<std::string> sources;
   GpuSpec gpu;
+  // The calibration profile the file names ("calibration"), resolved; empty when none.
+  std::string calibration_file;
 
  private:
   std::unique_ptr<TopologyGraph> g_ = std::make_unique<TopologyGraph>();

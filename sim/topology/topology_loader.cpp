@@ -14,6 +14,14 @@ void read_header(ObjectReader& r, Topology& t) {
   if (auto d = r.optional("description")) t.description = d->string();
   if (auto s = r.optional("sources"))
     for (const auto& e : s->array()) t.sources.push_back(e.string());
+  // A calibration profile measured on this cluster's nodes, relative to the file.
+  if (auto c = r.optional("calibration")) {
+    const auto rel = std::filesystem::path(c->string());
+    t.calibration_file =
+        (rel.is_absolute() ? rel : std::filesystem::path(c->file()).parent_path() / rel)
+            .lexically_normal()
+            .string();
+  }
 }
 
 // A parametric file may take its node from a single-node file ("node_from": "dgx-h100.json"),

@@ -129,6 +129,9 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   Simulator sim;
   std::optional<CommContext> own;
   if (!context) context = &own.emplace(topo);
+  // Measured collective timings correct the modelled ones (folded replay; the full replay runs
+  // the flows as modelled).
+  context->calibration = setup.profile ? &setup.profile->links : nullptr;
   // Only the full replay runs flows during the step; folded prices come from the context.
   std::optional<FlowNetwork> net;
   std::unique_ptr<CommModel> comm;

@@ -10,6 +10,7 @@
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
+#include "job_args.hpp"
 #include "network/collective_runner.hpp"
 #include "topology/topology_loader.hpp"
 
@@ -23,6 +24,7 @@ struct CollectiveArgs {
   std::string group;
   std::string sizes = "8:8G";
   std::string algo = "auto";
+  std::string calibration;
 };
 
 // "0-7,16" → {0..7, 16}
@@ -89,7 +91,8 @@ int run_collective_command(const CollectiveArgs& a) {
       throw Error("", "--algo",
                   "unknown algorithm '" + a.algo + "' (auto|ring|tree|nvls|hier|direct)");
   }
-  const Topology topo = a.cluster.load();
+  Topology topo = a.cluster.load();
+  const auto profile = calibration_for(topo, a.calibration);
   std::vector<std::int32_t> ranks;
   if (!a.group.empty() && a.gpus != 0)
     throw Error("", "--gpus", "give --gpus or --group, not both");
@@ -118,7 +121,12 @@ int run_collective_command(const CollectiveArgs& a) {
   for (double bytes : sizes) {
     const CollectiveCall call{*op, ranks, bytes};
     const auto priced = price_collective(topo, router, call, algo, &cache);
-    const double t = priced.time.seconds();
+    // A measured fit for this collective replaces the model's level (the algorithm column still
+    // says what the model chose).
+    const double t =
+        (profile ? calibrated_collective_time(profile->links, topo, call, priced.time, priced.time)
+                 : priced.time)
+            .seconds();
     const double algbw = t > 0 ? bytes / t : 0.0;
     table.push_back(
         Row{bytes, t, algbw, algbw * busbw_factor(*op, ranks.size()),
@@ -169,6 +177,8 @@ Runner add_collective_command(CLI::App& app) {
   cmd->add_option("--sizes", args->sizes, "Message sizes: 8:8G (x2 steps) or one size")
       ->capture_default_str();
   cmd->add_option("--algo", args->algo, "auto|ring|tree|nvls|hier|direct")->capture_default_str();
+  cmd->add_option("--calibration", args->calibration,
+                  "Calibration profile: measured link and collective fits replace the model's");
   return [args] { return run_collective_command(*args); };
 }
 

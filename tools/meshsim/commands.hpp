@@ -41,5 +41,6 @@ Runner add_memory_command(CLI::App& app);
 Runner add_train_command(CLI::App& app);
 Runner add_search_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
+Runner add_calibrate_command(CLI::App& app);
 
 }  // namespace meshsim::cli

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "commands.hpp"
 #include "core/enum_names.hpp"
@@ -13,6 +14,15 @@ bool on_off(const std::string& v, const std::string& flag) {
   if (v == "on") return true;
   if (v == "off") return false;
   throw Error("", flag, "'" + v + "': expected on or off");
+}
+
+std::optional<CalibrationProfile> calibration_for(Topology& topo, const std::string& flag) {
+  const std::string& file = flag.empty() ? topo.calibration_file : flag;
+  if (file.empty()) return std::nullopt;
+  auto profile = load_calibration_profile(file);
+  for (const auto& line : apply_p2p_calibration(topo, profile.links))
+    std::cerr << "calibration: " << line << "\n";
+  return profile;
 }
 
 DType dtype_flag(const std::string& v, const std::string& flag) {
@@ -139,6 +149,14 @@ JobArgs::Resolved JobArgs::resolve() const {
   r.micro_batch = mbs > 0 ? mbs : w.job.micro_batch.value_or(1);
   r.global_batch = gbs > 0 ? gbs : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
   return r;
+}
+
+TrainingSetup training_setup(const JobArgs::Resolved& job) {
+  TrainingSetup setup;
+  setup.job = {job.seq, job.global_batch, job.micro_batch, job.dtype, job.flash_attention};
+  setup.config = job.config;
+  setup.memory.recipe = default_recipe(job.dtype);
+  return setup;
 }
 
 }  // namespace meshsim::cli

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "compute/calibration_profile.hpp"
 #include "compute/dtype.hpp"
 #include "core/json_reader.hpp"
 #include "memory/memory_model.hpp"
@@ -36,6 +37,11 @@ ReportCandidate report_candidate(const std::string& label, const TrainingResult&
 void write_report(const std::string& path, HtmlReport report, const Topology& topo,
                   const std::string& cluster_file);
 
+// The calibration profile of a run: `--calibration` if given, else the one the cluster file
+// names, else none. Its point-to-point link fits rescale `topo`'s links (said on stderr); its
+// GEMM, attention and collective fits are used by the simulation.
+std::optional<CalibrationProfile> calibration_for(Topology& topo, const std::string& flag);
+
 struct JobArgs {
   std::string workload, mesh;
   std::int32_t zero = 0;
@@ -55,5 +61,9 @@ struct JobArgs {
   // defaults to dp × micro-batch (one micro-batch per replica) when neither gives it.
   Resolved resolve() const;
 };
+
+// A training setup with the job, the parallel config and the dtype's precision recipe set; the
+// rest at its defaults.
+TrainingSetup training_setup(const JobArgs::Resolved& job);
 
 }  // namespace meshsim::cli

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   add(meshsim::cli::add_train_command);
   add(meshsim::cli::add_search_command);
   add(meshsim::cli::add_serve_command);
+  add(meshsim::cli::add_calibrate_command);
 
   try {
     app.parse(argc, argv);

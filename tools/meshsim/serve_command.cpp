@@ -191,7 +191,7 @@ int run_serve(const ServeArgs& a) {
   setup.slo_ttft_s = a.slo_ttft;
   setup.slo_tpot_s = a.slo_tpot;
   setup.router = router_flag(a.router);
-  if (!a.calibration.empty()) setup.profile = load_calibration_profile(a.calibration);
+  setup.profile = calibration_for(topo, a.calibration);
   setup.record_iterations = !a.trace.empty();
   std::string traffic;
   const auto requests = requests_of(a, traffic);

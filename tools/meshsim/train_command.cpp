@@ -60,12 +60,9 @@ int run_train(const TrainArgs& a) {
   }
   const auto job = a.job.resolve();
   const auto& model = job.workload.model;
-  TrainingSetup setup;
-  setup.job = {job.seq, job.global_batch, job.micro_batch, job.dtype, job.flash_attention};
-  setup.config = job.config;
+  TrainingSetup setup = training_setup(job);
   setup.rank_order = parse_rank_order(a.rank_order, "--rank-order");
   setup.full = a.full;
-  setup.memory.recipe = default_recipe(job.dtype);
   if (!a.stage_layers.empty()) setup.strategy.chunk_layers = parse_layers(a.stage_layers);
   if (a.bucket_mb <= 0) throw Error("", "--bucket-mb", "must be positive");
   setup.strategy.bucket_bytes = a.bucket_mb * 1024 * 1024;
@@ -102,7 +99,7 @@ int run_train(const TrainArgs& a) {
   if (a.restart_s >= 0) setup.reliability.restart_s = a.restart_s;
   if (a.checkpoint_interval_s < 0) throw Error("", "--checkpoint-interval", "must be positive");
   setup.reliability.checkpoint_interval_s = a.checkpoint_interval_s;
-  if (!a.calibration.empty()) setup.profile = load_calibration_profile(a.calibration);
+  setup.profile = calibration_for(topo, a.calibration);
 
   const auto r = simulate_training(topo, model, setup);
   if (!a.report.empty()) {

@@ -1,0 +1,235 @@
+#include "compute/calibration_fit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "core/enum_names.hpp"
+#include "network/nccl_tests_log.hpp"
+
+namespace meshsim {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+DType dtype_at(const JsonRef& ref) {
+  const auto s = ref.string();
+  if (auto d = parse_dtype(s)) return *d;
+  ref.fail("unknown dtype '" + s + "' (known: " + joined_names(kAllDTypes) + ")");
+}
+
+std::string fmt_regimes(const std::vector<AlphaBetaRegime>& regimes) {
+  std::string s;
+  for (const auto& r : regimes)
+    s += fmt::format("{}[{} B..] α {:.2f} µs β {:.1f} GB/s (max err {:.1f} %)",
+                     s.empty() ? "" : "; ", r.min_bytes, r.alpha_s * 1e6, r.bandwidth_Bps / 1e9,
+                     100 * r.max_relative_error);
+  return s;
+}
+
+}  // namespace
+
+std::string catalogue_gpu_name(const std::string& device_name) {
+  const auto has = [&](const char* s) { return device_name.find(s) != std::string::npos; };
+  if (has("H200")) return "H200-SXM-141GB";
+  if (has("H100") && has("PCIe")) return "H100-PCIe-80GB";
+  if (has("H100")) return "H100-SXM5-80GB";
+  if (has("A100") && has("40GB")) return "A100-SXM4-40GB";
+  if (has("A100")) return "A100-SXM4-80GB";
+  if (has("GB200")) return "GB200-186GB";
+  if (has("B200")) return "B200-SXM-180GB";
+  if (has("L40S")) return "L40S-48GB";
+  return "";
+}
+
+FitResult fit_calibration(const JsonRef& raw, const FitOptions& options) {
+  FitResult out;
+  auto& p = out.profile;
+  ObjectReader r(raw);
+  const auto harness = r.required("harness").string();
+  std::string device;
+  if (auto env = r.optional("environment")) {
+    // Free-form: driver, CUDA, NCCL versions, clocks, GPUs; only the first GPU's name is used.
+    if (!env->raw().is_object()) env->fail("must be an object");
+    const auto& e = env->raw();
+    if (e.contains("gpus") && e["gpus"].is_array() && !e["gpus"].empty() &&
+        e["gpus"][0].is_object() && e["gpus"][0].contains("name") &&
+        e["gpus"][0]["name"].is_string())
+      device = e["gpus"][0]["name"].get<std::string>();
+  }
+  if (auto n = r.optional("notes"))
+    for (const auto& e : n->array()) (void)e.string();
+  p.gpu = options.gpu.empty() ? catalogue_gpu_name(device) : options.gpu;
+  if (p.gpu.empty())
+    r.self().fail("cannot tell the GPU model from environment.gpus[0].name ('" + device +
+                  "'); give it with --gpu");
+  p.source = fmt::format("fitted by meshsim calibrate fit from {} ({}; device '{}')", raw.file(),
+                         harness, device);
+
+  if (auto g = r.optional("gemm")) {
+    std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+             std::vector<double>>
+        rates;
+    for (const auto& e : g->array()) {
+      ObjectReader gr(e);
+      const auto dt = dtype_at(gr.required("dtype"));
+      GemmShape s;
+      s.m = gr.required("m").positive_integer();
+      s.n = gr.required("n").positive_integer();
+      s.k = gr.required("k").positive_integer();
+      if (auto b = gr.optional("batch")) s.batch = b->positive_integer();
+      const double t = gr.required("time_us").positive_number() * 1e-6;
+      if (auto v = gr.optional("tflops")) (void)v->non_negative_number();
+      gr.finish();
+      const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+                           static_cast<double>(s.k) * static_cast<double>(s.batch);
+      rates[{static_cast<int>(dt), s.m, s.n, s.k, s.batch}].push_back(flops / t);
+    }
+    for (const auto& [key, v] : rates) {
+      GemmPoint pt;
+      pt.dtype = static_cast<DType>(std::get<0>(key));
+      pt.shape = GemmShape{std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key)};
+      pt.flops_per_s = median(v);
+      p.gemm.push_back(pt);
+    }
+    out.lines.push_back(fmt::format("gemm: {} shapes", p.gemm.size()));
+  }
+  if (auto a = r.optional("attention")) {
+    std::size_t skipped = 0;
+    for (const auto& e : a->array()) {
+      ObjectReader ar(e);
+      AttentionPoint pt;
+      pt.dtype = dtype_at(ar.required("dtype"));
+      auto& s = pt.shape;
+      s.batch = ar.required("batch").positive_integer();
+      s.seq_q = ar.required("seq_q").positive_integer();
+      s.seq_kv = s.seq_q;
+      if (auto v = ar.optional("seq_kv")) s.seq_kv = v->positive_integer();
+      s.heads = ar.required("heads").positive_integer();
+      s.kv_heads = s.heads;
+      if (auto v = ar.optional("kv_heads")) s.kv_heads = v->positive_integer();
+      s.head_dim = ar.required("head_dim").positive_integer();
+      s.causal = ar.required("causal").boolean();
+      const auto dir = ar.required("direction");
+      if (dir.string() != "forward" && dir.string() != "backward")
+        dir.fail("expected 'forward' or 'backward'");
+      s.backward = dir.string() == "backward";
+      const double t = ar.required("time_us").positive_number() * 1e-6;
+      if (auto v = ar.optional("tflops")) (void)v->non_negative_number();
+      bool fused = true;
+      if (auto v = ar.optional("implementation")) fused = v->string() != "unfused";
+      ar.finish();
+      if (!fused && !options.include_unfused_attention) {
+        ++skipped;
+        continue;
+      }
+      pt.flops_per_s = attention_kernel(s, pt.dtype).flops / t;
+      p.attention.push_back(pt);
+    }
+    out.lines.push_back(
+        fmt::format("attention: {} shapes{}", p.attention.size(),
+                    skipped ? fmt::format(" ({} unfused rows left out)", skipped) : ""));
+  }
+  if (auto m = r.optional("membw")) {
+    std::vector<AlphaBetaPoint> pts;
+    for (const auto& e : m->array()) {
+      ObjectReader mr(e);
+      const auto kind = mr.required("kind");
+      if (kind.string() != "copy" && kind.string() != "triad")
+        kind.fail("expected 'copy' or 'triad'");
+      const double bytes = mr.required("bytes").positive_number();
+      const double t = mr.required("time_us").positive_number() * 1e-6;
+      if (auto v = mr.optional("GBps")) (void)v->non_negative_number();
+      mr.finish();
+      pts.push_back({bytes, t});
+    }
+    if (!pts.empty()) {
+      const auto fit = fit_alpha_beta(pts);
+      p.memory_bandwidth_Bps = fit.bandwidth_Bps;
+      p.launch_overhead = Time::from_seconds_ceil(fit.alpha_s);
+      out.lines.push_back(fmt::format(
+          "memory: {:.0f} GB/s streaming, {:.2f} µs per kernel ({} points, max err {:.1f} %)",
+          fit.bandwidth_Bps / 1e9, fit.alpha_s * 1e6, fit.points, 100 * fit.max_relative_error));
+    }
+  }
+  if (auto p2p = r.optional("p2p")) {
+    std::map<LinkKind, std::vector<AlphaBetaPoint>> by_class;
+    for (const auto& e : p2p->array()) {
+      ObjectReader pr(e);
+      (void)pr.required("src").integer();
+      (void)pr.required("dst").integer();
+      const auto link = pr.required("link");
+      const auto kind = parse_link_kind(link.string());
+      if (!kind) link.fail("unknown link class '" + link.string() + "'");
+      const double bytes = pr.required("bytes").positive_number();
+      const double t = pr.required("time_us").positive_number() * 1e-6;
+      if (auto v = pr.optional("GBps")) (void)v->non_negative_number();
+      pr.finish();
+      by_class[*kind].push_back({bytes, t});
+    }
+    for (auto& [kind, pts] : by_class) {
+      P2pCalibration c;
+      c.kind = kind;
+      c.regimes = fit_regimes(pts);
+      out.lines.push_back(fmt::format("p2p {}: {}", name_of(kind), fmt_regimes(c.regimes)));
+      p.links.p2p.push_back(std::move(c));
+    }
+  }
+  if (auto nccl = r.optional("nccl")) {
+    std::map<std::tuple<int, std::int32_t, std::int32_t>, std::vector<AlphaBetaPoint>> by_call;
+    for (const auto& e : nccl->array()) {
+      ObjectReader nr(e);
+      const auto op = nr.required("op");
+      const auto parsed = parse_collective_op(op.string());
+      if (!parsed) op.fail("unknown collective '" + op.string() + "'");
+      const auto ranks = static_cast<std::int32_t>(nr.required("ranks").positive_integer());
+      std::int32_t nodes = 1;
+      if (auto v = nr.optional("nodes")) nodes = static_cast<std::int32_t>(v->positive_integer());
+      const double bytes = nr.required("bytes").positive_number();
+      const double t = nr.required("time_us").positive_number() * 1e-6;
+      for (const char* k : {"algbw_GBps", "busbw_GBps"})
+        if (auto v = nr.optional(k)) (void)v->non_negative_number();
+      nr.finish();
+      by_call[{static_cast<int>(*parsed), ranks, nodes}].push_back({bytes, t});
+    }
+    for (auto& [key, pts] : by_call) {
+      CollectiveCalibration c;
+      c.op = static_cast<CollectiveOp>(std::get<0>(key));
+      c.ranks = std::get<1>(key);
+      c.nodes = std::get<2>(key);
+      c.regimes = fit_regimes(pts);
+      out.lines.push_back(fmt::format("{} on {} ranks, {} node(s): {}", name_of(c.op), c.ranks,
+                                      c.nodes, fmt_regimes(c.regimes)));
+      p.links.collectives.push_back(std::move(c));
+    }
+  }
+  if (auto t = r.optional("topology"))
+    if (!t->raw().is_object()) t->fail("must be a meshsim topology object");
+  r.finish();
+  return out;
+}
+
+std::string add_collective_fit(LinkCalibration& links, const NcclTestsLog& log) {
+  std::vector<AlphaBetaPoint> pts;
+  for (const auto& row : log.rows) pts.push_back({row.bytes, row.time_us * 1e-6});
+  CollectiveCalibration c;
+  c.op = log.op;
+  c.ranks = log.ranks;
+  c.nodes = log.nodes;
+  c.regimes = fit_regimes(pts);
+  std::erase_if(links.collectives, [&](const CollectiveCalibration& x) {
+    return x.op == c.op && x.ranks == c.ranks && x.nodes == c.nodes;
+  });
+  const auto line = fmt::format("{} on {} ranks, {} node(s) from {}: {}", name_of(c.op), c.ranks,
+                                c.nodes, log.file, fmt_regimes(c.regimes));
+  links.collectives.push_back(std::move(c));
+  return line;
+}
+
+}  // namespace meshsim

@@ -1,0 +1,183 @@
+#include "compute/kineto_trace.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "core/json_reader.hpp"
+
+namespace meshsim {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool contains_any(const std::string& s, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (s.find(k) != std::string::npos) return true;
+  return false;
+}
+
+std::optional<DType> dtype_of_torch(const std::string& t) {
+  if (t == "c10::BFloat16") return DType::bf16;
+  if (t == "c10::Half") return DType::fp16;
+  if (t == "float") return DType::fp32;
+  if (t.find("Float8") != std::string::npos) return DType::fp8;
+  return std::nullopt;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::string nccl_kernel_op(const std::string& kernel_name) {
+  const auto s = lower(kernel_name);
+  if (s.find("nccl") == std::string::npos) return "";
+  if (s.find("allreduce") != std::string::npos) return "all_reduce";
+  if (s.find("allgather") != std::string::npos) return "all_gather";
+  if (s.find("reducescatter") != std::string::npos) return "reduce_scatter";
+  if (s.find("alltoall") != std::string::npos) return "all_to_all";
+  if (s.find("broadcast") != std::string::npos) return "broadcast";
+  if (s.find("sendrecv") != std::string::npos || s.find("send") != std::string::npos ||
+      s.find("recv") != std::string::npos)
+    return "send_recv";
+  if (s.find("reduce") != std::string::npos) return "reduce";
+  return "nccl_other";
+}
+
+KinetoSummary read_kineto_trace(const std::string& path, int device) {
+  const Json doc = load_json_file(path);
+  const auto root = JsonRef::root(doc, path);
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
+    root.fail("no traceEvents array (is this a Chrome trace from the PyTorch profiler?)");
+  KinetoSummary out;
+  out.file = path;
+  out.device = device;
+  std::vector<double> step_durs;
+  // External id → (name, shapes, dtype) of GEMM CPU ops; → kernel time.
+  struct CpuGemm {
+    std::string name;
+    Json dims;
+    std::string type;
+  };
+  std::map<std::int64_t, CpuGemm> cpu_gemms;
+  std::map<std::int64_t, double> kernel_time_by_ext;
+  double gemm = 0, attention = 0, other = 0;
+  std::map<std::string, double> comm;
+  const auto events = root.child("traceEvents").array();
+  for (const auto& ev : events) {
+    const auto& e = ev.raw();
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) continue;
+    const auto name = e["name"].get<std::string>();
+    const auto cat = e.contains("cat") && e["cat"].is_string() ? lower(e["cat"].get<std::string>())
+                                                               : std::string();
+    const double dur_us = e.contains("dur") && e["dur"].is_number() ? e["dur"].get<double>() : 0;
+    if (!(dur_us >= 0) || dur_us > 1e12) ev.fail("dur must be a non-negative number of µs");
+    const Json empty = Json::object();
+    const Json& args = e.contains("args") && e["args"].is_object() ? e["args"] : empty;
+    if (name.rfind("ProfilerStep#", 0) == 0 && cat != "gpu_user_annotation") {
+      step_durs.push_back(dur_us * 1e-6);
+      continue;
+    }
+    if (cat == "cpu_op" && (name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm") &&
+        args.contains("External id") && args["External id"].is_number_integer() &&
+        args.contains("Input Dims")) {
+      CpuGemm g{name, args["Input Dims"], ""};
+      if (args.contains("Input type") && args["Input type"].is_array() &&
+          !args["Input type"].empty()) {
+        for (const auto& t : args["Input type"])
+          if (t.is_string() && !t.get<std::string>().empty()) {
+            g.type = t.get<std::string>();
+            break;
+          }
+      }
+      cpu_gemms[args["External id"].get<std::int64_t>()] = g;
+      continue;
+    }
+    if (cat != "kernel") continue;
+    if (args.contains("device") && args["device"].is_number_integer() &&
+        args["device"].get<int>() != device)
+      continue;
+    ++out.kernels;
+    const double s = dur_us * 1e-6;
+    if (args.contains("External id") && args["External id"].is_number_integer())
+      kernel_time_by_ext[args["External id"].get<std::int64_t>()] += s;
+    const auto op = nccl_kernel_op(name);
+    const auto n = lower(name);
+    if (!op.empty())
+      comm[op] += s;
+    else if (contains_any(n, {"flash", "fmha", "attention", "sdpa"}))
+      attention += s;
+    else if (contains_any(n, {"gemm", "cutlass", "xmma", "nvjet", "cublas"}))
+      gemm += s;
+    else
+      other += s;
+  }
+  if (out.kernels == 0)
+    root.fail("no GPU kernel events for device " + std::to_string(device) +
+              " (profile with ProfilerActivity.CUDA)");
+  out.steps = step_durs.empty() ? 1 : static_cast<int>(step_durs.size());
+  if (!step_durs.empty()) {
+    double sum = 0;
+    for (double v : step_durs) sum += v;
+    out.step_s = sum / static_cast<double>(step_durs.size());
+  }
+  const double k = 1.0 / out.steps;
+  out.gemm_s = gemm * k;
+  out.attention_s = attention * k;
+  out.other_compute_s = other * k;
+  for (auto& [op, s] : comm) out.comm_s[op] = s * k;
+  // GEMM shapes: mm [[M,K],[K,N]]; addmm [bias, [M,K], [K,N]]; bmm [[B,M,K],[B,K,N]].
+  std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+           std::vector<double>>
+      rates;
+  for (const auto& [ext, g] : cpu_gemms) {
+    const auto kt = kernel_time_by_ext.find(ext);
+    if (kt == kernel_time_by_ext.end() || !(kt->second > 0)) continue;
+    const auto dt = dtype_of_torch(g.type);
+    if (!dt || !g.dims.is_array()) continue;
+    const auto& d = g.dims;
+    const std::size_t first = g.name == "aten::addmm" ? 1 : 0;
+    if (d.size() < first + 2 || !d[first].is_array() || !d[first + 1].is_array()) continue;
+    const auto& a = d[first];
+    const auto& b = d[first + 1];
+    std::int64_t batch = 1, m = 0, kk = 0, n = 0;
+    try {
+      if (g.name == "aten::bmm" && a.size() == 3 && b.size() == 3) {
+        batch = a[0].get<std::int64_t>();
+        m = a[1].get<std::int64_t>();
+        kk = a[2].get<std::int64_t>();
+        n = b[2].get<std::int64_t>();
+      } else if (a.size() == 2 && b.size() == 2) {
+        m = a[0].get<std::int64_t>();
+        kk = a[1].get<std::int64_t>();
+        n = b[1].get<std::int64_t>();
+      }
+    } catch (const Json::exception&) {
+      continue;
+    }
+    if (m <= 0 || n <= 0 || kk <= 0 || batch <= 0) continue;
+    const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                         static_cast<double>(kk) * static_cast<double>(batch);
+    rates[{static_cast<int>(*dt), m, n, kk, batch}].push_back(flops / kt->second);
+  }
+  for (const auto& [key, v] : rates) {
+    GemmPoint p;
+    p.dtype = static_cast<DType>(std::get<0>(key));
+    p.shape = GemmShape{std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key)};
+    p.flops_per_s = median(v);
+    out.gemm_points.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace meshsim

@@ -1,0 +1,34 @@
+#pragma once
+// A PyTorch profiler (Kineto) Chrome trace of real training steps, read as measured per-op
+// times: GPU kernels of one device classified as GEMM (cuBLAS/CUTLASS: gemm, cutlass, xmma,
+// nvjet), attention (flash, fmha, attention, sdpa), NCCL collectives (by op) or other compute,
+// summed per profiled step; and GEMM shapes with their kernel time, from the aten::mm / addmm /
+// bmm CPU ops recorded with shapes (record_shapes=True) joined to their kernels by External id.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compute/calibration_profile.hpp"
+
+namespace meshsim {
+
+struct KinetoSummary {
+  std::string file;
+  int device = 0;
+  int steps = 1;      // ProfilerStep# spans (1 when the trace has none)
+  double step_s = 0;  // mean ProfilerStep# wall time (0 when none)
+  // Per step, summed kernel time on `device`.
+  double gemm_s = 0, attention_s = 0, other_compute_s = 0;
+  std::map<std::string, double> comm_s;  // by collective name (all_reduce, ...)
+  std::size_t kernels = 0;
+  std::vector<GemmPoint> gemm_points;  // median rate per (dtype, M, N, K, batch)
+  double compute_s() const { return gemm_s + attention_s + other_compute_s; }
+};
+
+// Errors name the file (and the JSON path of a malformed event).
+KinetoSummary read_kineto_trace(const std::string& path, int device = 0);
+
+// "ncclDevKernel_AllReduce_Sum_bf16_RING_LL" → "all_reduce"; "" when not an NCCL kernel.
+std::string nccl_kernel_op(const std::string& kernel_name);
+
+}  // namespace meshsim

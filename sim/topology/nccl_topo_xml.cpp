@@ -1,0 +1,187 @@
+#include "topology/nccl_topo_xml.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace meshsim {
+namespace {
+
+using boost::property_tree::ptree;
+
+std::string attr(const ptree& node, const std::string& key) {
+  return node.get<std::string>("<xmlattr>." + key, "");
+}
+
+// "32.0 GT/s PCIe" × width 16 → bytes/s per direction after 128b/130b encoding (PCIe 3+).
+double pcie_Bps(const ptree& node) {
+  const auto speed = attr(node, "link_speed");
+  const auto width = attr(node, "link_width");
+  double gts = 0, w = 0;
+  try {
+    gts = speed.empty() ? 0 : std::stod(speed);
+    w = width.empty() ? 0 : std::stod(width);
+  } catch (const std::logic_error&) {
+    return 0;
+  }
+  if (!(gts > 0) || !(w > 0)) return 0;
+  return gts * 1e9 * w / 8.0 * 128.0 / 130.0;
+}
+
+// NVLink bandwidth per link per direction by GPU generation (NVIDIA architecture whitepapers:
+// NVLink3 on A100 and NVLink4 on H100 carry 25 GB/s per link per direction, NVLink5 on
+// Blackwell 50 GB/s).
+double nvlink_link_Bps(int sm) {
+  return sm >= 100 ? 50e9 : 25e9;
+}
+
+std::string gpu_for_sm(int sm) {
+  if (sm >= 100) return "B200-SXM-180GB";
+  if (sm >= 90) return "H100-SXM5-80GB";
+  if (sm >= 80) return "A100-SXM4-80GB";
+  return "";
+}
+
+struct Builder {
+  Json vertices = Json::array(), links = Json::array();
+  std::map<std::string, std::string> by_busid;  // PCI bus id → vertex name
+  std::set<std::pair<std::string, std::string>> nvlink_pairs;
+  std::map<std::string, std::string> nvswitches;  // bus id → vertex name
+  struct GpuLinks {
+    std::string name;
+    int sm = 0;
+    std::vector<std::tuple<std::string, int, std::string>> nvlinks;  // target, count, tclass
+  };
+  std::vector<GpuLinks> gpus;
+  int pcie_switches = 0, nics = 0, cpus = 0;
+
+  void vertex(const std::string& name, const char* kind) {
+    vertices.push_back({{"name", name}, {"kind", kind}, {"node", 0}});
+  }
+  void link(const std::string& a, const std::string& b, const char* kind, double Bps,
+            int latency_ns) {
+    Json l = {{"a", a}, {"b", b}, {"kind", kind}, {"latency_ns", latency_ns}};
+    if (std::string(kind) == "infiniband" || std::string(kind) == "ethernet")
+      l["bandwidth_Gbps"] = Bps * 8 / 1e9;
+    else
+      l["bandwidth_GBps"] = Bps / 1e9;
+    links.push_back(l);
+  }
+
+  // A <pci> element under `parent`: a switch, a GPU, a NIC or another device.
+  void pci(const ptree& node, const std::string& parent, double parent_Bps) {
+    const auto busid = attr(node, "busid");
+    const auto cls = attr(node, "class");
+    double bw = pcie_Bps(node);
+    if (!(bw > 0)) bw = parent_Bps;
+    if (const auto gpu = node.get_child_optional("gpu")) {
+      const auto name = fmt::format("gpu{}", gpus.size());
+      vertex(name, "gpu");
+      link(name, parent, "pcie", bw, 250);
+      by_busid[busid] = name;
+      GpuLinks g;
+      g.name = name;
+      g.sm = gpu->get<int>("<xmlattr>.sm", 0);
+      for (const auto& [tag, child] : *gpu)
+        if (tag == "nvlink")
+          g.nvlinks.emplace_back(attr(child, "target"), child.get<int>("<xmlattr>.count", 1),
+                                 attr(child, "tclass"));
+      gpus.push_back(std::move(g));
+      return;
+    }
+    if (const auto nic = node.get_child_optional("nic")) {
+      for (const auto& [tag, net] : *nic) {
+        if (tag != "net") continue;
+        const auto name = fmt::format("nic{}", nics++);
+        vertex(name, "nic");
+        link(name, parent, "pcie", bw, 250);
+        // speed is in Mb/s (NCCL's ncclNet properties).
+        const double mbps = net.get<double>("<xmlattr>.speed", 0);
+        if (mbps > 0) {
+          if (nics == 1) vertex("fabric", "leaf_switch");
+          link(name, "fabric", "infiniband", mbps * 1e6 / 8, 600);
+        }
+      }
+      return;
+    }
+    std::string here = parent;
+    if (cls.rfind("0x0604", 0) == 0) {  // PCI bridge: a PCIe switch
+      here = fmt::format("pcie{}", pcie_switches++);
+      vertex(here, "pcie_switch");
+      link(here, parent, "pcie", bw, 250);
+      by_busid[busid] = here;
+    }
+    for (const auto& [tag, child] : node)
+      if (tag == "pci") pci(child, here, bw);
+  }
+};
+
+}  // namespace
+
+Json nccl_topo_to_topology(const std::string& xml_path, const NcclTopoOptions& options) {
+  ptree tree;
+  try {
+    boost::property_tree::read_xml(xml_path, tree);
+  } catch (const boost::property_tree::xml_parser_error& e) {
+    throw Error(xml_path, "line " + std::to_string(e.line()), e.message());
+  }
+  const auto system = tree.get_child_optional("system");
+  if (!system) throw Error(xml_path, "", "no <system> element (is this an NCCL topology dump?)");
+  Builder b;
+  std::vector<std::pair<std::string, std::string>> sockets;  // name, vendor
+  for (const auto& [tag, cpu] : *system) {
+    if (tag != "cpu") continue;
+    const auto name = fmt::format("cpu{}", b.cpus++);
+    b.vertex(name, "cpu");
+    sockets.emplace_back(name, attr(cpu, "vendor"));
+    for (const auto& [t2, child] : cpu)
+      if (t2 == "pci") b.pci(child, name, 0);
+  }
+  if (b.gpus.empty()) throw Error(xml_path, "", "no <gpu> elements in the dump");
+  // Sockets: one interconnect link between each pair, at NCCL's own figures for the path
+  // (src/graph/topo.h: SKL_QPI_BW 10 GB/s for Intel, AMD_BW 16 GB/s).
+  for (std::size_t i = 0; i < sockets.size(); ++i)
+    for (std::size_t j = i + 1; j < sockets.size(); ++j)
+      b.link(sockets[i].first, sockets[j].first, "cpu_interconnect",
+             sockets[i].second == "AuthenticAMD" ? 16e9 : 10e9, 300);
+  for (const auto& g : b.gpus)
+    for (const auto& [target, count, tclass] : g.nvlinks) {
+      const double bw = count * nvlink_link_Bps(g.sm);
+      if (tclass == "0x068000") {  // an NVSwitch
+        auto [it, fresh] =
+            b.nvswitches.emplace(target, fmt::format("nvswitch{}", b.nvswitches.size()));
+        if (fresh) b.vertex(it->second, "nvswitch");
+        b.link(g.name, it->second, "nvlink", bw, 100);
+      } else if (auto peer = b.by_busid.find(target); peer != b.by_busid.end()) {
+        const auto key = std::minmax(g.name, peer->second);
+        if (b.nvlink_pairs.insert({key.first, key.second}).second)
+          b.link(g.name, peer->second, "nvlink", bw, 100);
+      }
+    }
+  std::string gpu = options.gpu;
+  if (gpu.empty()) gpu = gpu_for_sm(b.gpus.front().sm);
+  if (gpu.empty())
+    throw Error(xml_path, "",
+                fmt::format("SM version {} is not in the GPU catalogue; give the GPU with --gpu",
+                            b.gpus.front().sm));
+  return {
+      {"name", options.name},
+      {"description",
+       fmt::format("one node read from the NCCL topology dump {}: {} GPUs, {} NVSwitches, {} "
+                   "PCIe switches, {} CPU sockets, {} NICs",
+                   xml_path, b.gpus.size(), b.nvswitches.size(), b.pcie_switches, b.cpus, b.nics)},
+      {"sources",
+       {"NCCL_TOPO_DUMP_FILE of the node; PCIe from link_speed × link_width (128b/130b); "
+        "NVLink 25 GB/s per link per direction (50 on Blackwell), NVIDIA whitepapers"}},
+      {"gpu", gpu},
+      {"vertices", b.vertices},
+      {"links", b.links}};
+}
+
+}  // namespace meshsim

@@ -1,0 +1,156 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_runner.hpp"
+
+using meshsim::test::run_cli;
+using meshsim::test::source_path;
+using nlohmann::json;
+
+namespace {
+
+std::string example(const std::string& name) {
+  return source_path("tools/calibrate/examples/" + name);
+}
+
+std::string temp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / name).string();
+}
+
+json read(const std::string& path) {
+  std::ifstream f(path);
+  return json::parse(f);
+}
+
+}  // namespace
+
+TEST_CASE("calibrate fit: raw harness output and an nccl-tests log make a profile") {
+  const auto out = temp("meshsim_fit_profile.json");
+  const auto topo_out = temp("meshsim_fit_node.json");
+  const auto r = run_cli("calibrate fit --raw " + example("h100-raw-example.json") +
+                         " --nccl-tests " + example("dgx-h100-all_reduce_perf.log") + " --out " +
+                         out + " --topology-out " + topo_out);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("gemm: 5 shapes") != std::string::npos);
+  CHECK(r.out.find("all_reduce on 8 ranks, 1 node(s) from") != std::string::npos);
+  const auto p = read(out);
+  CHECK(p["gpu"] == "H100-SXM5-80GB");
+  CHECK(p["links"]["collectives"].size() == 1);  // the log's fit replaced the raw file's
+  CHECK(read(topo_out)["name"] == "example-node");
+  // nccl-tests alone, GPU named by the log.
+  const auto only = run_cli("calibrate fit --nccl-tests " +
+                            example("dgx-h100-all_reduce_perf.log") + " --out " + out);
+  REQUIRE_MESSAGE(only.exit_code == 0, only.err);
+  CHECK(read(out)["gemm"].is_null());
+}
+
+TEST_CASE("calibrate nccl-topo: an NCCL topology dump becomes a usable cluster file") {
+  const auto out = temp("meshsim_nccl_node.json");
+  const auto r =
+      run_cli("calibrate nccl-topo --xml " + example("nccl-topo-dgx-h100.xml") + " --out " + out);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("8 GPUs, 4 NVSwitches") != std::string::npos);
+  const auto topo = run_cli("topo --topology " + out + " --json");
+  REQUIRE_MESSAGE(topo.exit_code == 0, topo.err);
+  CHECK(json::parse(topo.out)["gpus"] == 8);
+  const auto coll =
+      run_cli("collective --topology " + out + " --op all_reduce --gpus 8 --sizes 1G");
+  CHECK(coll.exit_code == 0);
+}
+
+TEST_CASE("calibrate kineto: measured per-op times next to the simulated step") {
+  const auto prof = temp("meshsim_kineto_profile.json");
+  const auto r = run_cli("calibrate kineto --trace " + example("kineto-step-example.json") +
+                         " --topology " + source_path("topologies/dgx-h100.json") + " --workload " +
+                         source_path("workloads/models/llama3.1-8b.json") +
+                         " --mesh dp=8 --seq 8192 --gbs 8 --write-profile " + prof);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("2 profiled step(s)") != std::string::npos);
+  CHECK(r.out.find("nccl all_reduce") != std::string::npos);
+  CHECK(r.out.find("4 GEMM shapes") != std::string::npos);
+  CHECK(r.out.find("model ") != std::string::npos);
+  const auto p = read(prof);
+  CHECK(p["gemm"].size() == 4);
+  // The trace's GEMM times, used as a profile, make the model hit them exactly.
+  const auto with = run_cli("calibrate kineto --trace " + example("kineto-step-example.json") +
+                            " --topology " + source_path("topologies/dgx-h100.json") +
+                            " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                            " --mesh dp=8 --seq 8192 --gbs 8 --calibration " + prof);
+  REQUIRE_MESSAGE(with.exit_code == 0, with.err);
+  CHECK(with.out.find("(+0.0%)") != std::string::npos);
+}
+
+TEST_CASE("a profile's collective fit moves collective, train and serve results") {
+  const auto prof = temp("meshsim_coll_profile.json");
+  REQUIRE(run_cli("calibrate fit --nccl-tests " + example("dgx-h100-all_reduce_perf.log") +
+                  " --out " + prof)
+              .exit_code == 0);
+  const std::string coll = "collective --topology " + source_path("topologies/dgx-h100.json") +
+                           " --op all_reduce --gpus 8 --sizes 8G --json";
+  const auto plain = json::parse(run_cli(coll).out);
+  const auto cal = run_cli(coll + " --calibration " + prof);
+  REQUIRE_MESSAGE(cal.exit_code == 0, cal.err);
+  const auto calibrated = json::parse(cal.out);
+  // 8 GiB: the fitted large-message regime, α + S/β with β ≈ 267 GB/s algbw (the log: 274).
+  const double t = calibrated["rows"][0]["time_s"].get<double>();
+  CHECK(t == doctest::Approx(8589934592.0 / 267.5e9).epsilon(0.02));
+  CHECK(t != doctest::Approx(plain["rows"][0]["time_s"].get<double>()));
+  // A profile with the collective twice as fast halves a bandwidth-bound all-reduce.
+  auto fast = read(prof);
+  for (auto& reg : fast["links"]["collectives"][0]["regimes"])
+    reg["GBps"] = 2 * reg["GBps"].get<double>();
+  const auto fast_file = temp("meshsim_coll_fast.json");
+  std::ofstream(fast_file) << fast.dump();
+  const double tf =
+      json::parse(run_cli(coll + " --calibration " + fast_file).out)["rows"][0]["time_s"]
+          .get<double>();
+  CHECK(tf == doctest::Approx(t / 2).epsilon(0.01));
+  // Training with TP 8: the TP all-reduces take the measured level.
+  const std::string train = "train --topology " + source_path("topologies/dgx-h100.json") +
+                            " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                            " --mesh tp=8 --sp off --seq 4096 --gbs 8 --json";
+  const auto t_plain = json::parse(run_cli(train).out);
+  const auto t_cal = run_cli(train + " --calibration " + fast_file);
+  REQUIRE_MESSAGE(t_cal.exit_code == 0, t_cal.err);
+  CHECK(json::parse(t_cal.out)["step_time_s"].get<double>() < t_plain["step_time_s"].get<double>());
+}
+
+TEST_CASE("a cluster file can name its calibration profile") {
+  auto topo = read(source_path("topologies/dgx-h100.json"));
+  topo["calibration"] = source_path("topologies/calibration/h100-sxm-default.json");
+  const auto file = temp("meshsim_named_profile.json");
+  std::ofstream(file) << topo.dump();
+  const auto r = run_cli("train --topology " + file + " --workload " +
+                         source_path("workloads/models/llama3.1-8b.json") +
+                         " --mesh dp=8 --seq 4096 --gbs 8 --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  topo["calibration"] = "no-such-profile.json";
+  std::ofstream(file) << topo.dump();
+  const auto bad = run_cli("train --topology " + file + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") + " --mesh dp=8");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("no-such-profile.json") != std::string::npos);
+}
+
+TEST_CASE("calibrate: bad input is one error line") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"calibrate fit --out /tmp/x.json", "--raw"},
+      {"calibrate fit --raw /nonexistent.json --out /tmp/x.json", "nonexistent"},
+      {"calibrate nccl-topo --xml " + example("dgx-h100-all_reduce_perf.log") +
+           " --out /tmp/x.json",
+       "dgx-h100-all_reduce_perf.log"},
+      {"calibrate fit --nccl-tests " + example("nccl-topo-dgx-h100.xml") + " --out /tmp/x.json",
+       "no result rows"},
+  };
+  for (const auto& [args, want] : cases) {
+    INFO(args);
+    const auto r = run_cli(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(want) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}

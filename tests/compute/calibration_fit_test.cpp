@@ -1,0 +1,132 @@
+#include "compute/calibration_fit.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "compute/compute_model.hpp"
+#include "compute/kineto_trace.hpp"
+#include "json_near.hpp"
+#include "test_paths.hpp"
+
+using namespace meshsim;
+using meshsim::test::source_path;
+
+namespace {
+
+FitResult fit_file(const std::string& path, FitOptions opt = {}) {
+  const Json doc = load_json_file(path);
+  return fit_calibration(JsonRef::root(doc, path), opt);
+}
+
+std::string fit_error(const Json& doc) {
+  try {
+    (void)fit_calibration(JsonRef::root(doc, "raw.json"), {});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("calibrate fit: the bundled raw harness example becomes a profile") {
+  const auto fit = fit_file(source_path("tools/calibrate/examples/h100-raw-example.json"));
+  const auto& p = fit.profile;
+  CHECK(p.gpu == "H100-SXM5-80GB");
+  CHECK(p.gemm.size() == 5);
+  CHECK(p.attention.size() == 1);  // the unfused row is left out
+  // Memory: the example is 3 µs + bytes / 2.97 TB/s exactly.
+  REQUIRE(p.memory_bandwidth_Bps);
+  CHECK(*p.memory_bandwidth_Bps == doctest::Approx(2.97e12).epsilon(1e-6));
+  CHECK(p.launch_overhead->seconds() == doctest::Approx(3e-6).epsilon(1e-3));
+  REQUIRE(p.links.p2p.size() == 1);
+  CHECK(p.links.p2p[0].kind == LinkKind::nvlink);
+  CHECK(p.links.p2p[0].regimes.back().bandwidth_Bps == doctest::Approx(370e9).epsilon(1e-3));
+  CHECK(p.links.p2p[0].regimes.back().alpha_s == doctest::Approx(10e-6).epsilon(1e-3));
+  REQUIRE(p.links.collectives.size() == 1);
+  // NVIDIA's DGX H100 all-reduce sweep: large messages at ~270 GB/s algbw (~475 busbw).
+  CHECK(p.links.collectives[0].regimes.back().bandwidth_Bps ==
+        doctest::Approx(268e9).epsilon(0.02));
+  // The fitted profile round-trips and drives the compute model: the GEMM points are exact.
+  const Json j = to_json(p);
+  const auto back = read_calibration_profile(JsonRef::root(j, "p.json"));
+  CHECK(meshsim::test::json_near(to_json(back), j));
+  const ComputeModel cm(*find_gpu(p.gpu), back);
+  for (const auto& pt : p.gemm) {
+    const auto k = gemm_kernel(pt.shape, pt.dtype);
+    CHECK(k.flops / cm.seconds(k) == doctest::Approx(pt.flops_per_s));
+  }
+  FitOptions with;
+  with.include_unfused_attention = true;
+  CHECK(fit_file(source_path("tools/calibrate/examples/h100-raw-example.json"), with)
+            .profile.attention.size() == 2);
+}
+
+TEST_CASE("calibrate fit: bad raw files name the JSON path") {
+  const Json good = load_json_file(source_path("tools/calibrate/examples/h100-raw-example.json"));
+  Json bad = good;
+  bad.erase("harness");
+  CHECK(fit_error(bad).find("harness") != std::string::npos);
+  bad = good;
+  bad["environment"]["gpus"][0]["name"] = "Mystery Accelerator";
+  CHECK(fit_error(bad).find("--gpu") != std::string::npos);
+  bad = good;
+  bad["gemm"][2]["time_us"] = -1;
+  CHECK(fit_error(bad).find("/gemm/2/time_us") != std::string::npos);
+  bad = good;
+  bad["p2p"][0]["link"] = "smoke_signal";
+  CHECK(fit_error(bad).find("/p2p/0/link") != std::string::npos);
+  bad = good;
+  bad["nccl"][0]["op"] = "all_shout";
+  CHECK(fit_error(bad).find("/nccl/0/op") != std::string::npos);
+  bad = good;
+  bad["surprise"] = 1;
+  CHECK(fit_error(bad).find("surprise") != std::string::npos);
+}
+
+TEST_CASE("profile interpolation is monotone between its points and exact on them") {
+  CalibrationProfile p;
+  p.gpu = "H100-SXM5-80GB";
+  p.source = "test";
+  const double rates[] = {350e12, 560e12, 640e12, 700e12};
+  const std::int64_t sizes[] = {1024, 2048, 4096, 8192};
+  for (int i = 0; i < 4; ++i)
+    p.gemm.push_back({DType::bf16, {sizes[i], sizes[i], sizes[i], 1}, rates[i]});
+  const ComputeModel cm(*find_gpu(p.gpu), p);
+  for (int i = 0; i < 4; ++i) {
+    const auto k = gemm_kernel({sizes[i], sizes[i], sizes[i], 1}, DType::bf16);
+    CHECK(cm.seconds(k) == doctest::Approx(k.flops / rates[i]));
+  }
+  double last = 0;
+  for (std::int64_t n = 1024; n <= 8192; n += 64) {
+    const double t = cm.seconds(gemm_kernel({n, n, n, 1}, DType::bf16));
+    INFO("n = " << n);
+    CHECK(t >= last);
+    last = t;
+  }
+}
+
+TEST_CASE("a Kineto trace reads as per-step kernel times by kind and GEMM shapes") {
+  const auto k =
+      read_kineto_trace(source_path("tools/calibrate/examples/kineto-step-example.json"));
+  CHECK(k.steps == 2);
+  CHECK(k.step_s == doctest::Approx(1.0));
+  // Per step: 32 layers × (520 + 350 + 2400 + 1200) µs of GEMMs, 32 × 900 µs of attention,
+  // 32 × 150 µs elementwise, one 60 ms all-reduce; device 1's kernel is not counted.
+  CHECK(k.gemm_s == doctest::Approx(32 * 4470e-6));
+  CHECK(k.attention_s == doctest::Approx(32 * 900e-6));
+  CHECK(k.other_compute_s == doctest::Approx(32 * 150e-6));
+  CHECK(k.comm_s.at("all_reduce") == doctest::Approx(0.06));
+  REQUIRE(k.gemm_points.size() == 4);
+  for (const auto& p : k.gemm_points) {
+    CHECK(p.dtype == DType::bf16);
+    CHECK(p.shape.m == 8192);
+  }
+  CHECK(nccl_kernel_op("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reduce_scatter");
+  CHECK(nccl_kernel_op("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t") == "send_recv");
+  CHECK(nccl_kernel_op("sm90_xmma_gemm_bf16") == "");
+  CHECK_THROWS_WITH_AS(
+      read_kineto_trace(source_path("tools/calibrate/examples/kineto-step-example.json"), 5),
+      doctest::Contains("no GPU kernel events for device 5"), Error);
+}

@@ -1,0 +1,237 @@
+// meshsim calibrate fit --raw RAW.json [--nccl-tests LOG ...] --out PROFILE.json
+// meshsim calibrate nccl-topo --xml NCCL_TOPO.xml --out NODE.json
+// meshsim calibrate kineto --trace STEP.json [--topology T --workload W --mesh ... job flags]
+//                          [--write-profile PROFILE.json]
+// The calibration loop: raw harness output (tools/calibrate) and nccl-tests logs become a
+// calibration profile; an NCCL topology dump becomes a cluster file of the node; a PyTorch
+// profiler trace of a real step is read as per-op times, compared side by side with the
+// simulated step of the same configuration, and its GEMM shapes can seed a profile.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "commands.hpp"
+#include "compute/calibration_fit.hpp"
+#include "compute/compute_model.hpp"
+#include "compute/kineto_trace.hpp"
+#include "job_args.hpp"
+#include "network/nccl_tests_log.hpp"
+#include "topology/nccl_topo_xml.hpp"
+#include "topology/topology_summary.hpp"
+#include "training/training_sim.hpp"
+
+namespace meshsim::cli {
+namespace {
+
+struct FitArgs {
+  std::string raw, out, gpu, nccl_op, topology_out;
+  std::vector<std::string> nccl_tests;
+  bool include_unfused = false, json = false;
+};
+
+struct TopoArgs {
+  std::string xml, out, gpu, name = "nccl-topo-node";
+};
+
+struct KinetoArgs {
+  std::string trace, topology, write_profile, calibration;
+  std::int32_t nodes = 0, device = 0;
+  JobArgs job;
+};
+
+void write_json(const std::string& path, const Json& j, const char* flag) {
+  std::ofstream out(path);
+  if (!out) throw Error("", flag, "cannot write '" + path + "'");
+  out << j.dump(2) << "\n";
+}
+
+int run_fit(const FitArgs& a) {
+  if (a.out.empty()) throw Error("", "--out", "give the profile to write");
+  if (a.raw.empty() && a.nccl_tests.empty())
+    throw Error("", "--raw", "give harness output (--raw) or nccl-tests logs (--nccl-tests)");
+  FitOptions opt;
+  opt.gpu = a.gpu;
+  opt.include_unfused_attention = a.include_unfused;
+  FitResult fit;
+  if (!a.raw.empty()) {
+    const Json doc = load_json_file(a.raw);
+    fit = fit_calibration(JsonRef::root(doc, a.raw), opt);
+  }
+  std::vector<NcclTestsLog> logs;
+  for (const auto& f : a.nccl_tests) logs.push_back(read_nccl_tests_log(f, a.nccl_op));
+  if (a.raw.empty()) {
+    fit.profile.gpu = a.gpu.empty() ? catalogue_gpu_name(logs.front().gpu) : a.gpu;
+    if (fit.profile.gpu.empty())
+      throw Error(logs.front().file, "",
+                  "cannot tell the GPU model from '" + logs.front().gpu + "'; give it with --gpu");
+    fit.profile.source = "fitted by meshsim calibrate fit from nccl-tests logs";
+  }
+  for (const auto& log : logs) {
+    fit.lines.push_back(add_collective_fit(fit.profile.links, log));
+    fit.profile.source += "; " + log.file;
+  }
+  // The written profile must read back: validate it like any input.
+  const Json out = to_json(fit.profile);
+  (void)read_calibration_profile(JsonRef::root(out, a.out));
+  write_json(a.out, out, "--out");
+  if (!a.topology_out.empty()) {
+    const Json doc = load_json_file(a.raw);
+    if (!doc.contains("topology"))
+      throw Error(a.raw, "/topology", "no topology section (run the harness's topo command)");
+    write_json(a.topology_out, doc["topology"], "--topology-out");
+  }
+  std::cout << fmt::format("# calibration profile for {} written to {}\n", fit.profile.gpu, a.out);
+  for (const auto& l : fit.lines) std::cout << l << "\n";
+  return 0;
+}
+
+int run_nccl_topo(const TopoArgs& a) {
+  if (a.out.empty()) throw Error("", "--out", "give the cluster file to write");
+  NcclTopoOptions opt;
+  opt.name = a.name;
+  opt.gpu = a.gpu;
+  const Json topo = nccl_topo_to_topology(a.xml, opt);
+  const auto loaded = load_topology_json(topo, a.out);
+  write_json(a.out, topo, "--out");
+  const auto s = summarize(loaded, false);
+  std::cout << fmt::format("# {} written to {}: {}\n", topo["description"].get<std::string>(),
+                           a.out, loaded.gpu.model);
+  std::cout << fmt::format(
+      "per GPU, per direction: NVLink {:.0f} GB/s, PCIe {:.0f} GB/s, network "
+      "{:.1f} GB/s\n",
+      s.nvlink_Bps / 1e9, s.pcie_Bps / 1e9, s.network_Bps / 1e9);
+  return 0;
+}
+
+int run_kineto(const KinetoArgs& a) {
+  const auto m = read_kineto_trace(a.trace, a.device);
+  std::cout << fmt::format("# {}: device {}, {} kernels, {} profiled step(s)\n", a.trace, m.device,
+                           m.kernels, m.steps);
+  struct Line {
+    std::string part;
+    double measured = 0;
+    std::optional<double> simulated;
+  };
+  std::vector<Line> lines;
+  if (m.step_s > 0) lines.push_back({"step (wall)", m.step_s, {}});
+  lines.push_back({"compute kernels", m.compute_s(), {}});
+  lines.push_back({"  gemm", m.gemm_s, {}});
+  lines.push_back({"  attention", m.attention_s, {}});
+  lines.push_back({"  other", m.other_compute_s, {}});
+  for (const auto& [op, s] : m.comm_s) lines.push_back({"nccl " + op, s, {}});
+  std::optional<ComputeModel> cm;
+  {
+    ClusterArgs c;
+    c.topology = a.topology;
+    c.nodes = a.nodes;
+    auto topo = c.load();
+    const auto job = a.job.resolve();
+    auto setup = training_setup(job);
+    setup.profile = calibration_for(topo, a.calibration);
+    const auto r = simulate_training(topo, job.workload.model, setup);
+    // Rank 0's busy time per kind, as the profiler sees kernels: compute ops and the full
+    // duration of each collective (not only its exposed part).
+    double compute = 0;
+    std::map<std::string, double> comm;
+    for (std::size_t i = 0; i < r.trace.info.size(); ++i) {
+      const auto& info = r.trace.info[i];
+      if (info.rank != 0) continue;
+      const auto& t = r.replay.ops[i];
+      if (!t.finished()) continue;
+      const double d = (t.end - t.start).seconds();
+      if (info.comm)
+        comm[std::string(info.kind)] += d;
+      else
+        compute += d;
+    }
+    if (m.step_s > 0) lines[0].simulated = r.step_time_s;
+    for (auto& l : lines) {
+      if (l.part == "compute kernels") l.simulated = compute;
+      if (l.part.rfind("nccl ", 0) == 0)
+        if (auto it = comm.find(l.part.substr(5)); it != comm.end()) l.simulated = it->second;
+    }
+    for (const auto& [op, s] : comm)
+      if (!m.comm_s.contains(op)) lines.push_back({"nccl " + op, 0, s});
+    std::cout << fmt::format("# simulated: meshsim train of the same job on {} ({})\n", topo.name,
+                             to_string(job.config.mesh));
+    cm.emplace(topo.gpu, setup.profile);
+  }
+  std::cout << fmt::format("{:<20} {:>12} {:>12} {:>8}\n", "per step", "measured s", "simulated s",
+                           "error");
+  for (const auto& l : lines) {
+    const auto sim =
+        l.simulated ? fmt::format("{:>12.4f}", *l.simulated) : fmt::format("{:>12}", "-");
+    const auto err = l.simulated && l.measured > 0
+                         ? fmt::format("{:+7.1f}%", 100 * (*l.simulated - l.measured) / l.measured)
+                         : std::string("       -");
+    std::cout << fmt::format("{:<20} {:>12.4f} {} {}\n", l.part, l.measured, sim, err);
+  }
+  if (!m.gemm_points.empty()) {
+    std::cout << fmt::format("# {} GEMM shapes with kernel times (aten::mm/addmm/bmm)\n",
+                             m.gemm_points.size());
+    for (const auto& p : m.gemm_points) {
+      const auto k = gemm_kernel(p.shape, p.dtype);
+      const double measured = k.flops / p.flops_per_s;
+      std::string model;
+      if (cm) {
+        const double s = cm->seconds(k);
+        model =
+            fmt::format(" model {:.1f} us ({:+.1f}%)", s * 1e6, 100 * (s - measured) / measured);
+      }
+      std::cout << fmt::format("  {} {}x{}x{} batch {}: {:.1f} us, {:.1f} TFLOP/s{}\n",
+                               name_of(p.dtype), p.shape.m, p.shape.n, p.shape.k, p.shape.batch,
+                               measured * 1e6, p.flops_per_s / 1e12, model);
+    }
+  }
+  if (!a.write_profile.empty()) {
+    if (m.gemm_points.empty())
+      throw Error(a.trace, "", "no GEMM shapes to write (profile with record_shapes=True)");
+    CalibrationProfile p;
+    p.gpu = cm->gpu().model;
+    p.source = "GEMM kernel times from the PyTorch profiler trace " + a.trace;
+    p.gemm = m.gemm_points;
+    write_json(a.write_profile, to_json(p), "--write-profile");
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_calibrate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("calibrate", "Calibration: fit profiles, import real-node data");
+  cmd->require_subcommand(1);
+  auto fit = std::make_shared<FitArgs>();
+  auto* f = cmd->add_subcommand("fit", "Raw harness JSON and nccl-tests logs -> profile");
+  f->add_option("--raw", fit->raw, "Harness output (tools/calibrate/meshsim-calibrate)");
+  f->add_option("--nccl-tests", fit->nccl_tests, "nccl-tests output logs (repeatable)");
+  f->add_option("--nccl-op", fit->nccl_op, "The collective of logs that do not name it");
+  f->add_option("--gpu", fit->gpu, "GPU catalogue name, when the raw file's is not known");
+  f->add_flag("--include-unfused-attention", fit->include_unfused,
+              "Keep attention rows of the harness's unfused fallback");
+  f->add_option("--out", fit->out, "Profile to write")->required();
+  f->add_option("--topology-out", fit->topology_out, "Also write the raw file's node topology");
+  auto topo = std::make_shared<TopoArgs>();
+  auto* t = cmd->add_subcommand("nccl-topo", "NCCL topology XML -> meshsim cluster file");
+  t->add_option("--xml", topo->xml, "NCCL_TOPO_DUMP_FILE output")->required();
+  t->add_option("--out", topo->out, "Cluster file to write")->required();
+  t->add_option("--gpu", topo->gpu, "GPU catalogue name (default: from the SM version)");
+  t->add_option("--name", topo->name, "Cluster name");
+  auto kin = std::make_shared<KinetoArgs>();
+  auto* k = cmd->add_subcommand("kineto", "PyTorch profiler trace -> per-op times vs simulated");
+  k->add_option("--trace", kin->trace, "Chrome trace JSON of real steps")->required();
+  k->add_option("--device", kin->device, "CUDA device whose kernels to read");
+  k->add_option("--topology", kin->topology, "Cluster to simulate the same job on")->required();
+  k->add_option("--nodes", kin->nodes, "Rebuild a parametric cluster with N nodes");
+  k->add_option("--calibration", kin->calibration, "Calibration profile for the simulation");
+  k->add_option("--write-profile", kin->write_profile,
+                "Write the trace's GEMM shapes as a profile");
+  kin->job.add_to(k);
+  return [cmd, f, t, fit, topo, kin] {
+    if (f->parsed()) return run_fit(*fit);
+    if (t->parsed()) return run_nccl_topo(*topo);
+    return run_kineto(*kin);
+  };
+}
+
+}  // namespace meshsim::cli

@@ -1,0 +1,125 @@
+// GEMM throughput with cuBLASLt over the shapes one transformer layer produces (QKV, output
+// projection, MLP up and down at TP 1, 2, 4, 8 and token counts from decode to long prefill) and
+// square sizes, in bf16 and, where the GPU has it (compute capability 8.9+), fp8 (E4M3 inputs,
+// bf16 output, the "TN" layout cuBLASLt requires for fp8).
+#include <cublasLt.h>
+#include <cuda_fp8.h>
+
+#include <set>
+#include <tuple>
+
+#include "harness.hpp"
+
+namespace calib {
+namespace {
+
+void lt_check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw CudaError(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
+}
+
+struct Shape {
+  long m, n, k;
+  bool operator<(const Shape& o) const { return std::tie(m, n, k) < std::tie(o.m, o.n, o.k); }
+};
+
+std::set<Shape> layer_shapes(const Options& o) {
+  std::set<Shape> s;
+  const long qkv = o.hidden + 2 * o.kv_heads * o.head_dim;
+  for (long tokens : {1L, 16L, 128L, 1024L, 4096L, 8192L, 16384L})
+    for (long tp : {1L, 2L, 4L, 8L}) {
+      s.insert({tokens, qkv / tp, o.hidden});
+      s.insert({tokens, o.hidden, o.hidden / tp});
+      s.insert({tokens, 2 * o.ffn / tp, o.hidden});
+      s.insert({tokens, o.hidden, o.ffn / tp});
+    }
+  for (long n : {1024L, 2048L, 4096L, 8192L, 16384L}) s.insert({n, n, n});
+  return s;
+}
+
+}  // namespace
+
+void bench_gemm(const Options& o, Json& out, std::vector<std::string>& notes) {
+  check(cudaSetDevice(0), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  const bool fp8 = prop.major > 8 || (prop.major == 8 && prop.minor >= 9);
+  if (!fp8) notes.push_back("gemm: no fp8 tensor cores (compute capability < 8.9): bf16 only");
+  const auto shapes = layer_shapes(o);
+  size_t max_a = 0, max_b = 0, max_c = 0;
+  for (const auto& s : shapes) {
+    max_a = std::max(max_a, static_cast<size_t>(s.m * s.k));
+    max_b = std::max(max_b, static_cast<size_t>(s.k * s.n));
+    max_c = std::max(max_c, static_cast<size_t>(s.m * s.n));
+  }
+  cudaStream_t st;
+  check(cudaStreamCreate(&st), "cudaStreamCreate");
+  void *a = nullptr, *b = nullptr, *c = nullptr, *ws = nullptr;
+  const size_t ws_bytes = 64ull << 20;
+  check(cudaMalloc(&a, max_a * 2), "cudaMalloc A");
+  check(cudaMalloc(&b, max_b * 2), "cudaMalloc B");
+  check(cudaMalloc(&c, max_c * 2), "cudaMalloc C");
+  check(cudaMalloc(&ws, ws_bytes), "cudaMalloc workspace");
+  launch_fill(a, max_a * 2, st);
+  launch_fill(b, max_b * 2, st);
+  cublasLtHandle_t lt;
+  lt_check(cublasLtCreate(&lt), "cublasLtCreate");
+  Json rows = out.value("gemm", Json::array());
+  for (const bool use_fp8 : {false, true}) {
+    if (use_fp8 && !fp8) continue;
+    const cudaDataType_t in = use_fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    for (const auto& s : shapes) {
+      cublasLtMatmulDesc_t desc;
+      cublasLtMatrixLayout_t la, lb, lc;
+      lt_check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+      const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+      // C (m×n, column-major) = Aᵀ (A stored k×m) · B (k×n).
+      lt_check(cublasLtMatrixLayoutCreate(&la, in, s.k, s.m, s.k), "layout A");
+      lt_check(cublasLtMatrixLayoutCreate(&lb, in, s.k, s.n, s.k), "layout B");
+      lt_check(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, s.m, s.n, s.m), "layout C");
+      cublasLtMatmulPreference_t pref;
+      lt_check(cublasLtMatmulPreferenceCreate(&pref), "preference");
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &ws_bytes, sizeof(ws_bytes));
+      cublasLtMatmulHeuristicResult_t heur{};
+      int found = 0;
+      const auto hs =
+          cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &heur, &found);
+      if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
+        const float alpha = 1.f, beta = 0.f;
+        const double us = time_us(st, o, [&] {
+          lt_check(cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &heur.algo,
+                                  ws, ws_bytes, st),
+                   "cublasLtMatmul");
+        });
+        const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+                             static_cast<double>(s.k);
+        rows.push_back({{"dtype", use_fp8 ? "fp8" : "bf16"},
+                        {"m", s.m},
+                        {"n", s.n},
+                        {"k", s.k},
+                        {"time_us", us},
+                        {"tflops", flops / (us * 1e-6) / 1e12}});
+      } else {
+        notes.push_back("gemm: no cuBLASLt algorithm for " + std::string(use_fp8 ? "fp8 " : "bf16 ") +
+                        std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+      }
+      cublasLtMatmulPreferenceDestroy(pref);
+      cublasLtMatrixLayoutDestroy(la);
+      cublasLtMatrixLayoutDestroy(lb);
+      cublasLtMatrixLayoutDestroy(lc);
+      cublasLtMatmulDescDestroy(desc);
+    }
+  }
+  out["gemm"] = rows;
+  cublasLtDestroy(lt);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  cudaFree(ws);
+  cudaStreamDestroy(st);
+}
+
+}  // namespace calib

@@ -14,6 +14,9 @@ struct ValidationRow {
   std::string unit;
   double measured = 0, simulated = 0;
   std::string source, reading;
+  std::string detail;     // the configuration in a few words, for tables
+  double tolerance = 0;   // relative; 0 when the case has none of its own
+  std::string known_gap;  // non-empty: what the model does not capture (held outside tolerance)
   // Signed relative error of the simulation, (simulated − measured) / measured.
   double error() const { return measured != 0 ? (simulated - measured) / measured : NAN; }
 };

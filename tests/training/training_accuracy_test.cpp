@@ -16,69 +16,31 @@
 #include <fstream>
 #include <map>
 
-#include "compute/compute_model.hpp"
-#include "core/json_reader.hpp"
-#include "memory/memory_model.hpp"
-#include "model/model_loader.hpp"
 #include "test_paths.hpp"
-#include "topology/topology_loader.hpp"
-#include "training/training_sim.hpp"
+#include "training/training_validation.hpp"
 
 using namespace meshsim;
 using meshsim::test::source_path;
 
 TEST_CASE("training accuracy against published Megatron-LM throughput") {
-  const auto file = source_path("validation/training.json");
-  const Json doc = load_json_file(file);
-  ObjectReader root(JsonRef::root(doc, file));
-  (void)root.required("description");
+  const auto rows = run_training_cases(source_path("validation/training.json"), source_path(""));
+  REQUIRE(rows.size() == 19);
   const std::map<std::string, double> ceiling = {{"megatron-sc21-a100", 0.20},
                                                  {"megatron-core-h100", 0.15}};
   std::map<std::string, std::pair<double, int>> mape;
   std::string table =
       "| case | mesh | schedule | recompute | published TFLOP/s/GPU | simulated | error | step (s) "
       "| bubble | exposed tp / dp / pp (s) |\n|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& c : root.required("cases").non_empty_array()) {
-    ObjectReader r(c);
-    const auto name = r.required("name").string();
-    const auto group = r.required("group").string();
-    const auto topo_name = r.required("topology").string();
-    const auto nodes = static_cast<std::int32_t>(r.required("nodes").positive_integer());
-    const auto workload = r.required("workload").string();
-    TrainingSetup s;
-    s.config.mesh = parse_mesh(r.required("mesh").string(), "mesh");
-    s.job.seq = r.required("seq").positive_integer();
-    s.job.global_batch = r.required("gbs").positive_integer();
-    s.job.micro_batch = r.required("mbs").positive_integer();
-    s.job.dtype = *parse_dtype(r.required("dtype").string());
-    s.config.zero = static_cast<std::int32_t>(r.required("zero").integer());
-    s.config.recompute = *parse_recompute(r.required("recompute").string());
-    s.job.flash_attention = r.required("attention").string() == "flash";
-    s.config.schedule = parse_schedule(r.required("schedule").string(), "schedule");
-    CHECK(r.required("metric").string() == "achieved_tflops_per_gpu");
-    const double measured = r.required("measured").positive_number();
-    (void)r.required("reading").string();
-    (void)r.required("source").string();
-    r.finish();
-    // SC21 predates sequence parallelism (Korthikanti et al. 2022).
-    s.config.sp = group != "megatron-sc21-a100" && s.config.mesh.tp > 1;
-    s.memory.recipe = default_recipe(s.job.dtype);
-    const auto topo = load_topology(source_path("topologies/" + topo_name), {.nodes = nodes});
-    const auto model = load_model(source_path("workloads/models/" + workload));
-    const auto res = simulate_training(topo, model, s);
-    // Megatron counts recompute FLOPs when it recomputes: compare with HFU then.
-    const double peak = ComputeModel(topo.gpu).peak_flops(s.job.dtype) / 1e12;
-    const double simulated = (s.config.recompute == Recompute::full ? res.hfu : res.mfu) * peak;
-    const double err = (simulated - measured) / measured;
-    auto& [sum, n] = mape[group];
-    sum += std::abs(err);
+  for (const auto& r : rows) {
+    auto& [sum, n] = mape[r.group];
+    sum += std::abs(r.error());
     ++n;
-    table += fmt::format(
-        "| {} | {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.2f} | {:.1f}% | {:.2f} / {:.2f} / "
-        "{:.2f} |\n",
-        name, to_string(s.config.mesh), to_string(s.config.schedule), name_of(s.config.recompute),
-        measured, simulated, 100 * err, res.step_time_s, 100 * res.bubble_fraction,
-        res.exposed_comm_s.at("tp"), res.exposed_comm_s.at("dp"), res.exposed_comm_s.at("pp"));
+    // detail: mesh | schedule | recompute | step | bubble | exposed
+    const auto first = r.detail.find(" | "), second = r.detail.find(" | ", first + 3),
+               third = r.detail.find(" | ", second + 3);
+    table += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {} |\n", r.name,
+                         r.detail.substr(0, third), r.measured, r.simulated, 100 * r.error(),
+                         r.detail.substr(third + 3));
   }
   table += "\n| table | cases | MAPE |\n|---|---|---|\n";
   for (const auto& [group, v] : mape) {

@@ -42,5 +42,6 @@ Runner add_train_command(CLI::App& app);
 Runner add_search_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
 Runner add_calibrate_command(CLI::App& app);
+Runner add_validate_command(CLI::App& app);
 
 }  // namespace meshsim::cli

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   add(meshsim::cli::add_search_command);
   add(meshsim::cli::add_serve_command);
   add(meshsim::cli::add_calibrate_command);
+  add(meshsim::cli::add_validate_command);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,104 @@
+// meshsim validate [--cases validation/] [--only NAME] [--json]
+// Every case in the validation folder (collectives, training, serving, seed checks) simulated
+// and compared with its published figure: a table (case, metric, measured, simulated, error)
+// and the MAPE per group. Nothing in meshsim is fitted to these cases.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "commands.hpp"
+#include "core/json_reader.hpp"
+#include "memory/seed_checks.hpp"
+#include "network/collective_validation.hpp"
+#include "serving/serving_validation.hpp"
+#include "training/training_validation.hpp"
+
+namespace meshsim::cli {
+namespace {
+
+struct ValidateArgs {
+  std::string cases = "validation";
+  std::string only;
+  bool json = false;
+};
+
+int run_validate(const ValidateArgs& a) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(a.cases))
+    throw Error("", "--cases", "'" + a.cases + "' is not a folder of validation cases");
+  // Case files name clusters and models relative to the repository the folder is in.
+  const auto root = fs::absolute(a.cases).lexically_normal().parent_path().string();
+  using Runner = std::vector<ValidationRow> (*)(const std::string&, const std::string&,
+                                                const std::string&);
+  const std::pair<const char*, Runner> files[] = {{"seed_checks.json", run_seed_checks},
+                                                  {"collectives.json", run_collective_cases},
+                                                  {"training.json", run_training_cases},
+                                                  {"serving.json", run_serving_cases}};
+  std::vector<ValidationRow> rows;
+  int found = 0;
+  for (const auto& [file, run] : files) {
+    const auto path = (fs::path(a.cases) / file).string();
+    if (!fs::exists(path)) continue;
+    ++found;
+    for (auto& r : run(path, root, a.only)) rows.push_back(std::move(r));
+  }
+  if (found == 0)
+    throw Error("", "--cases", "no seed_checks/collectives/training/serving.json in " + a.cases);
+  if (rows.empty()) throw Error("", "--only", "no case name contains '" + a.only + "'");
+  std::map<std::string, std::pair<double, int>> mape;
+  for (const auto& r : rows) {
+    auto& [sum, n] = mape[r.group];
+    sum += std::abs(r.error());
+    ++n;
+  }
+  const auto outside = [](const ValidationRow& r) {
+    return r.tolerance > 0 && std::abs(r.error()) > r.tolerance;
+  };
+  if (a.json) {
+    Json cases = Json::array();
+    for (const auto& r : rows) {
+      Json c = {{"group", r.group},       {"name", r.name},           {"metric", r.metric},
+                {"unit", r.unit},         {"measured", r.measured},   {"simulated", r.simulated},
+                {"error", r.error()},     {"detail", r.detail}};
+      if (r.tolerance > 0) {
+        c["tolerance"] = r.tolerance;
+        c["within_tolerance"] = !outside(r);
+      }
+      if (!r.known_gap.empty()) c["known_gap"] = r.known_gap;
+      cases.push_back(c);
+    }
+    Json m = Json::object();
+    for (const auto& [g, v] : mape) m[g] = v.first / v.second;
+    std::cout << Json{{"cases", cases}, {"mape", m}}.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("# meshsim validate: {} comparisons from {} (nothing fitted to them)\n",
+                           rows.size(), a.cases);
+  std::cout << fmt::format("{:<22} {:<40} {:<20} {:>12} {:>12} {:>8}\n", "group", "case", "metric",
+                           "measured", "simulated", "error");
+  for (const auto& r : rows)
+    std::cout << fmt::format("{:<22} {:<40} {:<20} {:>12.4g} {:>12.4g} {:>+7.1f}%{}\n", r.group,
+                             r.name, r.metric, r.measured, r.simulated, 100 * r.error(),
+                             !r.known_gap.empty() ? "  known gap"
+                             : outside(r)         ? "  outside tolerance"
+                                                  : "");
+  std::cout << fmt::format("\n{:<24} {:>6} {:>8}\n", "group", "cases", "MAPE");
+  for (const auto& [g, v] : mape)
+    std::cout << fmt::format("{:<24} {:>6} {:>7.1f}%\n", g, v.second, 100 * v.first / v.second);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_validate_command(CLI::App& app) {
+  auto a = std::make_shared<ValidateArgs>();
+  auto* cmd = app.add_subcommand("validate", "Compare meshsim with every published case");
+  cmd->add_option("--cases", a->cases, "Folder of case files")->capture_default_str();
+  cmd->add_option("--only", a->only, "Run the cases whose name contains this");
+  cmd->add_flag("--json", a->json, "Print one JSON document");
+  return [a] { return run_validate(*a); };
+}
+
+}  // namespace meshsim::cli

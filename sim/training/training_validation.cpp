@@ -46,7 +46,8 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
     const auto sched = r.required("schedule");
     s.config.schedule = parse_schedule(sched.string(), path + ":" + sched.path());
     const auto metric = r.required("metric");
-    if (metric.string() != "achieved_tflops_per_gpu") metric.fail("expected achieved_tflops_per_gpu");
+    if (metric.string() != "achieved_tflops_per_gpu")
+      metric.fail("expected achieved_tflops_per_gpu");
     row.metric = "TFLOP/s per GPU";
     row.unit = "TFLOP/s";
     row.measured = r.required("measured").positive_number();
@@ -62,11 +63,11 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
     const auto res = simulate_training(topo, model, s);
     const double peak = ComputeModel(topo.gpu).peak_flops(s.job.dtype) / 1e12;
     row.simulated = (s.config.recompute == Recompute::full ? res.hfu : res.mfu) * peak;
-    row.detail = fmt::format(
-        "{} | {} | {} | {:.2f} | {:.1f}% | {:.2f} / {:.2f} / {:.2f}", to_string(s.config.mesh),
-        to_string(s.config.schedule), name_of(s.config.recompute), res.step_time_s,
-        100 * res.bubble_fraction, res.exposed_comm_s.at("tp"), res.exposed_comm_s.at("dp"),
-        res.exposed_comm_s.at("pp"));
+    row.detail = fmt::format("{} | {} | {} | {:.2f} | {:.1f}% | {:.2f} / {:.2f} / {:.2f}",
+                             to_string(s.config.mesh), to_string(s.config.schedule),
+                             name_of(s.config.recompute), res.step_time_s,
+                             100 * res.bubble_fraction, res.exposed_comm_s.at("tp"),
+                             res.exposed_comm_s.at("dp"), res.exposed_comm_s.at("pp"));
     rows.push_back(std::move(row));
   }
   return rows;

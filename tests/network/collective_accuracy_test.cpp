@@ -22,7 +22,8 @@ using namespace meshsim;
 using meshsim::test::source_path;
 
 TEST_CASE("collective accuracy against published nccl-tests busbw") {
-  const auto rows = run_collective_cases(source_path("validation/collectives.json"), source_path(""));
+  const auto rows =
+      run_collective_cases(source_path("validation/collectives.json"), source_path(""));
   std::string table =
       "| case | configuration (requested → chosen) | published busbw (GB/s) | simulated (GB/s) | "
       "error |\n|---|---|---|---|---|\n";

@@ -30,8 +30,8 @@ int run_validate(const ValidateArgs& a) {
     throw Error("", "--cases", "'" + a.cases + "' is not a folder of validation cases");
   // Case files name clusters and models relative to the repository the folder is in.
   const auto root = fs::absolute(a.cases).lexically_normal().parent_path().string();
-  using Runner = std::vector<ValidationRow> (*)(const std::string&, const std::string&,
-                                                const std::string&);
+  using Runner =
+      std::vector<ValidationRow> (*)(const std::string&, const std::string&, const std::string&);
   const std::pair<const char*, Runner> files[] = {{"seed_checks.json", run_seed_checks},
                                                   {"collectives.json", run_collective_cases},
                                                   {"training.json", run_training_cases},
@@ -59,9 +59,9 @@ int run_validate(const ValidateArgs& a) {
   if (a.json) {
     Json cases = Json::array();
     for (const auto& r : rows) {
-      Json c = {{"group", r.group},       {"name", r.name},           {"metric", r.metric},
-                {"unit", r.unit},         {"measured", r.measured},   {"simulated", r.simulated},
-                {"error", r.error()},     {"detail", r.detail}};
+      Json c = {{"group", r.group},   {"name", r.name},         {"metric", r.metric},
+                {"unit", r.unit},     {"measured", r.measured}, {"simulated", r.simulated},
+                {"error", r.error()}, {"detail", r.detail}};
       if (r.tolerance > 0) {
         c["tolerance"] = r.tolerance;
         c["within_tolerance"] = !outside(r);

@@ -1,0 +1,76 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_runner.hpp"
+
+using meshsim::test::run_cli;
+using meshsim::test::source_path;
+using nlohmann::json;
+
+namespace {
+std::string fmt_percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * fraction);
+  return buf;
+}
+}  // namespace
+
+TEST_CASE("validate: the seed checks hold to the seed's rounding") {
+  const auto r = run_cli("validate --cases " + source_path("validation") + " --only seed --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  REQUIRE(j["cases"].size() == 7);
+  for (const auto& c : j["cases"]) {
+    INFO(c["name"].get<std::string>());
+    CHECK(c["within_tolerance"] == true);
+  }
+  CHECK(j["mape"]["seed-checks"].get<double>() < 0.01);
+}
+
+TEST_CASE("validate: bad input") {
+  const auto missing = run_cli("validate --cases /nonexistent");
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("--cases") != std::string::npos);
+  const auto none = run_cli("validate --cases " + source_path("validation") + " --only zzz-none");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("--only") != std::string::npos);
+}
+
+// Every case (about 15 s): per-group ceilings, so an accuracy regression fails CI, and the
+// README's table must be the command's output.
+TEST_CASE("validate: every case, per-group ceilings, the README table") {
+  const auto r = run_cli("validate --cases " + source_path("validation") + " --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  const std::map<std::string, double> ceiling = {{"collectives", 0.15},
+                                                 {"megatron-sc21-a100", 0.20},
+                                                 {"megatron-core-h100", 0.15},
+                                                 {"mlperf-inference-v4.1", 0.80},
+                                                 {"seed-checks", 0.01}};
+  std::map<std::string, int> counts;
+  for (const auto& c : j["cases"]) {
+    ++counts[c["group"].get<std::string>()];
+    CHECK(std::isfinite(c["simulated"].get<double>()));
+  }
+  for (const auto& [group, max] : ceiling) {
+    INFO(group);
+    REQUIRE(j["mape"].contains(group));
+    CHECK(j["mape"][group].get<double>() <= max);
+  }
+  std::ifstream f(source_path("README.md"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string readme = ss.str();
+  for (const auto& [group, value] : j["mape"].items()) {
+    const auto row = "| " + group + " | " + std::to_string(counts[group]) + " | " +
+                     fmt_percent(value.get<double>()) + " |";
+    INFO(row);
+    CHECK(readme.find(row) != std::string::npos);
+  }
+}

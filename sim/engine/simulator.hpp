@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/units.hpp"
 #include "engine/event_queue.hpp"
 
@@ -53,6 +54,12 @@ class BasicSimulator {
   }
 
   EventHandle schedule_after(Time delay, Action action, std::int32_t priority = 0) {
+    // Integer picoseconds hold 106 days; a run past that is an input beyond range, said
+    // plainly rather than wrapping around.
+    if (delay > Time::max() - now_)
+      throw Error("", "", "the simulated time passes 2^63 ps (about 106 days): the input is "
+                          "beyond what meshsim can time (a link or GPU this slow, or a job this "
+                          "long)");
     return schedule_at(now_ + delay, std::move(action), priority);
   }
 

@@ -143,6 +143,11 @@ JobArgs::Resolved JobArgs::resolve() const {
   if (!r.flash_attention && attention != "unfused")
     throw Error("", "--attention", "'" + attention + "': expected flash or unfused");
   if (seq < 0) throw Error("", "--seq", "must be a positive integer");
+  // 16M tokens: well past any context a model supports, and far from integer overflow in
+  // activation and FLOP counts.
+  if (seq > (std::int64_t{1} << 24)) throw Error("", "--seq", "must be at most 16777216 tokens");
+  if (gbs > (std::int64_t{1} << 30) || mbs > (std::int64_t{1} << 30))
+    throw Error("", gbs > (std::int64_t{1} << 30) ? "--gbs" : "--mbs", "is implausibly large");
   if (gbs < 0) throw Error("", "--gbs", "must be a positive integer");
   if (mbs < 0) throw Error("", "--mbs", "must be a positive integer");
   r.seq = seq > 0 ? seq : w.job.seq.value_or(0);

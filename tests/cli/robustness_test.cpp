@@ -1,0 +1,89 @@
+// Numerical robustness: edge-of-range inputs give finite numbers or a clear error, never NaN or
+// infinity (nlohmann writes both as null, so a null anywhere in the JSON is a failure) and never
+// a crash.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+using meshsim::test::run_cli;
+using meshsim::test::source_path;
+using nlohmann::json;
+
+namespace {
+
+std::string null_path(const json& j, const std::string& path = "") {
+  if (j.is_null()) return path.empty() ? "/" : path;
+  if (j.is_number_float() && !std::isfinite(j.get<double>())) return path;
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (auto p = null_path(it.value(), path + "/" + it.key()); !p.empty()) return p;
+  if (j.is_array())
+    for (std::size_t i = 0; i < j.size(); ++i)
+      if (auto p = null_path(j[i], path + "/" + std::to_string(i)); !p.empty()) return p;
+  return "";
+}
+
+const std::string kH100 = source_path("topologies/dgx-h100.json");
+const std::string kPod = source_path("topologies/dgx-h100-superpod.json");
+const std::string k8b = source_path("workloads/models/llama3.1-8b.json");
+
+}  // namespace
+
+TEST_CASE("robustness: edge-of-range inputs give finite numbers") {
+  const std::string cases[] = {
+      // zero-byte collectives and one-rank groups
+      "collective --topology " + kH100 + " --op all_reduce --gpus 8 --sizes 0",
+      "collective --topology " + kH100 + " --op all_gather --gpus 1 --sizes 1M",
+      "collective --topology " + kH100 + " --op reduce_scatter --gpus 1 --sizes 0",
+      // a link of tiny bandwidth (a NIC at 1e-9 of its rate), folded and full
+      "train --topology " + kPod + " --nodes 2 --workload " + k8b +
+          " --mesh dp=16 --seq 2048 --gbs 16 --degrade-link n1/nic0:0.000000001",
+      "train --topology " + kPod + " --nodes 2 --workload " + k8b +
+          " --mesh dp=16 --seq 2048 --gbs 16 --degrade-link n1/nic0:0.000000001 --full",
+      // a 1-token sequence
+      "train --topology " + kH100 + " --workload " + k8b + " --mesh dp=8 --seq 1 --gbs 8",
+      "train --topology " + kH100 + " --workload " + k8b + " --mesh tp=8 --seq 1 --gbs 1",
+      "memory --workload " + k8b + " --mesh dp=8 --seq 1",
+      "serve --topology " + kH100 + " --workload " + k8b +
+          " --mesh tp=1 --rate 1 --requests 5 --prompt fixed:1 --output fixed:1",
+      // a 1M-token sequence
+      "memory --workload " + k8b + " --mesh tp=8 --seq 1048576",
+      "train --topology " + kPod + " --nodes 16 --workload " + k8b +
+          " --mesh tp=8,cp=16 --seq 1048576 --gbs 1",
+      "serve --topology " + kH100 + " --workload " + k8b +
+          " --mesh tp=8 --rate 1 --requests 3 --prompt fixed:1048576 --output fixed:4",
+      // every request rejected or finishing at once
+      "serve --topology " + kH100 + " --workload " + k8b +
+          " --mesh tp=1 --rate inf --requests 50 --prompt fixed:16 --output fixed:2",
+  };
+  for (const auto& args : cases) {
+    INFO(args);
+    const auto r = run_cli(args + " --json");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    const auto j = json::parse(r.out);
+    CHECK_MESSAGE(null_path(j).empty(), "null or non-finite at " << null_path(j));
+    const auto text = run_cli(args);
+    CHECK(text.exit_code == 0);
+    for (const char* bad : {" nan", " inf", "-nan", "-inf"}) CHECK(text.out.find(bad) == std::string::npos);
+  }
+}
+
+TEST_CASE("robustness: out-of-range sizes are clear errors, not crashes") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"memory --workload " + k8b + " --mesh dp=8 --seq 0", "--seq"},
+      {"train --topology " + kH100 + " --workload " + k8b + " --mesh dp=8 --seq 99999999999999",
+       "--seq"},
+      {"collective --topology " + kH100 + " --op all_reduce --gpus 8 --sizes 1P", "--sizes"},
+      {"serve --topology " + kH100 + " --workload " + k8b + " --mesh tp=1 --rate 1 --requests 0",
+       "--requests"},
+  };
+  for (const auto& [args, flag] : cases) {
+    INFO(args);
+    const auto r = run_cli(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(flag) != std::string::npos);
+  }
+}

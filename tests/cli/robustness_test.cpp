@@ -87,3 +87,14 @@ TEST_CASE("robustness: out-of-range sizes are clear errors, not crashes") {
     CHECK(r.err.find(flag) != std::string::npos);
   }
 }
+
+TEST_CASE("scale: a 100,000-GPU cluster loads; past the limit is a clear error") {
+  const auto r = run_cli("topo --topology " + source_path("topologies/h100-16k.json") +
+                         " --nodes 12500 --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(json::parse(r.out)["gpus"] == 100000);
+  const auto big = run_cli("topo --topology " + source_path("topologies/h100-16k.json") +
+                           " --nodes 40000");
+  CHECK(big.exit_code == 2);
+  CHECK(big.err.find("more than the supported 262144") != std::string::npos);
+}

@@ -173,6 +173,6 @@ TEST_CASE("--nodes is checked") {
     FAIL("expected an error");
   } catch (const Error& e) {
     CHECK(std::string(e.what()).ends_with(
-        "--nodes: 1600000 GPUs is more than the supported 1000000"));
+        "--nodes: 1600000 GPUs is more than the supported 262144"));
   }
 }

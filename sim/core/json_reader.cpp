@@ -50,6 +50,11 @@ Json parse_json_text(const std::string& text, const std::string& file) {
     auto colon = msg.find(": ", msg.find("parse error"));
     std::string what = colon == std::string::npos ? msg : msg.substr(colon + 2);
     throw Error(file, line_column(text, e.byte), "malformed JSON: " + what);
+  } catch (const Json::exception& e) {
+    // A number literal too large for a double ("1e9999") is nlohmann's out_of_range.406.
+    std::string msg = e.what();
+    const auto close = msg.find("] ");
+    throw Error(file, "", "malformed JSON: " + (close == std::string::npos ? msg : msg.substr(close + 2)));
   }
 }
 

@@ -221,6 +221,10 @@ std::vector<Request> generate_requests(const TrafficSpec& spec) {
 std::vector<Request> read_trace_csv(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error(path, "", "cannot open the trace");
+  return read_trace_csv(in, path);
+}
+
+std::vector<Request> read_trace_csv(std::istream& in, const std::string& path) {
   std::string line;
   std::int64_t line_no = 0;
   std::map<std::string, std::size_t> col;
@@ -277,16 +281,9 @@ std::vector<Request> read_trace_csv(const std::string& path) {
   return out;
 }
 
-std::vector<Request> load_traffic(const std::string& path, std::int64_t requests_override) {
-  std::vector<Request> reqs;
-  if (std::filesystem::path(path).extension() == ".csv") {
-    reqs = read_trace_csv(path);
-    if (requests_override > 0 && static_cast<std::size_t>(requests_override) < reqs.size())
-      reqs.resize(static_cast<std::size_t>(requests_override));
-    return reqs;
-  }
-  const Json doc = load_json_file(path);
-  ObjectReader r(JsonRef::root(doc, path));
+TrafficSpec read_traffic_spec(const JsonRef& root) {
+  ObjectReader r(root);
+  const std::string& path = root.file();
   TrafficSpec spec;
   const auto kind = r.required("arrival");
   const auto k = kind.string();
@@ -324,6 +321,19 @@ std::vector<Request> load_traffic(const std::string& path, std::int64_t requests
   }
   if (auto v = r.optional("source")) (void)v->string();
   r.finish();
+  return spec;
+}
+
+std::vector<Request> load_traffic(const std::string& path, std::int64_t requests_override) {
+  std::vector<Request> reqs;
+  if (std::filesystem::path(path).extension() == ".csv") {
+    reqs = read_trace_csv(path);
+    if (requests_override > 0 && static_cast<std::size_t>(requests_override) < reqs.size())
+      reqs.resize(static_cast<std::size_t>(requests_override));
+    return reqs;
+  }
+  const Json doc = load_json_file(path);
+  auto spec = read_traffic_spec(JsonRef::root(doc, path));
   if (requests_override > 0) spec.requests = requests_override;
   return generate_requests(spec);
 }

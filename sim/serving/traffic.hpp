@@ -8,6 +8,7 @@
 // SplitMix64 generator with the samplers written out here (not <random>'s distributions, whose
 // algorithms differ between standard libraries), so a seed gives the same requests everywhere.
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,9 @@ std::vector<Request> generate_requests(const TrafficSpec& spec);
 // A CSV trace: a header naming the columns `arrival_s`, `prompt_tokens` and `output_tokens`
 // (any order, other columns ignored), one request per line, arrivals non-decreasing.
 std::vector<Request> read_trace_csv(const std::string& path);
+std::vector<Request> read_trace_csv(std::istream& in, const std::string& name);
+// The JSON spec form of a traffic file (see load_traffic).
+TrafficSpec read_traffic_spec(const JsonRef& root);
 // A traffic file: a CSV trace (by extension .csv) or a JSON spec
 //   {"arrival": "poisson"|"gamma"|"offline", "rate_per_s", "cv", "prompt": "lognormal:...",
 //    "output": "...", "requests", "seed", "source"}

@@ -217,7 +217,6 @@ class Cluster {
 
   void end_stage(std::int64_t i, std::int64_t s, std::uint32_t slot, double start) {
     auto& p = rep(i);
-    ++iterations_stage_;
     if (setup_.record_iterations) {
       const auto& shape = batches_[slot].shape;
       std::int64_t pre = 0;
@@ -466,7 +465,7 @@ class Cluster {
   std::vector<std::uint32_t> free_batches_;
   std::uint64_t rr_ = 0;
   std::int64_t arrived_ = 0, completed_ = 0, rejected_ = 0, preemptions_ = 0, iterations_ = 0,
-               iterations_stage_ = 0, output_tokens_ = 0, in_system_ = 0, idle_with_work_ = 0;
+               output_tokens_ = 0, in_system_ = 0, idle_with_work_ = 0;
   double in_system_area_ = 0, last_change_s_ = 0;
   double kv_area_ = 0, kv_last_ = 0, kv_last_t_ = 0, kv_peak_ = 0;
   Series kv_series_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/case_file.hpp"
 #include "core/json_reader.hpp"
 #include "memory/memory_model.hpp"
 #include "model/model_loader.hpp"
@@ -11,11 +12,8 @@ namespace meshsim {
 
 std::vector<ValidationRow> run_seed_checks(const std::string& path, const std::string& root,
                                            const std::string& only) {
-  const Json doc = load_json_file(path);
-  ObjectReader top(JsonRef::root(doc, path));
-  (void)top.required("description").string();
-  const auto cases = top.required("cases").non_empty_array();
-  top.finish();
+  const auto file = read_case_file(path);
+  const auto& cases = file.cases;
   std::vector<ValidationRow> rows;
   for (const auto& c : cases) {
     ObjectReader r(c);

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "core/case_file.hpp"
 #include "core/json_reader.hpp"
 #include "network/collective_runner.hpp"
 #include "topology/topology_loader.hpp"
@@ -13,12 +14,8 @@ namespace meshsim {
 
 std::vector<ValidationRow> run_collective_cases(const std::string& path, const std::string& root,
                                                 const std::string& only) {
-  const Json doc = load_json_file(path);
-  ObjectReader top(JsonRef::root(doc, path));
-  (void)top.required("description").string();
-  (void)top.required("tolerance_rule").string();
-  const auto cases = top.required("cases").non_empty_array();
-  top.finish();
+  const auto file = read_case_file(path, {"tolerance_rule"});
+  const auto& cases = file.cases;
   std::map<std::pair<std::string, std::int32_t>, std::unique_ptr<Topology>> topologies;
   std::vector<ValidationRow> rows;
   for (const auto& c : cases) {

@@ -1,5 +1,6 @@
 #include "serving/serving_validation.hpp"
 
+#include "core/case_file.hpp"
 #include "core/json_reader.hpp"
 #include "model/model_loader.hpp"
 #include "parallel/mesh.hpp"
@@ -41,11 +42,8 @@ double metric_of(const ServingResult& r, const JsonRef& ref, std::string& unit) 
 
 std::vector<ValidationRow> run_serving_cases(const std::string& path, const std::string& root,
                                              const std::string& only) {
-  const Json doc = load_json_file(path);
-  ObjectReader top(JsonRef::root(doc, path));
-  if (auto d = top.optional("description")) (void)d->string();
-  const auto cases = top.required("cases").non_empty_array();
-  top.finish();
+  const auto file = read_case_file(path);
+  const auto& cases = file.cases;
   std::vector<ValidationRow> rows;
   for (const auto& c : cases) {
     ObjectReader r(c);

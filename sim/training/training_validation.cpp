@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "compute/compute_model.hpp"
+#include "core/case_file.hpp"
 #include "core/enum_names.hpp"
 #include "core/json_reader.hpp"
 #include "model/model_loader.hpp"
@@ -13,11 +14,8 @@ namespace meshsim {
 
 std::vector<ValidationRow> run_training_cases(const std::string& path, const std::string& root,
                                               const std::string& only) {
-  const Json doc = load_json_file(path);
-  ObjectReader top(JsonRef::root(doc, path));
-  (void)top.required("description").string();
-  const auto cases = top.required("cases").non_empty_array();
-  top.finish();
+  const auto file = read_case_file(path);
+  const auto& cases = file.cases;
   std::vector<ValidationRow> rows;
   for (const auto& c : cases) {
     ObjectReader r(c);

@@ -19,6 +19,29 @@ __global__ void fill(unsigned char* p, size_t n) {
     p[i] = static_cast<unsigned char>(0x3c);  // small positive bf16/fp8 bit patterns
 }
 
+// Reduces `v` over the block (max or sum) and returns the result to every thread.
+template <bool Max>
+__device__ float block_reduce(float v, float* red) {
+  for (int o = 16; o > 0; o /= 2) {
+    const float other = __shfl_xor_sync(0xffffffff, v, o);
+    v = Max ? fmaxf(v, other) : v + other;
+  }
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : (Max ? -1e30f : 0.f);
+    for (int o = 16; o > 0; o /= 2) {
+      const float other = __shfl_xor_sync(0xffffffff, v, o);
+      v = Max ? fmaxf(v, other) : v + other;
+    }
+    if (threadIdx.x == 0) red[0] = v;
+  }
+  __syncthreads();
+  const float out = red[0];
+  __syncthreads();
+  return out;
+}
+
 // One block per row; the row's max and sum by block reduction.
 __global__ void softmax_rows(__nv_bfloat16* x, long cols, bool causal, long seq) {
   const long row = blockIdx.x;
@@ -27,29 +50,11 @@ __global__ void softmax_rows(__nv_bfloat16* x, long cols, bool causal, long seq)
   __shared__ float red[32];
   float m = -1e30f;
   for (long j = threadIdx.x; j < limit; j += blockDim.x) m = fmaxf(m, __bfloat162float(r[j]));
-  for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffff, m, o));
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = m;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    m = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : -1e30f;
-    for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffff, m, o));
-    if (threadIdx.x == 0) red[0] = m;
-  }
-  __syncthreads();
-  m = red[0];
-  __syncthreads();
+  m = block_reduce<true>(m, red);
   float s = 0;
   for (long j = threadIdx.x; j < limit; j += blockDim.x) s += __expf(__bfloat162float(r[j]) - m);
-  for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffff, s, o);
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = s;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    s = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.f;
-    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffff, s, o);
-    if (threadIdx.x == 0) red[0] = s;
-  }
-  __syncthreads();
-  const float inv = 1.f / red[0];
+  s = block_reduce<false>(s, red);
+  const float inv = 1.f / s;
   for (long j = threadIdx.x; j < cols; j += blockDim.x)
     r[j] = __float2bfloat16(j < limit ? __expf(__bfloat162float(r[j]) - m) * inv : 0.f);
 }
@@ -62,16 +67,8 @@ __global__ void softmax_rows_backward(const __nv_bfloat16* p, __nv_bfloat16* dp,
   float s = 0;
   for (long j = threadIdx.x; j < cols; j += blockDim.x)
     s += __bfloat162float(pr[j]) * __bfloat162float(dr[j]);
-  for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffff, s, o);
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = s;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    s = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.f;
-    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffff, s, o);
-    if (threadIdx.x == 0) red[0] = s;
-  }
-  __syncthreads();
-  const float dot = red[0];
+  s = block_reduce<false>(s, red);
+  const float dot = s;
   for (long j = threadIdx.x; j < cols; j += blockDim.x)
     dr[j] = __float2bfloat16(__bfloat162float(pr[j]) * (__bfloat162float(dr[j]) - dot));
 }

@@ -195,6 +195,23 @@ int run_serve(const ServeArgs& a) {
   setup.record_iterations = !a.trace.empty();
   std::string traffic;
   const auto requests = requests_of(a, traffic);
+  const auto report_of = [&](std::string title, std::string layout) {
+    ServingReport rep;
+    rep.title = std::move(title);
+    rep.command = command_line();
+    rep.cluster = topo.name;
+    rep.gpu = topo.gpu.model;
+    rep.layout = std::move(layout);
+    rep.traffic = traffic;
+    rep.slo_ttft_s = a.slo_ttft;
+    rep.slo_tpot_s = a.slo_tpot;
+    return rep;
+  };
+  const auto save_report = [](const std::string& path, const ServingReport& rep) {
+    std::ofstream out(path);
+    if (!out) throw Error("", "--report", "cannot write '" + path + "'");
+    out << render_serving_html(rep);
+  };
 
   if (a.search) {
     if (a.gpus < 1) throw Error("", "--gpus", "--search needs the GPU budget --gpus N");
@@ -246,17 +263,10 @@ int run_serve(const ServeArgs& a) {
       std::cerr << serving_launch_config(a.emit, model, best.shape, best.replicas, setup.scheduler);
     }
     if (!a.report.empty()) {
-      ServingReport rep;
-      rep.title = fmt::format("meshsim serve --search: {} on {} GPUs", model.name, a.gpus);
-      rep.command = command_line();
-      rep.cluster = topo.name;
-      rep.gpu = topo.gpu.model;
-      rep.layout = "compared below";
-      rep.traffic = traffic;
+      auto rep = report_of(fmt::format("meshsim serve --search: {} on {} GPUs", model.name, a.gpus),
+                           "compared below");
       rep.search = &found;
-      rep.slo_ttft_s = a.slo_ttft;
-      rep.slo_tpot_s = a.slo_tpot;
-      std::ofstream(a.report) << render_serving_html(rep);
+      save_report(a.report, rep);
     }
     return 0;
   }
@@ -284,19 +294,9 @@ int run_serve(const ServeArgs& a) {
     write_serving_trace(r, out);
   }
   if (!a.report.empty()) {
-    ServingReport rep;
-    rep.title = fmt::format("meshsim serve: {} on {}", model.name, topo.name);
-    rep.command = command_line();
-    rep.cluster = topo.name;
-    rep.gpu = topo.gpu.model;
-    rep.layout = layout;
-    rep.traffic = traffic;
+    auto rep = report_of(fmt::format("meshsim serve: {} on {}", model.name, topo.name), layout);
     rep.result = &r;
-    rep.slo_ttft_s = a.slo_ttft;
-    rep.slo_tpot_s = a.slo_tpot;
-    std::ofstream out(a.report);
-    if (!out) throw Error("", "--report", "cannot write '" + a.report + "'");
-    out << render_serving_html(rep);
+    save_report(a.report, rep);
   }
   return 0;
 }

@@ -28,11 +28,11 @@ inline std::string json_diff(const nlohmann::json& a, const nlohmann::json& b, d
     return "";
   }
   if (a.is_array()) {
-    if (a.size() != b.size()) return here + ": " + std::to_string(a.size()) + " vs " +
-                                      std::to_string(b.size()) + " elements";
+    if (a.size() != b.size())
+      return here + ": " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) +
+             " elements";
     for (std::size_t i = 0; i < a.size(); ++i)
-      if (auto d = json_diff(a[i], b[i], rel, path + "/" + std::to_string(i)); !d.empty())
-        return d;
+      if (auto d = json_diff(a[i], b[i], rel, path + "/" + std::to_string(i)); !d.empty()) return d;
     return "";
   }
   return a == b ? "" : here + ": " + a.dump() + " vs " + b.dump();

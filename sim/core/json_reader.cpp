@@ -54,7 +54,8 @@ Json parse_json_text(const std::string& text, const std::string& file) {
     // A number literal too large for a double ("1e9999") is nlohmann's out_of_range.406.
     std::string msg = e.what();
     const auto close = msg.find("] ");
-    throw Error(file, "", "malformed JSON: " + (close == std::string::npos ? msg : msg.substr(close + 2)));
+    throw Error(file, "",
+                "malformed JSON: " + (close == std::string::npos ? msg : msg.substr(close + 2)));
   }
 }
 

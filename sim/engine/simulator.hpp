@@ -57,9 +57,10 @@ class BasicSimulator {
     // Integer picoseconds hold 106 days; a run past that is an input beyond range, said
     // plainly rather than wrapping around.
     if (delay > Time::max() - now_)
-      throw Error("", "", "the simulated time passes 2^63 ps (about 106 days): the input is "
-                          "beyond what meshsim can time (a link or GPU this slow, or a job this "
-                          "long)");
+      throw Error("", "",
+                  "the simulated time passes 2^63 ps (about 106 days): the input is "
+                  "beyond what meshsim can time (a link or GPU this slow, or a job this "
+                  "long)");
     return schedule_at(now_ + delay, std::move(action), priority);
   }
 

@@ -1,11 +1,10 @@
 #include "network/flow_network.hpp"
 
-#include "core/error.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <deque>
 
+#include "core/error.hpp"
 #include "network/link_efficiency.hpp"
 
 namespace meshsim {
@@ -121,8 +120,9 @@ void FlowNetwork::resolve(const std::vector<std::uint32_t>& seed_links) {
     const Time left = r > 0.0 ? Time::from_seconds_ceil(flows_[f].remaining / r) : Time::max();
     // Past the end of integer time: said as an input out of range (Simulator::schedule_after).
     if (r > 0.0 && left > Time::max() - now)
-      throw Error("", "", "a transfer would finish past 2^63 ps (about 106 days): a link this "
-                          "slow is beyond what meshsim can time");
+      throw Error("", "",
+                  "a transfer would finish past 2^63 ps (about 106 days): a link this "
+                  "slow is beyond what meshsim can time");
     const Time finish = r > 0.0 ? now + left : Time::max();
     heap_.update(flows_[f].handle, HeapItem{finish, f});
   }

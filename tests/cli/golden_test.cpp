@@ -25,15 +25,20 @@ struct GoldenRun {
   std::string out_file;  // when the JSON is written to a file rather than stdout
 };
 
-std::string topo(const char* f) { return source_path(std::string("topologies/") + f); }
-std::string model(const char* f) { return source_path(std::string("workloads/models/") + f); }
+std::string topo(const char* f) {
+  return source_path(std::string("topologies/") + f);
+}
+std::string model(const char* f) {
+  return source_path(std::string("workloads/models/") + f);
+}
 
 std::vector<GoldenRun> runs() {
   const auto tmp = std::filesystem::temp_directory_path().string();
   return {
       {"topo", "topo --topology " + topo("dgx-h100-superpod.json") + " --nodes 4 --json", ""},
       {"collective",
-       "collective --topology " + topo("dgx-h100.json") + " --op all_reduce --gpus 8 --sizes 1M:1G --json",
+       "collective --topology " + topo("dgx-h100.json") +
+           " --op all_reduce --gpus 8 --sizes 1M:1G --json",
        ""},
       {"memory",
        "memory --workload " + model("llama3.1-70b.json") +
@@ -109,12 +114,11 @@ TEST_CASE("determinism: every command twice gives identical bytes") {
     CHECK(first == read_out(b));
   }
   // Text output too, for the commands whose text carries the most numbers.
-  for (const auto& args : {std::string("serve --topology ") + topo("dgx-h100.json") +
-                               " --workload " + model("llama3.1-8b.json") +
-                               " --mesh tp=4 --disaggregate 1:1 --rate 3 --requests 200",
-                           std::string("train --topology ") + topo("dgx-h100.json") +
-                               " --workload " + model("llama3.1-8b.json") +
-                               " --mesh tp=2,pp=2,dp=2 --seq 2048 --gbs 16"}) {
+  for (const auto& args :
+       {std::string("serve --topology ") + topo("dgx-h100.json") + " --workload " +
+            model("llama3.1-8b.json") + " --mesh tp=4 --disaggregate 1:1 --rate 3 --requests 200",
+        std::string("train --topology ") + topo("dgx-h100.json") + " --workload " +
+            model("llama3.1-8b.json") + " --mesh tp=2,pp=2,dp=2 --seq 2048 --gbs 16"}) {
     INFO(args);
     CHECK(run_cli(args).out == run_cli(args).out);
   }

@@ -67,7 +67,8 @@ TEST_CASE("robustness: edge-of-range inputs give finite numbers") {
     CHECK_MESSAGE(null_path(j).empty(), "null or non-finite at " << null_path(j));
     const auto text = run_cli(args);
     CHECK(text.exit_code == 0);
-    for (const char* bad : {" nan", " inf", "-nan", "-inf"}) CHECK(text.out.find(bad) == std::string::npos);
+    for (const char* bad : {" nan", " inf", "-nan", "-inf"})
+      CHECK(text.out.find(bad) == std::string::npos);
   }
 }
 
@@ -93,8 +94,8 @@ TEST_CASE("scale: a 100,000-GPU cluster loads; past the limit is a clear error")
                          " --nodes 12500 --json");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(json::parse(r.out)["gpus"] == 100000);
-  const auto big = run_cli("topo --topology " + source_path("topologies/h100-16k.json") +
-                           " --nodes 40000");
+  const auto big =
+      run_cli("topo --topology " + source_path("topologies/h100-16k.json") + " --nodes 40000");
   CHECK(big.exit_code == 2);
   CHECK(big.err.find("more than the supported 262144") != std::string::npos);
 }

@@ -86,5 +86,6 @@ TEST_CASE("keys with '/' are escaped in paths (RFC 6901)") {
 
 TEST_CASE("a number literal out of double range is a clear error (found by fuzz_workload)") {
   CHECK_THROWS_WITH_AS(meshsim::parse_json_text("{\"hidden_size\": 33333E3333}", "f.json"),
-                       doctest::Contains("f.json: malformed JSON: number overflow"), meshsim::Error);
+                       doctest::Contains("f.json: malformed JSON: number overflow"),
+                       meshsim::Error);
 }

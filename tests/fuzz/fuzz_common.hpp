@@ -23,6 +23,8 @@ int run(const std::uint8_t* data, std::size_t size, F&& body) {
 }
 
 // Parses JSON (a syntax error is an Error naming line and column).
-inline Json parse(const std::string& text) { return parse_json_text(text, "fuzz.json"); }
+inline Json parse(const std::string& text) {
+  return parse_json_text(text, "fuzz.json");
+}
 
 }  // namespace meshsim::fuzz

@@ -172,7 +172,7 @@ TEST_CASE("--nodes is checked") {
     load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{200'000});
     FAIL("expected an error");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).ends_with(
-        "--nodes: 1600000 GPUs is more than the supported 262144"));
+    CHECK(
+        std::string(e.what()).ends_with("--nodes: 1600000 GPUs is more than the supported 262144"));
   }
 }

@@ -24,12 +24,11 @@ void gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, long m, 
           const void* a, long lda, long sa, const void* b, long ldb, long sb, void* c, long ldc,
           long sc, long batch) {
   const float one = 1.f, zero = 0.f;
-  blas_check(cublasGemmStridedBatchedEx(h, ta, tb, static_cast<int>(m), static_cast<int>(n),
-                                        static_cast<int>(k), &one, a, CUDA_R_16BF,
-                                        static_cast<int>(lda), sa, b, CUDA_R_16BF,
-                                        static_cast<int>(ldb), sb, &zero, c, CUDA_R_16BF,
-                                        static_cast<int>(ldc), sc, static_cast<int>(batch),
-                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  blas_check(cublasGemmStridedBatchedEx(
+                 h, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &one, a,
+                 CUDA_R_16BF, static_cast<int>(lda), sa, b, CUDA_R_16BF, static_cast<int>(ldb), sb,
+                 &zero, c, CUDA_R_16BF, static_cast<int>(ldc), sc, static_cast<int>(batch),
+                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
              "cublasGemmStridedBatchedEx");
 }
 
@@ -61,7 +60,8 @@ void bench_attention(const Options& o, Json& out, std::vector<std::string>& note
         continue;
       }
       void *q, *k, *v, *ob, *dob, *dq, *dk, *dv, *p, *dp;
-      for (void** x : {&q, &k, &v, &ob, &dob, &dq, &dk, &dv}) check(cudaMalloc(x, vec), "cudaMalloc");
+      for (void** x : {&q, &k, &v, &ob, &dob, &dq, &dk, &dv})
+        check(cudaMalloc(x, vec), "cudaMalloc");
       check(cudaMalloc(&p, score), "cudaMalloc P");
       check(cudaMalloc(&dp, score), "cudaMalloc dP");
       for (void* x : {q, k, v, dob}) launch_fill(x, vec, st);

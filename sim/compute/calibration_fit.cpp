@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "compute/bundled_profiles.hpp"
 #include "core/enum_names.hpp"
 #include "network/nccl_tests_log.hpp"
 
@@ -31,6 +32,14 @@ std::string fmt_regimes(const std::vector<AlphaBetaRegime>& regimes) {
                      s.empty() ? "" : "; ", r.min_bytes, r.alpha_s * 1e6, r.bandwidth_Bps / 1e9,
                      100 * r.max_relative_error);
   return s;
+}
+
+// Optional labels of a measured row: what it was measured on, which layer, which op.
+void read_tags(ObjectReader& r, MeasuredKernel& mk) {
+  if (auto v = r.optional("group")) mk.group = v->string();
+  if (auto v = r.optional("layer")) mk.layer = v->string();
+  if (auto v = r.optional("op")) mk.op = v->string();
+  if (auto v = r.optional("tokens")) mk.tokens = v->positive_integer();
 }
 
 }  // namespace
@@ -86,10 +95,11 @@ FitResult fit_calibration(const JsonRef& raw, const FitOptions& options) {
       if (auto b = gr.optional("batch")) s.batch = b->positive_integer();
       const double t = gr.required("time_us").positive_number() * 1e-6;
       if (auto v = gr.optional("tflops")) (void)v->non_negative_number();
+      MeasuredKernel mk{gemm_kernel(s, dt), t, {}, {}, {}, 0};
+      read_tags(gr, mk);
       gr.finish();
-      const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
-                           static_cast<double>(s.k) * static_cast<double>(s.batch);
-      rates[{static_cast<int>(dt), s.m, s.n, s.k, s.batch}].push_back(flops / t);
+      rates[{static_cast<int>(dt), s.m, s.n, s.k, s.batch}].push_back(mk.kernel.flops / t);
+      out.measured.push_back(std::move(mk));
     }
     for (const auto& [key, v] : rates) {
       GemmPoint pt;
@@ -124,17 +134,37 @@ FitResult fit_calibration(const JsonRef& raw, const FitOptions& options) {
       if (auto v = ar.optional("tflops")) (void)v->non_negative_number();
       bool fused = true;
       if (auto v = ar.optional("implementation")) fused = v->string() != "unfused";
+      MeasuredKernel mk{attention_kernel(s, pt.dtype), t, {}, {}, {}, 0};
+      read_tags(ar, mk);
       ar.finish();
       if (!fused && !options.include_unfused_attention) {
         ++skipped;
         continue;
       }
-      pt.flops_per_s = attention_kernel(s, pt.dtype).flops / t;
+      pt.flops_per_s = mk.kernel.flops / t;
       p.attention.push_back(pt);
+      out.measured.push_back(std::move(mk));
     }
     out.lines.push_back(
         fmt::format("attention: {} shapes{}", p.attention.size(),
                     skipped ? fmt::format(" ({} unfused rows left out)", skipped) : ""));
+  }
+  if (auto m = r.optional("memory_ops")) {
+    for (const auto& e : m->array()) {
+      ObjectReader mr(e);
+      const auto cls = mr.required("class");
+      const auto c = parse_memory_class(cls.string());
+      if (!c)
+        cls.fail("unknown kernel class '" + cls.string() +
+                 "' (known: " + joined_names(kAllMemoryClasses) + ")");
+      const double bytes = mr.required("bytes").positive_number();
+      const double t = mr.required("time_us").positive_number() * 1e-6;
+      MeasuredKernel mk{memory_kernel(*c, bytes), t, {}, {}, {}, 0};
+      read_tags(mr, mk);
+      mr.finish();
+      out.measured.push_back(std::move(mk));
+    }
+    out.lines.push_back(fmt::format("memory-bound kernels: {} measured", m->array().size()));
   }
   if (auto m = r.optional("membw")) {
     std::vector<AlphaBetaPoint> pts;
@@ -212,6 +242,19 @@ FitResult fit_calibration(const JsonRef& raw, const FitOptions& options) {
   if (auto t = r.optional("topology"))
     if (!t->raw().is_object()) t->fail("must be a meshsim topology object");
   r.finish();
+  if (!out.measured.empty() && options.fit_model) {
+    const auto gpu = find_gpu(p.gpu);
+    if (!gpu) r.self().fail("GPU '" + p.gpu + "' is not in the catalogue; give it with --gpu");
+    auto fit = fit_kernel_params(out.measured, *gpu,
+                                 options.base ? *options.base : bundled_kernel_params(*gpu));
+    p.model = options.base_model ? *options.base_model : Json::object();
+    p.model->merge_patch(fit.model);
+    for (auto& l : fit.lines) out.lines.push_back("model " + l);
+  }
+  if (!options.keep_points) {
+    p.gemm.clear();
+    p.attention.clear();
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "compute/calibration_profile.hpp"
 
+#include "compute/kernel_params.hpp"
 #include "core/enum_names.hpp"
 
 namespace meshsim {
@@ -65,6 +66,10 @@ CalibrationProfile read_calibration_profile(const JsonRef& root) {
   if (auto g = r.optional("gemm"))
     for (const auto& e : g->array()) p.gemm.push_back(read_gemm_point(e));
   if (auto l = r.optional("links")) p.links = read_link_calibration(*l);
+  if (auto m = r.optional("model")) {
+    (void)read_kernel_params(*m, generic_kernel_params());  // strict check now, applied later
+    p.model = m->raw();
+  }
   if (auto a = r.optional("attention"))
     for (const auto& e : a->array()) p.attention.push_back(read_attention_point(e));
   r.finish();
@@ -106,6 +111,7 @@ Json to_json(const CalibrationProfile& p) {
                    {"tflops", e.flops_per_s / 1e12}});
     j["attention"] = std::move(a);
   }
+  if (p.model) j["model"] = *p.model;
   if (!p.links.empty()) j["links"] = to_json(p.links);
   return j;
 }

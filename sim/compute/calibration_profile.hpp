@@ -33,12 +33,16 @@ struct CalibrationProfile {
   std::optional<double> memory_bandwidth_Bps;  // achieved streaming bandwidth
   std::vector<GemmPoint> gemm;
   std::vector<AttentionPoint> attention;
+  // Fitted kernel parameters (compute/kernel_params.hpp), laid over the GPU's bundled ones;
+  // validated when read, applied by the compute model.
+  std::optional<Json> model;
   LinkCalibration links;  // point-to-point and collective α-β fits (network/link_calibration.hpp)
 };
 
 // {gpu, source, launch_overhead_us?, memory_bandwidth_GBps?,
 //  gemm: [{dtype, m, n, k, batch?, tflops}], attention: [{dtype, batch, seq_q, seq_kv?, heads,
 //  kv_heads?, head_dim, causal, direction: forward|backward, tflops}],
+//  model?: {gemm?, memory?, attention?, decode?} (compute/kernel_params.hpp),
 //  links?: {p2p: [...], collectives: [...]} (network/link_calibration.hpp)}
 CalibrationProfile read_calibration_profile(const JsonRef& root);
 CalibrationProfile load_calibration_profile(const std::string& path);

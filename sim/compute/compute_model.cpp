@@ -1,9 +1,10 @@
 #include "compute/compute_model.hpp"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 
+#include "compute/bundled_profiles.hpp"
+#include "compute/kernel_time.hpp"
 #include "core/error.hpp"
 
 namespace meshsim {
@@ -13,133 +14,120 @@ double log2d(std::int64_t v) {
   return std::log2(static_cast<double>(std::max<std::int64_t>(v, 1)));
 }
 
-Eigen::Vector4d gemm_coords(const GemmShape& s) {
-  return {log2d(s.m), log2d(s.n), log2d(s.k), log2d(s.batch)};
+void gemm_coords(const GemmShape& s, double* c) {
+  c[0] = log2d(s.m);
+  c[1] = log2d(s.n);
+  c[2] = log2d(s.k);
+  c[3] = log2d(s.batch);
 }
 
-Eigen::Vector4d attention_coords(const AttentionShape& s) {
-  return {log2d(s.seq_q), log2d(s.seq_kv), log2d(s.head_dim), log2d(s.batch * s.heads)};
+void attention_coords(const AttentionShape& s, double* c) {
+  c[0] = log2d(s.seq_q);
+  c[1] = log2d(s.seq_kv);
+  c[2] = log2d(s.head_dim);
+  c[3] = log2d(s.batch * s.heads);
 }
 
-// Shepard interpolation of log-corrections: exact at a measured point, a weighted mean of the
-// measured corrections elsewhere (so it never leaves their range), nearer points weigh more.
-struct Idw {
-  double weight_sum = 0, value_sum = 0;
+// Weights 1/d² · (1 − d²/R²)² inside the radius R, and a fixed weight 1/R² for "no
+// correction": exact at a measured point (the weight diverges), continuous everywhere, and
+// exactly the model beyond R of every point.
+struct LocalIdw {
+  double weight_sum = 1.0 / (kCorrectionRadius * kCorrectionRadius), value_sum = 0;
   bool exact = false;
   double exact_value = 0;
-  void add(const Eigen::Vector4d& query, const Eigen::Vector4d& point, double log_correction) {
+  void add(const double* q, const double* p, double log_correction) {
     if (exact) return;
-    const double d2 = (query - point).squaredNorm();
+    double d2 = 0;
+    for (int i = 0; i < 4; ++i) d2 += (q[i] - p[i]) * (q[i] - p[i]);
+    constexpr double r2 = kCorrectionRadius * kCorrectionRadius;
+    if (d2 >= r2) return;
     if (d2 < 1e-18) {
       exact = true;
       exact_value = log_correction;
       return;
     }
-    weight_sum += 1.0 / d2;
-    value_sum += log_correction / d2;
+    const double fade = (1 - d2 / r2) * (1 - d2 / r2);
+    weight_sum += fade / d2;
+    value_sum += fade * log_correction / d2;
   }
-  double result() const {
-    if (exact) return exact_value;
-    return weight_sum > 0 ? value_sum / weight_sum : 0.0;
-  }
+  double result() const { return exact ? exact_value : value_sum / weight_sum; }
 };
 
 }  // namespace
 
 ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profile)
-    : gpu_(std::move(gpu)), defaults_(default_efficiency(gpu_)), profile_(std::move(profile)) {
+    : gpu_(std::move(gpu)), profile_(std::move(profile)) {
   if (gpu_.sm_count <= 0) throw Error(gpu_.model, "sm_count", "must be greater than zero");
-  if (profile_ && profile_->gpu != gpu_.model)
+  if (gpu_.hbm_Bps <= 0) throw Error(gpu_.model, "hbm_GBps", "must be greater than zero");
+  params_ = bundled_kernel_params(gpu_);
+  measured_gpu_ = bundled_profile(gpu_).gpu == gpu_.model;
+  if (!profile_) return;
+  if (profile_->gpu != gpu_.model)
     throw Error(
         profile_->file, "/gpu",
         "profile was measured on '" + profile_->gpu + "' but the cluster has '" + gpu_.model + "'");
+  measured_gpu_ = true;
+  if (profile_->model)
+    params_ = read_kernel_params(JsonRef::root(*profile_->model, profile_->file), params_);
+  // A harness HBM sweep (copy/triad) measures streaming kernels: it sets the elementwise and
+  // optimizer classes unless the profile fitted them from kernels of their own.
+  const bool fitted_memory = profile_->model && profile_->model->contains("memory");
+  if (!fitted_memory && profile_->memory_bandwidth_Bps)
+    for (const auto c : {MemoryClass::elementwise, MemoryClass::optimizer})
+      params_.of(c).bandwidth_fraction =
+          std::min(1.0, *profile_->memory_bandwidth_Bps / gpu_.hbm_Bps);
+  if (!fitted_memory && profile_->launch_overhead)
+    for (const auto c : {MemoryClass::elementwise, MemoryClass::optimizer})
+      params_.of(c).fixed_s = params_.of(c).floor_s = profile_->launch_overhead->seconds();
+  for (const auto& p : profile_->gemm) {
+    const auto k = gemm_kernel(p.shape, p.dtype);
+    Point pt{};
+    gemm_coords(p.shape, pt.coords);
+    pt.log_correction = std::log(k.flops / p.flops_per_s / model_seconds(k));
+    pt.fp8 = p.dtype == DType::fp8;
+    gemm_points_.push_back(pt);
+  }
+  for (const auto& p : profile_->attention) {
+    const auto k = attention_kernel(p.shape, p.dtype);
+    Point pt{};
+    attention_coords(p.shape, pt.coords);
+    pt.log_correction = std::log(k.flops / p.flops_per_s / model_seconds(k));
+    pt.causal = p.shape.causal;
+    pt.backward = p.shape.backward;
+    attention_points_.push_back(pt);
+  }
 }
 
 double ComputeModel::peak_flops(DType dtype) const {
-  const auto it = gpu_.peak_flops.find(std::string(name_of(dtype)));
-  if (it != gpu_.peak_flops.end()) return it->second;
-  // FP32 GEMMs in training run on tensor cores as TF32 (PyTorch allow_tf32 for matmul).
-  if (dtype == DType::fp32)
-    if (auto tf = gpu_.peak_flops.find("tf32"); tf != gpu_.peak_flops.end()) return tf->second;
-  throw Error(gpu_.model, "peak_flops",
-              "this GPU has no " + std::string(name_of(dtype)) + " tensor-core peak");
+  return peak_flops_of(gpu_, dtype);
 }
 
-double ComputeModel::memory_bandwidth_Bps() const {
-  if (profile_ && profile_->memory_bandwidth_Bps) return *profile_->memory_bandwidth_Bps;
-  return gpu_.hbm_Bps * defaults_.memory_bandwidth_fraction;
-}
-
-Time ComputeModel::launch_overhead() const {
-  if (profile_ && profile_->launch_overhead) return *profile_->launch_overhead;
-  return defaults_.launch_overhead;
-}
-
-double ComputeModel::gemm_efficiency(const GemmShape& shape, DType dtype) const {
-  const auto it = defaults_.gemm_peak_fraction.find(dtype);
-  const double f = it == defaults_.gemm_peak_fraction.end()
-                       ? defaults_.gemm_peak_fraction.at(DType::bf16)
-                       : it->second;
-  const double k = static_cast<double>(std::max<std::int64_t>(shape.k, 1));
-  return f * gemm_quantization(shape, defaults_.tile, gpu_.sm_count) *
-         (k / (k + defaults_.gemm_k_ramp));
-}
-
-double ComputeModel::attention_efficiency(const AttentionShape& shape) const {
-  return defaults_.attention_peak_fraction *
-         attention_quantization(shape, defaults_.tile, gpu_.sm_count);
-}
-
-double ComputeModel::uncorrected_seconds(const Kernel& k) const {
-  if (k.empty()) return 0.0;
-  double compute_s = 0;
-  if (k.flops > 0) {
-    switch (k.kind) {
-      case KernelKind::gemm:
-        compute_s = k.flops / (peak_flops(k.dtype) * gemm_efficiency(k.gemm, k.dtype));
-        break;
-      case KernelKind::attention:
-        // FlashAttention runs its GEMMs in bf16/fp16 even in FP8 recipes (Transformer Engine's
-        // default DotProductAttention), so the 16-bit peak applies.
-        compute_s = k.flops / (peak_flops(k.dtype == DType::fp8 ? DType::bf16 : k.dtype) *
-                               attention_efficiency(k.attention));
-        break;
-      case KernelKind::memory_bound:
-      case KernelKind::none:
-        break;
-    }
-  }
-  const double memory_s = k.bytes / memory_bandwidth_Bps();
-  return std::max(compute_s, memory_s) + launch_overhead().seconds();
+double ComputeModel::model_seconds(const Kernel& k) const {
+  return kernel_seconds(k, gpu_, params_);
 }
 
 double ComputeModel::correction(const Kernel& k) const {
-  if (!profile_) return 1.0;
-  Idw idw;
-  if (k.kind == KernelKind::gemm) {
-    const auto q = gemm_coords(k.gemm);
-    for (const auto& p : profile_->gemm) {
-      if (p.dtype != k.dtype) continue;
-      const auto measured = gemm_kernel(p.shape, p.dtype);
-      const double measured_s = measured.flops / p.flops_per_s;
-      idw.add(q, gemm_coords(p.shape), std::log(measured_s / uncorrected_seconds(measured)));
-    }
-  } else if (k.kind == KernelKind::attention) {
-    const auto q = attention_coords(k.attention);
-    for (const auto& p : profile_->attention) {
-      if (p.shape.causal != k.attention.causal || p.shape.backward != k.attention.backward)
-        continue;
-      const auto measured = attention_kernel(p.shape, p.dtype);
-      const double measured_s = measured.flops / p.flops_per_s;
-      idw.add(q, attention_coords(p.shape), std::log(measured_s / uncorrected_seconds(measured)));
-    }
+  LocalIdw idw;
+  double q[4];
+  if (k.kind == KernelKind::gemm && !gemm_points_.empty()) {
+    gemm_coords(k.gemm, q);
+    const bool fp8 = k.dtype == DType::fp8;
+    for (const auto& p : gemm_points_)
+      if (p.fp8 == fp8) idw.add(q, p.coords, p.log_correction);
+  } else if (k.kind == KernelKind::attention && !attention_points_.empty()) {
+    attention_coords(k.attention, q);
+    for (const auto& p : attention_points_)
+      if (p.causal == k.attention.causal && p.backward == k.attention.backward)
+        idw.add(q, p.coords, p.log_correction);
+  } else {
+    return 1.0;
   }
   return std::exp(idw.result());
 }
 
 double ComputeModel::seconds(const Kernel& k) const {
   if (k.empty()) return 0.0;
-  return uncorrected_seconds(k) * correction(k);
+  return model_seconds(k) * correction(k);
 }
 
 Time ComputeModel::time(const Kernel& k) const {
@@ -147,8 +135,9 @@ Time ComputeModel::time(const Kernel& k) const {
 }
 
 std::string ComputeModel::describe() const {
-  if (profile_) return "calibration profile " + profile_->file + " (" + profile_->source + ")";
-  return "default efficiency curves: " + defaults_.source;
+  const std::string base = bundled_kernel_source(gpu_);
+  if (profile_) return "calibration profile " + profile_->file + " (" + profile_->source + ") over " + base;
+  return base;
 }
 
 }  // namespace meshsim

@@ -1,21 +1,24 @@
 #pragma once
-// Time of one kernel on one GPU: a roofline whose compute side is derated by shape-dependent
-// efficiency,
-//   t = max(FLOPs / (peak(dtype) · efficiency(shape)), bytes / (HBM bandwidth · fraction))
-//       + launch overhead,
-// with efficiency from the default curves (default_efficiency.hpp) and, where a calibration
-// profile has measured points, corrected so that every measured shape gets exactly its measured
-// time (corrections in between are interpolated, inverse-distance weighted in log-shape space).
+// Time of one kernel on one GPU: the kernel model of compute/kernel_time.hpp with the GPU's
+// kernel parameters — the bundled fit for its class (compute/bundled_profiles.hpp), with a
+// calibration profile's fitted `model` laid over it — and, where the profile has measured GEMM
+// or attention points, a local correction: each measured shape gets exactly its measured time,
+// shapes within `kCorrectionRadius` octaves of measured ones are pulled towards them
+// (inverse-distance weights that fade to zero at the radius), shapes further away keep the
+// model. bf16, fp16 and fp32 are one class for that lookup; fp8 is its own.
 #include <optional>
 #include <string>
 
 #include "compute/calibration_profile.hpp"
-#include "compute/default_efficiency.hpp"
 #include "compute/kernel.hpp"
+#include "compute/kernel_params.hpp"
 #include "core/units.hpp"
 #include "topology/gpu_spec.hpp"
 
 namespace meshsim {
+
+// How far (in log2 units of the shape coordinates) a measured point corrects its neighbours.
+inline constexpr double kCorrectionRadius = 1.5;
 
 class ComputeModel {
  public:
@@ -23,28 +26,34 @@ class ComputeModel {
 
   Time time(const Kernel& k) const;
   double seconds(const Kernel& k) const;
+  // The model alone, without the measured-point correction.
+  double model_seconds(const Kernel& k) const;
 
   // Peak dense FLOP/s of `dtype`; an Error when this GPU has no tensor-core rate for it.
   double peak_flops(DType dtype) const;
-  double memory_bandwidth_Bps() const;
-  Time launch_overhead() const;
-  // Fraction of peak the compute side reaches, before the roofline and the overhead.
-  double gemm_efficiency(const GemmShape& shape, DType dtype) const;
-  double attention_efficiency(const AttentionShape& shape) const;
 
   const GpuSpec& gpu() const { return gpu_; }
-  const DefaultEfficiency& defaults() const { return defaults_; }
+  const KernelParams& params() const { return params_; }
   const std::optional<CalibrationProfile>& profile() const { return profile_; }
+  // Whether the parameters were measured on this GPU (false: scaled from another's fit).
+  bool measured_gpu() const { return measured_gpu_; }
   // One line: where the numbers come from.
   std::string describe() const;
 
  private:
-  double uncorrected_seconds(const Kernel& k) const;
   double correction(const Kernel& k) const;
 
+  struct Point {
+    double coords[4];
+    double log_correction;
+    bool fp8;
+    bool causal, backward;
+  };
   GpuSpec gpu_;
-  DefaultEfficiency defaults_;
+  KernelParams params_;
   std::optional<CalibrationProfile> profile_;
+  std::vector<Point> gemm_points_, attention_points_;
+  bool measured_gpu_ = false;
 };
 
 }  // namespace meshsim

@@ -1,5 +1,7 @@
 #include "compute/kernel.hpp"
 
+#include <algorithm>
+
 namespace meshsim {
 
 std::string_view name_of(KernelKind k) {
@@ -14,6 +16,34 @@ std::string_view name_of(KernelKind k) {
       return "memory_bound";
   }
   return "?";
+}
+
+std::string_view name_of(MemoryClass c) {
+  switch (c) {
+    case MemoryClass::elementwise:
+      return "elementwise";
+    case MemoryClass::activation:
+      return "activation";
+    case MemoryClass::norm:
+      return "norm";
+    case MemoryClass::rotary:
+      return "rotary";
+    case MemoryClass::gather:
+      return "gather";
+    case MemoryClass::softmax:
+      return "softmax";
+    case MemoryClass::kv_append:
+      return "kv_append";
+    case MemoryClass::optimizer:
+      return "optimizer";
+  }
+  return "?";
+}
+
+std::optional<MemoryClass> parse_memory_class(std::string_view s) {
+  for (const auto c : kAllMemoryClasses)
+    if (name_of(c) == s) return c;
+  return std::nullopt;
 }
 
 Kernel gemm_kernel(GemmShape shape, DType dtype) {
@@ -39,7 +69,7 @@ Kernel attention_kernel(AttentionShape shape, DType dtype) {
                d = static_cast<double>(shape.head_dim);
   const double kv_heads = shape.kv_heads > 0 ? static_cast<double>(shape.kv_heads) : heads;
   double forward = 4.0 * b * sq * skv * heads * d;
-  if (shape.causal) forward *= 0.5;
+  if (shape.causal) forward = 4.0 * b * heads * d * sq * std::max(skv - 0.5 * sq, 0.5 * sq);
   k.flops = shape.backward ? 2.5 * forward : forward;
   const double q_and_o = 2.0 * b * sq * heads * d, k_and_v = 2.0 * b * skv * kv_heads * d;
   const double tensors = shape.backward ? 2.0 * (q_and_o + k_and_v) : q_and_o + k_and_v;
@@ -47,9 +77,10 @@ Kernel attention_kernel(AttentionShape shape, DType dtype) {
   return k;
 }
 
-Kernel memory_kernel(double bytes, double flops) {
+Kernel memory_kernel(MemoryClass c, double bytes, double flops) {
   Kernel k;
   k.kind = KernelKind::memory_bound;
+  k.memory_class = c;
   k.bytes = bytes;
   k.flops = flops;
   return k;

@@ -1,7 +1,9 @@
 #pragma once
 // One GPU kernel as the compute model sees it: how much arithmetic and memory traffic it does,
 // and, for GEMMs and attention, the shape that decides how efficiently the hardware runs it.
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "compute/dtype.hpp"
@@ -10,6 +12,28 @@ namespace meshsim {
 
 enum class KernelKind { none, gemm, attention, memory_bound };
 std::string_view name_of(KernelKind k);
+
+// What a memory-bound kernel does decides how close to HBM bandwidth it runs and what it costs
+// at small sizes (../shared/measurements: vLLM's RMSNorm reaches ~1 TB/s on H100 where a residual
+// add reaches 3.2): each class has its own fixed cost, achievable bandwidth and floor
+// (compute/kernel_params.hpp).
+enum class MemoryClass : std::uint8_t {
+  elementwise,  // residual adds, dropout, casts, copies
+  activation,   // SiLU·mul, GELU
+  norm,         // RMSNorm, LayerNorm (a reduction per token)
+  rotary,       // rotary position embedding on Q and K
+  gather,       // embedding lookup (vocabulary-parallel masked lookup under TP)
+  softmax,      // unfused attention softmax, cross-entropy
+  kv_append,    // writing new tokens' K/V into the paged KV cache
+  optimizer,    // Adam update over parameters, gradients and moments
+};
+inline constexpr std::size_t kMemoryClassCount = 8;
+inline constexpr std::array<MemoryClass, kMemoryClassCount> kAllMemoryClasses{
+    MemoryClass::elementwise, MemoryClass::activation, MemoryClass::norm,
+    MemoryClass::rotary,      MemoryClass::gather,     MemoryClass::softmax,
+    MemoryClass::kv_append,   MemoryClass::optimizer};
+std::string_view name_of(MemoryClass c);
+std::optional<MemoryClass> parse_memory_class(std::string_view s);
 
 // C[M×N] = A[M×K]·B[K×N], `batch` independent problems of that shape (grouped expert GEMMs).
 struct GemmShape {
@@ -27,6 +51,7 @@ struct AttentionShape {
 struct Kernel {
   KernelKind kind = KernelKind::none;
   DType dtype = DType::bf16;
+  MemoryClass memory_class = MemoryClass::elementwise;  // memory-bound kernels only
   double flops = 0;  // arithmetic the hardware executes (recomputation inside the kernel included)
   double bytes = 0;  // HBM bytes read plus written
   GemmShape gemm;
@@ -39,13 +64,17 @@ struct Kernel {
 // inputs, as cuBLASLt FP8 GEMMs in training write bf16).
 Kernel gemm_kernel(GemmShape shape, DType dtype);
 
-// FlashAttention FLOPs (Dao 2022; reference/network-model.md): forward 4·b·s_q·s_kv·heads·d,
-// halved for causal masks because the kernel skips fully masked blocks; backward 2.5× forward
+// FlashAttention FLOPs (Dao 2022; reference/network-model.md): forward 4·b·s_q·s_kv·heads·d;
+// causal masks are bottom-right aligned (the s_q queries are the last of the s_kv positions, as
+// for a prefill chunk after cached context) and the kernel skips fully masked blocks, so causal
+// counts 4·b·heads·d·s_q·(s_kv − s_q/2): half of s² when s_q = s_kv. A query length of 1 is a
+// decode kernel (compute/kernel_time.hpp prices it by its KV reads). Backward 2.5× forward
 // (two GEMMs of the forward recomputed plus three gradient GEMMs). Bytes: Q, K, V, O (and dO, dQ,
 // dK, dV backward) once each; the s×s scores never reach HBM.
 Kernel attention_kernel(AttentionShape shape, DType dtype);
 
-// An elementwise, normalization or copy kernel: time is bytes over achievable HBM bandwidth.
-Kernel memory_kernel(double bytes, double flops = 0);
+// An elementwise, normalization or copy kernel of class `c`: time is its bytes over the class's
+// achievable bandwidth plus the class's fixed cost.
+Kernel memory_kernel(MemoryClass c, double bytes, double flops = 0);
 
 }  // namespace meshsim

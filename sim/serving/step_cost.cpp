@@ -68,6 +68,8 @@ double StepCost::layer_dense_seconds(std::int64_t layer, std::int64_t tokens) {
 }
 
 double StepCost::attention_chunk_seconds(const PrefillChunk& c) const {
+  // A chunk after `context` cached tokens: its queries are the last of context + chunk
+  // positions, so the causal kernel's work is chunk · (context + chunk/2) (compute/kernel.hpp).
   AttentionShape a;
   a.batch = 1;
   a.seq_q = c.tokens;
@@ -76,34 +78,42 @@ double StepCost::attention_chunk_seconds(const PrefillChunk& c) const {
   a.head_dim = model_.head_dim;
   a.kv_heads = kv_heads_rank_;
   a.causal = true;
-  Kernel k = attention_kernel(a, DType::bf16);
-  // A chunk after `context` cached tokens: each query sees the context and, causally, half the
-  // chunk on average (the kernel's s²/2 holds only without a prefix).
-  k.flops =
-      4.0 * d(c.tokens) * (d(c.context) + 0.5 * d(c.tokens)) * d(heads_rank_) * d(model_.head_dim);
-  return compute_.seconds(k);
+  return compute_.seconds(attention_kernel(a, DType::bf16));
+}
+
+double StepCost::kv_token_bytes() const {
+  return model_.mla
+             ? d(model_.mla->kv_lora_rank + model_.mla->qk_rope_head_dim) * bytes_of(shape_.kv_dtype)
+             : 2.0 * d(kv_heads_rank_) * d(model_.head_dim) * bytes_of(shape_.kv_dtype);
 }
 
 double StepCost::attention_seconds(const BatchShape& batch) const {
   double s = 0;
   for (const auto& c : batch.prefill) s += attention_chunk_seconds(c);
   if (batch.decodes > 0) {
-    // All decodes in one paged-attention kernel: every sequence reads its whole KV cache once
-    // (memory-bound), plus its query and output.
-    const double kv_token_bytes =
-        model_.mla
-            ? d(model_.mla->kv_lora_rank + model_.mla->qk_rope_head_dim) * bytes_of(shape_.kv_dtype)
-            : 2.0 * d(kv_heads_rank_) * d(model_.head_dim) * bytes_of(shape_.kv_dtype);
-    // Decode attention kernels split each sequence's KV over thread blocks (FlashDecoding, Dao
-    // et al. 2023; vLLM's paged attention v2), so they stream the cache at memory bandwidth:
-    // priced as a memory-bound kernel that also does its FLOPs.
-    const double flops = 4.0 * d(batch.decode_context) * d(heads_rank_) * d(model_.head_dim);
-    Kernel k =
-        memory_kernel(d(batch.decode_context) * kv_token_bytes +
-                          2.0 * d(batch.decodes) * d(heads_rank_) * d(model_.head_dim) * kActBytes,
-                      flops);
+    // All decodes in one paged decode-attention kernel (FlashDecoding-style split-KV; Dao et
+    // al. 2023, vLLM's paged attention v2, FlashInfer): priced by the decode model of
+    // compute/kernel_time.hpp — a fixed and a per-sequence cost, and every sequence's KV cache
+    // read once plus its query and output.
+    AttentionShape a;
+    a.batch = batch.decodes;
+    a.seq_q = 1;
+    a.seq_kv = std::max<std::int64_t>((batch.decode_context + batch.decodes - 1) / batch.decodes, 1);
+    a.heads = heads_rank_;
+    a.head_dim = model_.head_dim;
+    a.kv_heads = kv_heads_rank_;
+    a.causal = true;
+    Kernel k = attention_kernel(a, DType::bf16);
+    k.bytes = d(batch.decode_context) * kv_token_bytes() +
+              2.0 * d(batch.decodes) * d(heads_rank_) * d(model_.head_dim) * kActBytes;
     s += compute_.seconds(k);
   }
+  // Every new token's K and V are appended to the paged cache (read and written once; Vidur
+  // times FlashInfer's append separately: vidur-attention-a100.csv kv_cache_save).
+  const std::int64_t new_tokens = batch.tokens();
+  if (new_tokens > 0)
+    s += compute_.seconds(
+        memory_kernel(MemoryClass::kv_append, 2.0 * d(new_tokens) * kv_token_bytes()));
   return s;
 }
 
@@ -169,10 +179,12 @@ double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
   }
   s += d(n) * (attention + allreduce);
   if (stage == 0)  // token embedding lookup: reads and writes one hidden vector per token
-    s += compute_.seconds(memory_kernel(2.0 * kActBytes * d(tokens) * d(model_.hidden)));
+    s += compute_.seconds(
+        memory_kernel(MemoryClass::gather, 2.0 * kActBytes * d(tokens) * d(model_.hidden)));
   if (stage == shape_.pp - 1 && batch.sampled > 0) {
     // Final norm and the logits of the sampling sequences only (vocab column-parallel over TP).
-    s += compute_.seconds(memory_kernel(3.0 * kActBytes * d(batch.sampled) * d(model_.hidden)));
+    s += compute_.seconds(
+        memory_kernel(MemoryClass::norm, 2.0 * kActBytes * d(batch.sampled) * d(model_.hidden)));
     s += compute_.seconds(
         gemm_kernel(GemmShape{.m = batch.sampled,
                               .n = std::max<std::int64_t>(model_.vocab / shape_.tp, 1),

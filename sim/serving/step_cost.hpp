@@ -62,6 +62,7 @@ class StepCost {
 
  private:
   double attention_chunk_seconds(const PrefillChunk& c) const;
+  double kv_token_bytes() const;  // K and V of one token on one rank of one layer
   double priced_seconds(const CollectiveCall& call);  // alone, with the measured correction
   std::vector<std::int32_t> group(std::int64_t stage) const;
 

@@ -642,7 +642,7 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
     }
     if (rs.last_dp) rs.pending.push_back(*rs.last_dp);
     SegmentCost opt;
-    opt.time = cm_.time(memory_kernel(params * 28.0));
+    opt.time = cm_.time(memory_kernel(MemoryClass::optimizer, params * 28.0));
     const auto id = compute(rs, "optimizer", opt, false);
     trace_.info[id.value].kind = "optimizer";
   }

@@ -62,6 +62,10 @@ std::vector<GoldenRun> runs() {
            " --out " + tmp + "/meshsim_golden_profile.json",
        tmp + "/meshsim_golden_profile.json"},
       {"validate", "validate --cases " + source_path("validation") + " --only seed --json", ""},
+      {"ops",
+       "ops --workload " + model("llama3.1-70b.json") +
+           " --gpu H100-SXM5-80GB --tokens 2048 --tp 8 --context 2048 --json",
+       ""},
   };
 }
 

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "compute/bundled_profiles.hpp"
+#include "compute/kernel_time.hpp"
 #include "core/error.hpp"
 #include "test_paths.hpp"
 
@@ -15,6 +17,21 @@ GpuSpec h100() {
 }
 GpuSpec a100() {
   return *find_gpu("A100-SXM4-80GB");
+}
+// Round numbers for hand-computed checks (not the bundled fit).
+KernelParams test_params() {
+  KernelParams p;
+  p.gemm = {.fraction_16bit = 0.8,
+            .fraction_fp8 = 0.7,
+            .k_half = 64,
+            .intensity_half = 0,
+            .memory_fraction = 0.9,
+            .sharpness = 4,
+            .fixed_s = 3e-6};
+  for (auto& c : p.memory) c = {0.5, 2e-6, 3e-6};
+  p.attention = {.fraction = 0.5, .kv_half = 256, .fixed_s = 10e-6, .backward_ratio = 0.8};
+  p.decode = {.bandwidth_fraction = 0.8, .fixed_s = 10e-6, .per_sequence_s = 0.1e-6};
+  return p;
 }
 }  // namespace
 
@@ -36,109 +53,133 @@ TEST_CASE("kernel FLOPs and bytes") {
   CHECK(attention_kernel(s, DType::bf16).flops == fwd.flops / 2);
   s.backward = true;
   CHECK(attention_kernel(s, DType::bf16).flops == 2.5 * fwd.flops / 2);
+  // A causal chunk of 1024 queries after 3072 cached keys: each query sees the context and,
+  // on average, half the chunk: 4·b·heads·d·1024·(4096 − 512).
+  AttentionShape chunk{1, 1024, 4096, 32, 128, 8, true, false};
+  CHECK(attention_kernel(chunk, DType::bf16).flops == 4.0 * 32 * 128 * 1024 * (4096 - 512));
+  CHECK(memory_kernel(MemoryClass::norm, 1e6).memory_class == MemoryClass::norm);
 }
 
-TEST_CASE("tile and wave quantization") {
-  // 8192² output in 128² tiles: 64·64 = 4096 tiles over 132 SMs → 32 waves of 132 slots;
-  // useful 4096 / (32·132).
-  CHECK(gemm_quantization({8192, 8192, 8192, 1}, 128, 132) == doctest::Approx(4096.0 / 4224.0));
-  // N = 192 fills 1.5 tiles: 8·2 = 16 tiles, one wave of 132; useful 1024·192 / (132·128²).
-  CHECK(gemm_quantization({1024, 192, 64, 1}, 128, 132) ==
-        doctest::Approx(1024.0 * 192 / (132.0 * 128 * 128)));
-  // Skinny decode GEMM: 1×4096 output is 32 tiles; K = 14336 is deep enough to split 4 ways
-  // (⌊132/32⌋), so 128 of 132 SMs work on 1/128 useful rows.
-  CHECK(gemm_quantization({1, 4096, 14336, 1}, 128, 132) ==
-        doctest::Approx(1.0 * 4096 * 4 / (132.0 * 128 * 128)));
-  // A perfect fit: 132 tiles, one full wave.
-  CHECK(gemm_quantization({128 * 132, 128, 64, 1}, 128, 132) == doctest::Approx(1.0));
-  // Attention: b·heads·⌈s/128⌉ = 2·16·64 = 2048 blocks → 16 waves of 132.
-  AttentionShape a{2, 8192, 8192, 16, 128, 16, false, false};
-  CHECK(attention_quantization(a, 128, 132) == doctest::Approx(2048.0 / (16 * 132)));
+TEST_CASE("GEMM occupancy: tile menu, whole waves, stream-K") {
+  // 8192² on 132 SMs with every tile equally efficient (intensity_half 0): 64×64 tiles,
+  // 128·128 = 16384 of them in ⌈16384/132⌉ = 125 waves: 16384 / (125·132).
+  CHECK(gemm_occupancy({8192, 8192, 8192, 1}, 132, 0).occupancy ==
+        doctest::Approx(16384.0 / (125 * 132)));
+  CHECK(gemm_occupancy({8192, 8192, 8192, 1}, 132, 0).waves == 125);
+  // With reuse mattering, 128×256 wins: 2048 tiles, 16 waves, 2048/2112 busy.
+  const auto big = gemm_occupancy({8192, 8192, 8192, 1}, 132, 1e6);
+  CHECK(big.occupancy == doctest::Approx(2048.0 / 2112).epsilon(1e-4));
+  // Decode GEMM 1×4096×4096: 64 tiles of 64×64 (padding 1/64) under stream-K: 64 tiles ×
+  // 64 K-iterations = 4096 units over 132 SMs, ⌈4096/132⌉ = 32 per SM: busy 4096/(32·132).
+  CHECK(gemm_occupancy({1, 4096, 4096, 1}, 132, 0).occupancy ==
+        doctest::Approx(4096.0 / (32 * 132) / 64));
+  CHECK(gemm_occupancy({1, 4096, 4096, 1}, 132, 0).waves == 1);
 }
 
-TEST_CASE("roofline time with default efficiency, H100 bf16 8192³") {
-  const ComputeModel cm(h100());
+TEST_CASE("GEMM time: softened roofline plus fixed cost, H100 bf16 8192³") {
+  const auto p = test_params();
   const auto k = gemm_kernel({8192, 8192, 8192, 1}, DType::bf16);
-  // efficiency = 0.75 (bf16 fraction) × 4096/4224 (quantization) × 8192/(8192 + 288) (K ramp).
-  const double eff = 0.75 * (4096.0 / 4224.0) * (8192.0 / 8480.0);
-  CHECK(cm.gemm_efficiency(k.gemm, DType::bf16) == doctest::Approx(eff));
-  const double expected = 2.0 * 8192 * 8192 * 8192 / (989e12 * eff) + 3.25e-6;
-  CHECK(cm.seconds(k) == doctest::Approx(expected));
-  CHECK(cm.time(k) == Time::from_seconds_ceil(cm.seconds(k)));
+  const double occ = 16384.0 / (125 * 132);
+  const double eff = 0.8 * occ * 8192.0 / (8192 + 64);
+  const double c = k.flops / (989e12 * eff), m = k.bytes / (3.35e12 * 0.9);
+  const double expected = std::pow(std::pow(c, 4) + std::pow(m, 4), 0.25) + 3e-6;
+  CHECK(kernel_seconds(k, h100(), p) == doctest::Approx(expected));
+  // fp8 uses its own fraction and peak.
+  const auto f = gemm_kernel({8192, 8192, 8192, 1}, DType::fp8);
+  const double c8 = f.flops / (1979e12 * 0.7 * occ * 8192.0 / (8192 + 64));
+  const double m8 = f.bytes / (3.35e12 * 0.9);
+  CHECK(kernel_seconds(f, h100(), p) ==
+        doctest::Approx(std::pow(std::pow(c8, 4) + std::pow(m8, 4), 0.25) + 3e-6));
 }
 
-TEST_CASE("memory-bound kernels run at the STREAM fraction of HBM bandwidth") {
-  const ComputeModel cm(h100());
-  // 1 GB at 2.97 TB/s (Azure triad on H100) plus the 3.25 µs per-kernel cost.
-  CHECK(cm.memory_bandwidth_Bps() == doctest::Approx(2.97e12));
-  CHECK(cm.seconds(memory_kernel(1e9)) == doctest::Approx(1e9 / 2.97e12 + 3.25e-6));
-  // A skinny GEMM whose bytes dominate takes the HBM time: M = 1M, N = 8, K = 8192 reads 16 GiB
-  // of A (5.8 ms) for 137 GFLOP at 4.5 % efficiency (N fills 8/128 of a tile; 3.1 ms).
-  const auto skinny = gemm_kernel({1 << 20, 8, 8192, 1}, DType::bf16);
-  const double memory_s = skinny.bytes / 2.97e12;
-  CHECK(cm.seconds(skinny) == doctest::Approx(memory_s + 3.25e-6));
-  CHECK(cm.seconds(Kernel{}) == 0.0);
+TEST_CASE("memory-bound, decode and prefill attention kernels") {
+  const auto p = test_params();
+  // 1 GB at half of 3.35 TB/s plus 2 µs; a tiny kernel takes the 3 µs floor.
+  CHECK(kernel_seconds(memory_kernel(MemoryClass::norm, 1e9), h100(), p) ==
+        doctest::Approx(1e9 / (0.5 * 3.35e12) + 2e-6));
+  CHECK(kernel_seconds(memory_kernel(MemoryClass::norm, 100), h100(), p) == doctest::Approx(3e-6));
+  // Decode: 64 sequences of 2048 keys, 8 KV heads of 128: fixed + 64 · 0.1 µs + bytes at 0.8.
+  AttentionShape d{64, 1, 2048, 32, 128, 8, true, false};
+  const auto dk = attention_kernel(d, DType::bf16);
+  CHECK(kernel_seconds(dk, h100(), p) ==
+        doctest::Approx(10e-6 + 64 * 0.1e-6 + dk.bytes / (0.8 * 3.35e12)));
+  // Prefill, 2 × 16 heads × 8192 queries in 128-row blocks: 2048 blocks in 16 waves of 132;
+  // efficiency 0.5 · 8192/(8192 + 256) · 2048/2112, non-causal.
+  AttentionShape a{2, 8192, 8192, 16, 128, 16, false, false};
+  CHECK(attention_occupancy(a, 132) == doctest::Approx(2048.0 / 2112));
+  const auto ak = attention_kernel(a, DType::bf16);
+  const double eff = 0.5 * 8192.0 / (8192 + 256) * 2048.0 / 2112;
+  CHECK(kernel_seconds(ak, h100(), p) == doctest::Approx(ak.flops / (989e12 * eff) + 10e-6));
+  a.backward = true;
+  const auto bk = attention_kernel(a, DType::bf16);
+  CHECK(kernel_seconds(bk, h100(), p) ==
+        doctest::Approx(bk.flops / (989e12 * eff * 0.8) + 10e-6));
+  // Split-KV: a 64-query chunk over 12,608 keys has 32 blocks (one per head), too few for 132
+  // SMs: each block's keys split ⌊132/32⌋ = 4 ways, 128 CTAs on 132 SMs (without the split:
+  // 32/132). Its causal keys, 12608 − 32 = 12576, are 99 tiles: 25 per split, one CTA per SM.
+  AttentionShape chunk{1, 64, 12608, 32, 128, 8, true, false};
+  CHECK(attention_occupancy(chunk, 132) == doctest::Approx(128.0 / 132));
+  const auto w = attention_work(chunk, 132, 4096);  // splits of at least 4096 keys: 3 ways
+  CHECK(w.splits == 3);
+  CHECK(w.occupancy == doctest::Approx(96.0 / 132));
+  CHECK(w.units_per_sm == 33);
 }
 
-TEST_CASE("the default curve reproduces the published microbenchmarks it was fitted to") {
-  // Azure AI-benchmarking-guide (validation/hardware.md C2): TFLOP/s of cuBLASLt GEMMs.
-  struct Row {
-    const char* gpu;
-    DType dtype;
-    GemmShape shape;
-    double tflops;
-  };
-  const Row rows[] = {
-      {"A100-SXM4-80GB", DType::fp16, {16384, 16384, 16384, 1}, 256.5},
-      {"A100-SXM4-80GB", DType::fp16, {4096, 4096, 4096, 1}, 228.0},
-      {"A100-SXM4-80GB", DType::fp16, {1024, 1024, 1024, 1}, 119.4},
-      {"H100-SXM5-80GB", DType::fp8, {8192, 8192, 8192, 1}, 1290.1},
-      {"H100-SXM5-80GB", DType::fp8, {1024, 1024, 1024, 1}, 274.1},
-      {"H100-SXM5-80GB", DType::fp8, {802816, 192, 768, 1}, 663.8},
-      {"H200-SXM-141GB", DType::fp8, {4096, 4096, 4096, 1}, 1249.1},
-  };
-  for (const auto& r : rows) {
-    const ComputeModel cm(*find_gpu(r.gpu));
-    const auto k = gemm_kernel(r.shape, r.dtype);
-    const double tflops = k.flops / cm.seconds(k) / 1e12;
-    INFO(r.gpu << " " << r.shape.m << "x" << r.shape.n << "x" << r.shape.k);
-    CHECK(tflops == doctest::Approx(r.tflops).epsilon(0.12));
+TEST_CASE("bundled fits: compiled in, as in topologies/calibration, scaled to other GPUs") {
+  for (const auto& [gpu, file] : {std::pair{"H100-SXM5-80GB", "h100-sxm-default.json"},
+                                  std::pair{"A100-SXM4-80GB", "a100-sxm-default.json"}}) {
+    const auto spec = *find_gpu(gpu);
+    const auto profile = load_calibration_profile(test::topology_path("calibration/") + file);
+    REQUIRE(profile.model);
+    CHECK(to_json(bundled_kernel_params(spec)) ==
+          to_json(read_kernel_params(JsonRef::root(*profile.model, file), generic_kernel_params())));
+    const ComputeModel cm(spec);
+    CHECK(cm.measured_gpu());
+    CHECK(cm.describe().find("measured on " + std::string(gpu)) != std::string::npos);
   }
+  // B200 takes the H100 fractions with its own specs, and says so.
+  const ComputeModel b200(*find_gpu("B200-SXM-180GB"));
+  CHECK_FALSE(b200.measured_gpu());
+  CHECK(b200.describe().find("scaled to B200-SXM-180GB") != std::string::npos);
+  CHECK(to_json(b200.params()) == to_json(ComputeModel(h100()).params()));
+  // A100 40GB takes the A100 fit.
+  CHECK(to_json(ComputeModel(*find_gpu("A100-SXM4-40GB")).params()) ==
+        to_json(ComputeModel(a100()).params()));
 }
 
-TEST_CASE("a calibration profile is exact on its points and interpolates between them") {
+TEST_CASE("a calibration profile is exact on its points and corrects only their neighbourhood") {
   CalibrationProfile p;
   p.gpu = "H100-SXM5-80GB";
   p.source = "test";
   p.file = "test.json";
   p.gemm.push_back({DType::bf16, {4096, 4096, 4096, 1}, 600e12});
-  p.gemm.push_back({DType::bf16, {16384, 16384, 16384, 1}, 800e12});
   const ComputeModel cm(h100(), p);
-  const auto at = [&](std::int64_t n) {
-    const auto k = gemm_kernel({n, n, n, 1}, DType::bf16);
-    return k.flops / cm.seconds(k);
-  };
-  CHECK(at(4096) == doctest::Approx(600e12));
-  CHECK(at(16384) == doctest::Approx(800e12));
-  // 8192³ lies midway in log space: the log-correction is the mean of the two points'.
   const ComputeModel plain(h100());
-  const auto k8 = gemm_kernel({8192, 8192, 8192, 1}, DType::bf16);
   const auto k4 = gemm_kernel({4096, 4096, 4096, 1}, DType::bf16);
-  const auto k16 = gemm_kernel({16384, 16384, 16384, 1}, DType::bf16);
-  const double c4 = (k4.flops / 600e12) / plain.seconds(k4);
-  const double c16 = (k16.flops / 800e12) / plain.seconds(k16);
-  CHECK(cm.seconds(k8) == doctest::Approx(plain.seconds(k8) * std::sqrt(c4 * c16)));
-  // Other dtypes keep the default curve.
+  CHECK(k4.flops / cm.seconds(k4) == doctest::Approx(600e12));
+  // fp16 is the same class as bf16: the point applies to it too.
+  const auto h4 = gemm_kernel({4096, 4096, 4096, 1}, DType::fp16);
+  CHECK(h4.flops / cm.seconds(h4) == doctest::Approx(600e12));
+  // 8192³ is √3 octaves away (beyond the 1.5-octave radius): the model alone.
+  const auto k8 = gemm_kernel({8192, 8192, 8192, 1}, DType::bf16);
+  CHECK(cm.seconds(k8) == doctest::Approx(plain.seconds(k8)));
+  // 4096×4096×5793 is 0.5 octave away in K: weight (1 − 0.25/2.25)²/0.25 = 3.16 against the
+  // model's 1/2.25 = 0.444, so 87.7 % of the point's log-correction.
+  const auto kn = gemm_kernel({4096, 4096, 5793, 1}, DType::bf16);
+  const double c4 = std::log((k4.flops / 600e12) / plain.seconds(k4));
+  const double d2 = std::pow(std::log2(5793.0) - 12, 2);
+  const double w = std::pow(1 - d2 / 2.25, 2) / d2, w0 = 1 / 2.25;
+  CHECK(cm.seconds(kn) == doctest::Approx(plain.seconds(kn) * std::exp(w * c4 / (w + w0))));
+  // fp8 keeps the model.
   const auto f8 = gemm_kernel({4096, 4096, 4096, 1}, DType::fp8);
   CHECK(cm.seconds(f8) == doctest::Approx(plain.seconds(f8)));
-  // A profile moves a kernel's time by exactly its measured ratio: halving the measured rate
-  // doubles the time of that shape.
+  // Halving the measured rate doubles that shape's time.
   p.gemm[0].flops_per_s = 300e12;
   const ComputeModel slower(h100(), p);
   CHECK(slower.seconds(k4) == doctest::Approx(2 * cm.seconds(k4)));
 }
 
-TEST_CASE("profile overrides: memory bandwidth, launch overhead, attention points") {
+TEST_CASE("profile overrides: fitted model, HBM sweep, attention points") {
   CalibrationProfile p;
   p.gpu = "H100-SXM5-80GB";
   p.file = "x.json";
@@ -146,10 +187,14 @@ TEST_CASE("profile overrides: memory bandwidth, launch overhead, attention point
   p.launch_overhead = Time::us(2);
   AttentionShape s{2, 8192, 8192, 16, 128, 16, false, false};
   p.attention.push_back({DType::bf16, s, 400e12});
+  p.model = Json{{"gemm", {{"fraction_16bit", 0.5}}}};
   const ComputeModel cm(h100(), p);
-  CHECK(cm.seconds(memory_kernel(3e9)) == doctest::Approx(1e-3 + 2e-6));
+  // The HBM sweep sets the elementwise class: 3 GB at 3 TB/s + 2 µs.
+  CHECK(cm.seconds(memory_kernel(MemoryClass::elementwise, 3e9)) == doctest::Approx(1e-3 + 2e-6));
   const auto k = attention_kernel(s, DType::bf16);
   CHECK(k.flops / cm.seconds(k) == doctest::Approx(400e12));
+  CHECK(cm.params().gemm.fraction_16bit == 0.5);
+  CHECK(cm.params().gemm.k_half == ComputeModel(h100()).params().gemm.k_half);
 }
 
 TEST_CASE("compute model errors") {
@@ -165,12 +210,13 @@ TEST_CASE("compute model errors") {
                        "A100-SXM4-80GB:peak_flops: this GPU has no fp8 tensor-core peak", Error);
   // FP32 GEMMs run as TF32.
   CHECK(cm.peak_flops(DType::fp32) == 156e12);
-}
-
-TEST_CASE("unknown GPUs get generic efficiencies and say so") {
-  auto g = *find_gpu("B200-SXM-180GB");
-  const ComputeModel cm(g);
-  CHECK(cm.defaults().generic);
-  CHECK(cm.describe().find("generic") != std::string::npos);
-  CHECK_FALSE(ComputeModel(h100()).defaults().generic);
+  const Json bad = {{"gemm", {{"fraction_16bit", 1.5}}}};
+  CHECK_THROWS_WITH_AS(read_kernel_params(JsonRef::root(bad, "p.json"), generic_kernel_params()),
+                       "p.json:/gemm/fraction_16bit: must be a fraction in (0, 1]", Error);
+  const Json unknown = {{"memory", {{"normz", Json::object()}}}};
+  CHECK_THROWS_WITH_AS(
+      read_kernel_params(JsonRef::root(unknown, "p.json"), generic_kernel_params()),
+      "p.json:/memory/normz: unknown kernel class 'normz' (known: elementwise, activation, norm, "
+      "rotary, gather, softmax, kv_append, optimizer)",
+      Error);
 }

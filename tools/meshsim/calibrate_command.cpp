@@ -25,9 +25,9 @@ namespace meshsim::cli {
 namespace {
 
 struct FitArgs {
-  std::string raw, out, gpu, nccl_op, topology_out;
+  std::string raw, out, gpu, nccl_op, topology_out, base = "bundled";
   std::vector<std::string> nccl_tests;
-  bool include_unfused = false, json = false;
+  bool include_unfused = false, json = false, no_points = false;
 };
 
 struct TopoArgs {
@@ -53,6 +53,16 @@ int run_fit(const FitArgs& a) {
   FitOptions opt;
   opt.gpu = a.gpu;
   opt.include_unfused_attention = a.include_unfused;
+  opt.keep_points = !a.no_points;
+  if (a.base == "generic") {
+    opt.base = generic_kernel_params();
+  } else if (a.base != "bundled") {
+    const auto base = load_calibration_profile(a.base);
+    const auto gpu = find_gpu(base.gpu);
+    if (!gpu) throw Error(a.base, "/gpu", "GPU '" + base.gpu + "' is not in the catalogue");
+    opt.base = ComputeModel(*gpu, base).params();
+    opt.base_model = base.model;
+  }
   FitResult fit;
   if (!a.raw.empty()) {
     const Json doc = load_json_file(a.raw);
@@ -67,6 +77,7 @@ int run_fit(const FitArgs& a) {
                   "cannot tell the GPU model from '" + logs.front().gpu + "'; give it with --gpu");
     fit.profile.source = "fitted by meshsim calibrate fit from nccl-tests logs";
   }
+  if (opt.base_model) fit.profile.source += "; parts not measured there from " + a.base;
   for (const auto& log : logs) {
     fit.lines.push_back(add_collective_fit(fit.profile.links, log));
     fit.profile.source += "; " + log.file;
@@ -209,6 +220,11 @@ Runner add_calibrate_command(CLI::App& app) {
   f->add_option("--gpu", fit->gpu, "GPU catalogue name, when the raw file's is not known");
   f->add_flag("--include-unfused-attention", fit->include_unfused,
               "Keep attention rows of the harness's unfused fallback");
+  f->add_option("--base", fit->base,
+                "Kernel parameters the fit starts from and keeps where nothing was measured: "
+                "bundled (the GPU's bundled fit), generic, or a profile");
+  f->add_flag("--no-points", fit->no_points,
+              "Write only the fitted kernel parameters, not the measured points");
   f->add_option("--out", fit->out, "Profile to write")->required();
   f->add_option("--topology-out", fit->topology_out, "Also write the raw file's node topology");
   auto topo = std::make_shared<TopoArgs>();

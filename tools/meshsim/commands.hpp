@@ -38,6 +38,7 @@ struct ClusterArgs {
 Runner add_topo_command(CLI::App& app);
 Runner add_collective_command(CLI::App& app);
 Runner add_memory_command(CLI::App& app);
+Runner add_ops_command(CLI::App& app);
 Runner add_train_command(CLI::App& app);
 Runner add_search_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);

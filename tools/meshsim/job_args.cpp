@@ -16,6 +16,22 @@ bool on_off(const std::string& v, const std::string& flag) {
   throw Error("", flag, "'" + v + "': expected on or off");
 }
 
+ResolvedGpu resolve_gpu(const std::string& gpu, const std::string& topology, std::int32_t nodes) {
+  if (!topology.empty()) {
+    if (!gpu.empty()) throw Error("", "--gpu", "give --gpu or --topology, not both");
+    TopologyOptions opt;
+    if (nodes < 0) throw Error("", "--nodes", "must be a positive integer");
+    if (nodes > 0) opt.nodes = nodes;
+    auto topo = load_topology(topology, opt);
+    return {topo.gpu, std::move(topo)};
+  }
+  const std::string name = gpu.empty() ? "H100-SXM5-80GB" : gpu;
+  if (auto g = find_gpu(name)) return {*g, std::nullopt};
+  std::string known;
+  for (const auto& g : gpu_catalogue()) known += (known.empty() ? "" : ", ") + g.model;
+  throw Error("", "--gpu", "unknown GPU '" + name + "' (known: " + known + ")");
+}
+
 std::optional<CalibrationProfile> calibration_for(Topology& topo, const std::string& flag) {
   const std::string& file = flag.empty() ? topo.calibration_file : flag;
   if (file.empty()) return std::nullopt;

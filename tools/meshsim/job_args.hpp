@@ -42,6 +42,14 @@ void write_report(const std::string& path, HtmlReport report, const Topology& to
 // GEMM, attention and collective fits are used by the simulation.
 std::optional<CalibrationProfile> calibration_for(Topology& topo, const std::string& flag);
 
+// The GPU of `--gpu NAME` (a catalogue name; H100-SXM5-80GB when neither is given) or of
+// `--topology T [--nodes N]`, with the cluster when one was given.
+struct ResolvedGpu {
+  GpuSpec gpu;
+  std::optional<Topology> topology;
+};
+ResolvedGpu resolve_gpu(const std::string& gpu, const std::string& topology, std::int32_t nodes);
+
 struct JobArgs {
   std::string workload, mesh;
   std::int32_t zero = 0;

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   add(meshsim::cli::add_topo_command);
   add(meshsim::cli::add_collective_command);
   add(meshsim::cli::add_memory_command);
+  add(meshsim::cli::add_ops_command);
   add(meshsim::cli::add_train_command);
   add(meshsim::cli::add_search_command);
   add(meshsim::cli::add_serve_command);

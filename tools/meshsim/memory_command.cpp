@@ -30,21 +30,6 @@ struct MemoryArgs {
   bool json = false;
 };
 
-GpuSpec gpu_of(const MemoryArgs& a) {
-  if (!a.topology.empty()) {
-    if (!a.gpu.empty()) throw Error("", "--gpu", "give --gpu or --topology, not both");
-    TopologyOptions opt;
-    if (a.nodes > 0) opt.nodes = a.nodes;
-    const auto topo = load_topology(a.topology, opt);
-    return topo.gpu;
-  }
-  const std::string name = a.gpu.empty() ? "H100-SXM5-80GB" : a.gpu;
-  if (auto g = find_gpu(name)) return *g;
-  std::string known;
-  for (const auto& g : gpu_catalogue()) known += (known.empty() ? "" : ", ") + g.model;
-  throw Error("", "--gpu", "unknown GPU '" + name + "' (known: " + known + ")");
-}
-
 std::string gb(double bytes) {
   return fmt::format("{:.2f}", bytes / 1e9);
 }
@@ -55,7 +40,7 @@ int run_memory(const MemoryArgs& a) {
     throw Error("", "--mode", "'" + a.mode + "': expected train or serve");
   const auto job_flags = a.job.resolve();
   const auto& model = job_flags.workload.model;
-  const auto gpu = gpu_of(a);
+  const auto gpu = resolve_gpu(a.gpu, a.topology, a.nodes).gpu;
   auto cfg = job_flags.config;
   MemoryOptions opt;
   if (a.allocator_headroom >= 0) {

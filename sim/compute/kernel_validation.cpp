@@ -1,0 +1,154 @@
+#include "compute/kernel_validation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "compute/kernel_time.hpp"
+
+namespace meshsim {
+namespace {
+
+std::string kind_of(const Kernel& k) {
+  switch (k.kind) {
+    case KernelKind::gemm:
+      return "gemm";
+    case KernelKind::attention:
+      return k.attention.seq_q == 1 && !k.attention.backward ? "decode" : "attention";
+    case KernelKind::memory_bound:
+      return std::string(name_of(k.memory_class));
+    case KernelKind::none:
+      break;
+  }
+  return "none";
+}
+
+constexpr std::array<const char*, 5> kBands{"1–16", "17–128", "129–512", "513–2048", "2049+"};
+
+}  // namespace
+
+std::string token_band(std::int64_t t) {
+  if (t <= 16) return kBands[0];
+  if (t <= 128) return kBands[1];
+  if (t <= 512) return kBands[2];
+  if (t <= 2048) return kBands[3];
+  return kBands[4];
+}
+
+ErrorStats error_stats(std::vector<double> e) {
+  ErrorStats s;
+  s.count = e.size();
+  if (e.empty()) return s;
+  for (double& x : e) x = std::abs(x);
+  std::sort(e.begin(), e.end());
+  const auto at = [&](double q) {
+    const double pos = q * static_cast<double>(e.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const auto hi = std::min(lo + 1, e.size() - 1);
+    return e[lo] + (pos - static_cast<double>(lo)) * (e[hi] - e[lo]);
+  };
+  s.median = at(0.5);
+  s.p95 = at(0.95);
+  s.max = e.back();
+  return s;
+}
+
+KernelValidation leave_one_group_out(const std::vector<MeasuredKernel>& rows, const GpuSpec& gpu,
+                                     const KernelParams& base,
+                                     const std::vector<std::string>& always_train) {
+  KernelValidation v;
+  v.gpu = gpu.model;
+  const KernelParams all = fit_kernel_params(rows, gpu, base).params;
+  std::set<std::string> groups;
+  for (const auto& r : rows)
+    if (std::find(always_train.begin(), always_train.end(), r.group) == always_train.end())
+      groups.insert(r.group);
+  for (const auto& held : groups) {
+    std::vector<MeasuredKernel> train;
+    std::set<std::string> trained_kinds;
+    for (const auto& r : rows)
+      if (r.group != held) {
+        train.push_back(r);
+        trained_kinds.insert(kind_of(r.kernel));
+      }
+    const KernelParams fitted = fit_kernel_params(train, gpu, base).params;
+    std::map<std::string, LayerCheck> layers;
+    for (const auto& r : rows) {
+      if (r.group != held) continue;
+      KernelCheck c;
+      c.group = r.group;
+      c.op = r.op;
+      c.layer = r.layer;
+      c.kind = kind_of(r.kernel);
+      c.tokens = r.tokens;
+      c.measured_s = r.seconds;
+      c.held_out = trained_kinds.contains(c.kind);
+      c.predicted_s = kernel_seconds(r.kernel, gpu, c.held_out ? fitted : all);
+      v.kernels.push_back(c);
+      if (r.tokens > 0 && !r.layer.empty()) {
+        auto& l = layers[r.layer];
+        l.group = r.group;
+        l.layer = r.layer;
+        l.tokens = r.tokens;
+        l.measured_s += c.measured_s;
+        l.predicted_s += c.predicted_s;
+      }
+    }
+    for (auto& [name, l] : layers) v.layers.push_back(l);
+  }
+  return v;
+}
+
+std::string kernel_validation_markdown(const std::vector<KernelValidation>& runs,
+                                       const std::string& preamble) {
+  std::string md = preamble;
+  const auto row = [](const std::string& what, const ErrorStats& s) {
+    return fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} |\n", what, s.count, 100 * s.median,
+                       100 * s.p95, 100 * s.max);
+  };
+  const std::string head =
+      "| | kernels | median \\|error\\| % | p95 % | max % |\n|---|---:|---:|---:|---:|\n";
+  for (const auto& v : runs) {
+    md += fmt::format("\n## {}\n\n### By kernel class (held-out models)\n\n", v.gpu);
+    std::map<std::string, std::vector<double>> by_kind, by_kind_band, in_sample;
+    std::vector<double> memory;
+    for (const auto& c : v.kernels) {
+      (c.held_out ? by_kind : in_sample)[c.kind].push_back(c.error());
+      if (c.held_out && c.tokens > 0)
+        by_kind_band[c.kind + " " + token_band(c.tokens)].push_back(c.error());
+      if (c.held_out && c.kind != "gemm" && c.kind != "attention" && c.kind != "decode")
+        memory.push_back(c.error());
+    }
+    md += head;
+    for (const auto& [k, e] : by_kind) md += row(k, error_stats(e));
+    if (!memory.empty()) md += row("all memory-bound", error_stats(memory));
+    std::vector<double> layer_errors;
+    std::map<std::string, std::vector<double>> layer_band, layer_group;
+    for (const auto& l : v.layers) {
+      layer_errors.push_back(l.error());
+      layer_band[token_band(l.tokens)].push_back(l.error());
+      layer_group[l.group].push_back(l.error());
+    }
+    if (!layer_errors.empty()) md += row("layer sum", error_stats(layer_errors));
+    if (!in_sample.empty()) {
+      md += "\nIn-sample (only one model measures these; fitted to all of it):\n\n" + head;
+      for (const auto& [k, e] : in_sample) md += row(k, error_stats(e));
+    }
+    md += "\n### By kernel class and tokens (held-out models)\n\n" + head;
+    for (const auto& [k, e] : by_kind)
+      for (const char* b : kBands)
+        if (auto it = by_kind_band.find(k + " " + b); it != by_kind_band.end())
+          md += row(k + ", " + b + " tokens", error_stats(it->second));
+    for (const char* b : kBands)
+      if (auto it = layer_band.find(b); it != layer_band.end())
+        md += row(std::string("layer sum, ") + b + " tokens", error_stats(it->second));
+    md += "\n### Layer sum by held-out model\n\n" + head;
+    for (const auto& [g, e] : layer_group) md += row(g, error_stats(e));
+  }
+  return md;
+}
+
+}  // namespace meshsim

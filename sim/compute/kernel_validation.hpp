@@ -1,0 +1,54 @@
+#pragma once
+// How well the kernel model predicts kernels it was not fitted to: leave one group (model) out,
+// fit the rest (compute/kernel_fit.hpp), price the held-out group's kernels and layers. Parts of
+// the model that no other group measures (attention, measured on one model) are priced by the
+// fit to all groups and marked in-sample. The tables of validation/kernels.md.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compute/kernel_fit.hpp"
+
+namespace meshsim {
+
+struct KernelCheck {
+  std::string group, op, layer;
+  std::string kind;  // "gemm", "attention", "decode" or the memory class
+  std::int64_t tokens = 0;
+  double measured_s = 0, predicted_s = 0;
+  bool held_out = true;  // false: in-sample (no other group measured this kind)
+  double error() const { return predicted_s / measured_s - 1.0; }
+};
+
+// One layer's forward: the sum of its measured kernels against the sum of their predictions.
+struct LayerCheck {
+  std::string group, layer;
+  std::int64_t tokens = 0;
+  double measured_s = 0, predicted_s = 0;
+  double error() const { return predicted_s / measured_s - 1.0; }
+};
+
+struct KernelValidation {
+  std::string gpu;
+  std::vector<KernelCheck> kernels;
+  std::vector<LayerCheck> layers;
+};
+
+// Groups in `always_train` (e.g. standalone microbenchmarks) are never held out.
+KernelValidation leave_one_group_out(const std::vector<MeasuredKernel>& rows, const GpuSpec& gpu,
+                                     const KernelParams& base,
+                                     const std::vector<std::string>& always_train);
+
+struct ErrorStats {
+  std::size_t count = 0;
+  double median = 0, p95 = 0, max = 0;  // of |relative error|
+};
+ErrorStats error_stats(std::vector<double> relative_errors);
+
+// Token bands of the report: 1–16, 17–128, 129–512, 513–2048, 2049+.
+std::string token_band(std::int64_t tokens);
+
+std::string kernel_validation_markdown(const std::vector<KernelValidation>& runs,
+                                       const std::string& preamble);
+
+}  // namespace meshsim

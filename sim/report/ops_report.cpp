@@ -1,0 +1,165 @@
+#include "report/ops_report.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "model/op_catalogue.hpp"
+
+namespace meshsim {
+namespace {
+
+std::string shape_of(const Kernel& k) {
+  switch (k.kind) {
+    case KernelKind::gemm:
+      return k.gemm.batch > 1 ? fmt::format("{}×({}×{}×{})", k.gemm.batch, k.gemm.m, k.gemm.n,
+                                            k.gemm.k)
+                              : fmt::format("{}×{}×{}", k.gemm.m, k.gemm.n, k.gemm.k);
+    case KernelKind::attention: {
+      const auto& a = k.attention;
+      return fmt::format("b{} q{} kv{} h{}/{} d{}", a.batch, a.seq_q, a.seq_kv, a.heads,
+                         a.kv_heads, a.head_dim);
+    }
+    case KernelKind::memory_bound:
+      return fmt::format("{:.3g} MB", k.bytes / 1e6);
+    case KernelKind::none:
+      break;
+  }
+  return "";
+}
+
+std::string kind_of(const Kernel& k) {
+  return k.kind == KernelKind::memory_bound ? "memory" : std::string(name_of(k.kind));
+}
+
+std::string class_of(const Kernel& k) {
+  if (k.kind == KernelKind::memory_bound) return std::string(name_of(k.memory_class));
+  if (k.kind == KernelKind::attention && k.attention.seq_q == 1 && !k.attention.backward)
+    return "decode_attention";
+  return std::string(name_of(k.kind));
+}
+
+void add_row(OpsReport& r, const ComputeModel& cm, const std::string& name, const char* part,
+             const Kernel& k, bool ends) {
+  if (k.empty()) return;
+  OpsRow row{name, part, kind_of(k), class_of(k), shape_of(k), k.flops, k.bytes, cm.seconds(k), ends};
+  if (!ends) r.layer_time_s += row.time_s;
+  r.rows.push_back(std::move(row));
+}
+
+void add_ops(OpsReport& r, const ComputeModel& cm, const std::vector<OpSpec>& ops, bool ends) {
+  for (const auto& op : ops) {
+    if (!r.request.backward) {
+      add_row(r, cm, op.name, "forward", op.forward, ends);
+    } else {
+      add_row(r, cm, op.name, "dgrad", op.backward_input, ends);
+      add_row(r, cm, op.name, "wgrad", op.backward_weight, ends);
+    }
+  }
+}
+
+}  // namespace
+
+OpsReport ops_report(const ModelSpec& model, const ComputeModel& cm, const OpsRequest& q) {
+  if (!model.has_architecture())
+    throw Error(model.file, "", "model '" + model.name + "' has no architecture: no kernels to list");
+  if (q.tokens < 1) throw Error("", "--tokens", "must be a positive integer");
+  if (q.tp < 1 || model.heads % q.tp != 0)
+    throw Error("", "--tp",
+                fmt::format("{} does not divide the model's {} attention heads", q.tp, model.heads));
+  if (q.context < 0) throw Error("", "--context", "must not be negative");
+  if (q.decode < 0) throw Error("", "--decode", "must not be negative");
+  if (q.decode > 0 && q.context == 0)
+    throw Error("", "--context", "a decode step needs the sequences' context (--context C)");
+  if (q.decode > 0 && q.backward) throw Error("", "--pass", "decode has no backward pass");
+  if (q.layer >= model.layers)
+    throw Error("", "--layer", fmt::format("the model has {} layers", model.layers));
+  OpsReport r;
+  r.gpu = cm.gpu().model;
+  r.model = model.name;
+  r.source = cm.describe();
+  r.request = q;
+  r.layer = q.layer;
+  if (r.layer < 0) {
+    r.layer = 0;
+    if (model.moe)
+      while (r.layer + 1 < model.layers && !model.is_moe_layer(r.layer)) ++r.layer;
+  }
+  LayerShape shape;
+  shape.micro_batch = 1;
+  shape.seq = q.tokens;
+  shape.dtype = q.dtype;
+  const Sharding sh{.tp = q.tp, .sp = false, .cp = 1, .ep = model.moe ? q.tp : 1};
+  auto ops = layer_ops(model, r.layer, shape, sh);
+  for (auto& op : ops) {
+    if (op.forward.kind != KernelKind::attention) continue;
+    // A chunk after cached context, or one decode step: the same kernel at another shape.
+    auto a = op.forward.attention;
+    if (q.decode > 0) {
+      a.batch = q.decode;
+      a.seq_q = 1;
+      a.seq_kv = q.context;
+    } else {
+      a.seq_kv = q.context + q.tokens;
+    }
+    op.forward = attention_kernel(a, op.forward.dtype);
+    a.backward = true;
+    op.backward_input = attention_kernel(a, op.forward.dtype);
+  }
+  add_ops(r, cm, ops, false);
+  add_ops(r, cm, embedding_ops(model, shape, sh), true);
+  add_ops(r, cm, head_ops(model, shape, sh), true);
+  return r;
+}
+
+Json to_json(const OpsReport& r) {
+  Json ops = Json::array();
+  for (const auto& row : r.rows) {
+    Json o = {{"name", row.name},   {"kind", row.kind},   {"class", row.kernel_class},
+              {"pass", row.part},   {"shape", row.shape}, {"time_s", row.time_s},
+              {"flops", row.flops}, {"bytes", row.bytes}};
+    if (row.ends) o["ends"] = true;
+    ops.push_back(std::move(o));
+  }
+  return {{"gpu", r.gpu},
+          {"model", r.model},
+          {"dtype", name_of(r.request.dtype)},
+          {"tokens", r.request.tokens},
+          {"tp", r.request.tp},
+          {"layer", r.layer},
+          {"pass", r.request.backward ? "backward" : "forward"},
+          {"context", r.request.context},
+          {"decode", r.request.decode},
+          {"kernel_model", r.source},
+          {"ops", std::move(ops)},
+          {"layer_time_s", r.layer_time_s}};
+}
+
+std::string to_text(const OpsReport& r) {
+  std::string s = fmt::format(
+      "# meshsim ops: {} layer {} on {}, {} tokens, tp {}, {}, {}{}{}\n# kernel model: {}\n",
+      r.model, r.layer, r.gpu, r.request.tokens, r.request.tp, name_of(r.request.dtype),
+      r.request.backward ? "backward" : "forward",
+      r.request.context ? fmt::format(", context {}", r.request.context) : "",
+      r.request.decode ? fmt::format(", decode of {} sequences", r.request.decode) : "", r.source);
+  s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10} {:>10} {:>10} {:>13} {:>6}\n", "op", "pass",
+                   "kernel class", "shape", "GFLOP", "MB", "time µs", "achieved", "share");
+  bool ends_header = false;
+  for (const auto& row : r.rows) {
+    if (row.ends && !ends_header) {
+      s += fmt::format("{:<22} {:>10.1f} µs\n# model ends (first and last pipeline stage)\n",
+                       "layer total", r.layer_time_s * 1e6);
+      ends_header = true;
+    }
+    const std::string achieved =
+        row.kind == "memory" ? fmt::format("{:.0f} GB/s", row.bytes / row.time_s / 1e9)
+                             : fmt::format("{:.1f} TFLOP/s", row.flops / row.time_s / 1e12);
+    const std::string share =
+        row.ends ? "" : fmt::format("{:.1f}%", 100 * row.time_s / r.layer_time_s);
+    s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10.3f} {:>10.3f} {:>10.2f} {:>13} {:>6}\n",
+                     row.name, row.part, row.kernel_class, row.shape, row.flops / 1e9,
+                     row.bytes / 1e6, row.time_s * 1e6, achieved, share);
+  }
+  return s;
+}
+
+}  // namespace meshsim

@@ -1,0 +1,47 @@
+#pragma once
+// The per-kernel view of one transformer layer on one GPU (`meshsim ops`): every kernel of the
+// op catalogue's layer at N tokens on TP degree T — class, shape, FLOPs, bytes, time, achieved
+// rate and share of the layer — then the model's ends (embedding; final norm, logits, loss).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compute/compute_model.hpp"
+#include "core/json_reader.hpp"
+#include "model/model_spec.hpp"
+
+namespace meshsim {
+
+struct OpsRequest {
+  std::int64_t tokens = 0;
+  std::int64_t tp = 1;
+  DType dtype = DType::bf16;
+  bool backward = false;     // dgrad and wgrad kernels instead of forward
+  std::int64_t context = 0;  // cached tokens before the N new ones (a prefill chunk)
+  std::int64_t decode = 0;   // > 0: attention is one decode step of this many sequences
+  std::int64_t layer = -1;   // -1: the first layer (the first MoE layer of an MoE model)
+};
+
+struct OpsRow {
+  std::string name;
+  std::string part;        // "forward", "dgrad", "wgrad"
+  std::string kind;        // "gemm", "attention", "memory"
+  std::string kernel_class;  // gemm, attention, decode_attention or the memory class
+  std::string shape;
+  double flops = 0, bytes = 0, time_s = 0;
+  bool ends = false;
+};
+
+struct OpsReport {
+  std::string gpu, model, source;
+  OpsRequest request;
+  std::int64_t layer = 0;
+  std::vector<OpsRow> rows;
+  double layer_time_s = 0;  // the layer's rows (not the ends)
+};
+
+OpsReport ops_report(const ModelSpec& model, const ComputeModel& cm, const OpsRequest& request);
+Json to_json(const OpsReport& r);
+std::string to_text(const OpsReport& r);
+
+}  // namespace meshsim

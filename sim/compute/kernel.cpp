@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/enum_names.hpp"
+
 namespace meshsim {
 
 std::string_view name_of(KernelKind k) {
@@ -41,9 +43,7 @@ std::string_view name_of(MemoryClass c) {
 }
 
 std::optional<MemoryClass> parse_memory_class(std::string_view s) {
-  for (const auto c : kAllMemoryClasses)
-    if (name_of(c) == s) return c;
-  return std::nullopt;
+  return parse_by_name<MemoryClass>(kAllMemoryClasses, s);
 }
 
 Kernel gemm_kernel(GemmShape shape, DType dtype) {

@@ -39,6 +39,20 @@ double mean_abs_log(const Rows& rows, Price price) {
   return s / static_cast<double>(std::max<std::size_t>(rows.size(), 1));
 }
 
+// Fits one fraction of `p` with the others held: `field` picks it, `error` scores a trial.
+template <class Field, class Score>
+double fit_fraction(KernelParams& p, Field field, Score error) {
+  const auto m = nelder_mead(
+      [&](const Vec& x) {
+        KernelParams q = p;
+        field(q) = fraction_of(x[0]);
+        return error(q);
+      },
+      {std::log(field(p))}, {0.2});
+  field(p) = fraction_of(m.x[0]);
+  return field(p);
+}
+
 std::string error_note(const Vec& errors) {
   Vec pct;
   for (double e : errors) pct.push_back(100.0 * std::expm1(e));
@@ -97,27 +111,14 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
     gemm = to_json(p.gemm);
     gemm.erase("fraction_fp8");
   } else if (!g16.empty()) {
-    const auto m = nelder_mead(
-        [&](const Vec& x) {
-          GemmParams g = p.gemm;
-          g.fraction_16bit = fraction_of(x[0]);
-          return mean_abs_log(g16, gemm_ratio(g));
-        },
-        {std::log(p.gemm.fraction_16bit)}, {0.2});
-    p.gemm.fraction_16bit = fraction_of(m.x[0]);
-    gemm["fraction_16bit"] = p.gemm.fraction_16bit;
+    gemm["fraction_16bit"] =
+        fit_fraction(p, [](KernelParams& q) -> double& { return q.gemm.fraction_16bit; },
+                     [&](const KernelParams& q) { return mean_abs_log(g16, gemm_ratio(q.gemm)); });
   }
-  if (!g8.empty()) {
-    const auto m = nelder_mead(
-        [&](const Vec& x) {
-          GemmParams g = p.gemm;
-          g.fraction_fp8 = fraction_of(x[0]);
-          return mean_abs_log(g8, gemm_ratio(g));
-        },
-        {std::log(p.gemm.fraction_fp8)}, {0.2});
-    p.gemm.fraction_fp8 = fraction_of(m.x[0]);
-    gemm["fraction_fp8"] = p.gemm.fraction_fp8;
-  }
+  if (!g8.empty())
+    gemm["fraction_fp8"] =
+        fit_fraction(p, [](KernelParams& q) -> double& { return q.gemm.fraction_fp8; },
+                     [&](const KernelParams& q) { return mean_abs_log(g8, gemm_ratio(q.gemm)); });
   if (!gemm.empty()) {
     fit.model["gemm"] = gemm;
     std::vector<MeasuredKernel> all;
@@ -197,27 +198,14 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
     attention = to_json(p.attention);
     attention.erase("backward_ratio");
   } else if (!prefill.empty()) {
-    const auto m = nelder_mead(
-        [&](const Vec& x) {
-          KernelParams q = p;
-          q.attention.fraction = fraction_of(x[0]);
-          return attention_error(prefill, q);
-        },
-        {std::log(p.attention.fraction)}, {0.2});
-    p.attention.fraction = fraction_of(m.x[0]);
-    attention["fraction"] = p.attention.fraction;
+    attention["fraction"] =
+        fit_fraction(p, [](KernelParams& q) -> double& { return q.attention.fraction; },
+                     [&](const KernelParams& q) { return attention_error(prefill, q); });
   }
-  if (!backward.empty()) {
-    const auto m = nelder_mead(
-        [&](const Vec& x) {
-          KernelParams q = p;
-          q.attention.backward_ratio = fraction_of(x[0]);
-          return attention_error(backward, q);
-        },
-        {std::log(p.attention.backward_ratio)}, {0.2});
-    p.attention.backward_ratio = fraction_of(m.x[0]);
-    attention["backward_ratio"] = p.attention.backward_ratio;
-  }
+  if (!backward.empty())
+    attention["backward_ratio"] =
+        fit_fraction(p, [](KernelParams& q) -> double& { return q.attention.backward_ratio; },
+                     [&](const KernelParams& q) { return attention_error(backward, q); });
   if (!attention.empty()) {
     fit.model["attention"] = attention;
     std::vector<MeasuredKernel> both = prefill;

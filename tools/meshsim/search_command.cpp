@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "compute/compute_model.hpp"
 #include "job_args.hpp"
 #include "report/launch_config.hpp"
 #include "search/distributed.hpp"
@@ -309,6 +310,7 @@ int run_search_command(const SearchArgs& a) {
   std::cout << fmt::format("# meshsim search: {} on {} ({} × {}), seq {}, global batch {}, {}\n",
                            model.name, std::filesystem::path(a.cluster.topology).stem().string(),
                            gpus, topo.gpu.model, job.seq, job.global_batch, name_of(job.dtype));
+  std::cout << "# kernel model: " << ComputeModel(topo.gpu).describe() << "\n";
   std::string rejected;
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
   std::cout << fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,

@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "compute/calibration_profile.hpp"
+#include "compute/compute_model.hpp"
 #include "job_args.hpp"
 #include "model/workload.hpp"
 #include "parallel/mesh.hpp"
@@ -281,8 +282,9 @@ int run_serve(const ServeArgs& a) {
   if (a.cluster.json) {
     std::cout << serving_json(r).dump(2) << "\n";
   } else {
-    std::cout << fmt::format("# {} on {}: {}\n# traffic: {}\n", model.name, topo.name, layout,
-                             traffic);
+    std::cout << fmt::format("# {} on {}: {}\n# traffic: {}\n# kernel model: {}\n", model.name,
+                             topo.name, layout, traffic,
+                             ComputeModel(topo.gpu, setup.profile).describe());
     print_summary(r);
   }
   if (!a.emit.empty())

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "compute/calibration_profile.hpp"
+#include "compute/compute_model.hpp"
 #include "job_args.hpp"
 #include "parallel/placement.hpp"
 #include "report/chrome_trace.hpp"
@@ -149,6 +150,7 @@ int run_train(const TrainArgs& a) {
   std::cout << fmt::format("# meshsim train: {} on {} ({} × {})\n", model.name,
                            std::filesystem::path(a.cluster.topology).stem().string(), r.gpus,
                            topo.gpu.model);
+  std::cout << "# kernel model: " << ComputeModel(topo.gpu, setup.profile).describe() << "\n";
   std::cout << fmt::format(
       "# {}, ZeRO-{}, sp {}, schedule {}, recompute {}; seq {}, global batch {}, micro-batch {} "
       "({} micro-batches per step), {}\n",

@@ -110,7 +110,7 @@ std::string kernel_validation_markdown(const std::vector<KernelValidation>& runs
                        100 * s.p95, 100 * s.max);
   };
   const std::string head =
-      "| | kernels | median \\|error\\| % | p95 % | max % |\n|---|---:|---:|---:|---:|\n";
+      "| | count | median \\|error\\| % | p95 % | max % |\n|---|---:|---:|---:|---:|\n";
   for (const auto& v : runs) {
     md += fmt::format("\n## {}\n\n### By kernel class (held-out models)\n\n", v.gpu);
     std::map<std::string, std::vector<double>> by_kind, by_kind_band, in_sample;

@@ -30,14 +30,20 @@ struct LayerCheck {
 
 struct KernelValidation {
   std::string gpu;
+  bool with_points = false;
   std::vector<KernelCheck> kernels;
   std::vector<LayerCheck> layers;
 };
 
-// Groups in `always_train` (e.g. standalone microbenchmarks) are never held out.
+// Groups in `always_train` (e.g. standalone microbenchmarks) are never held out. With
+// `with_points`, the held-out GEMMs are priced as `calibrate fit` would leave a profile of the
+// other groups: the fitted parameters plus their measured GEMM points, which correct shapes
+// within kCorrectionRadius of them (compute/compute_model.hpp); without, by the parameters
+// alone (what the bundled profiles hold).
 KernelValidation leave_one_group_out(const std::vector<MeasuredKernel>& rows, const GpuSpec& gpu,
                                      const KernelParams& base,
-                                     const std::vector<std::string>& always_train);
+                                     const std::vector<std::string>& always_train,
+                                     bool with_points = false);
 
 struct ErrorStats {
   std::size_t count = 0;

@@ -3,10 +3,12 @@
 // tools/convert_vidur.py): fit on every model but one, predict the held-out one, per GPU.
 // The targets ("Compute from measured kernels"): GEMMs median |error| ≤ 5 %, p95 ≤ 15 %,
 // max ≤ 40 %; memory-bound kernels median ≤ 15 %; a layer's measured ops summed, median ≤ 5 %.
-// Met: memory-bound medians on both GPUs, layer sums on both, the A100 GEMM median within
-// 0.2 points. Not met: the GEMM p95 and max on both GPUs and the H100 GEMM median (three models
-// only, and cuBLAS's kernel choice scatters neighbouring shapes by 10–80 %). The ceilings below
-// are today's figures with a little headroom, so a regression fails; they are not the targets.
+// Met: memory-bound medians and layer sums on both GPUs; every GEMM target on A100 when the
+// held-out model is priced as a `calibrate fit` profile of the others leaves it (parameters and
+// measured points). Not met: the H100 GEMM median, p95 and max (three models only, and cuBLAS's
+// kernel choice scatters neighbouring shapes by 10–80 %), and the A100 GEMM p95/max with the
+// parameters alone. The ceilings are today's figures with a little headroom, so a regression
+// fails; where they are looser than the targets they are not the targets.
 // Writes validation/kernels.md.
 #include <doctest/doctest.h>
 
@@ -34,19 +36,28 @@ TEST_CASE("kernel accuracy: leave one model out over the Vidur measurements") {
   struct Ceiling {
     const char* file;
     const char* gpu;
+    bool with_points;
     double gemm_median, gemm_p95, gemm_max, memory_median, layer_median;
   };
+  // Parameters alone (the bundled default), then as `calibrate fit` leaves a profile: the
+  // parameters and the other models' measured GEMMs. A100 with points meets every target.
   const Ceiling ceilings[] = {
-      {"validation/kernels/vidur-h100.raw.json", "H100-SXM5-80GB", 0.08, 0.29, 1.20, 0.11, 0.05},
-      {"validation/kernels/vidur-a100.raw.json", "A100-SXM4-80GB", 0.055, 0.21, 0.46, 0.09, 0.035},
+      {"validation/kernels/vidur-h100.raw.json", "H100-SXM5-80GB", false, 0.08, 0.29, 1.20, 0.11,
+       0.05},
+      {"validation/kernels/vidur-a100.raw.json", "A100-SXM4-80GB", false, 0.055, 0.21, 0.46, 0.09,
+       0.035},
+      {"validation/kernels/vidur-h100.raw.json", "H100-SXM5-80GB", true, 0.07, 0.27, 1.15, 0.11,
+       0.045},
+      {"validation/kernels/vidur-a100.raw.json", "A100-SXM4-80GB", true, 0.05, 0.15, 0.40, 0.09,
+       0.05},
   };
   std::vector<KernelValidation> runs;
-  for (const auto& [file, gpu_name, gemm_median, gemm_p95, gemm_max, memory_median,
+  for (const auto& [file, gpu_name, with_points, gemm_median, gemm_p95, gemm_max, memory_median,
                     layer_median] : ceilings) {
     const auto gpu = *find_gpu(gpu_name);
     const auto rows = measured(file);
-    runs.push_back(
-        leave_one_group_out(rows, gpu, generic_kernel_params(), {"azure-microbenchmarks"}));
+    runs.push_back(leave_one_group_out(rows, gpu, generic_kernel_params(),
+                                       {"azure-microbenchmarks"}, with_points));
     const auto& v = runs.back();
     std::vector<double> gemm, memory, layers;
     for (const auto& c : v.kernels) {
@@ -58,7 +69,7 @@ TEST_CASE("kernel accuracy: leave one model out over the Vidur measurements") {
     }
     for (const auto& l : v.layers) layers.push_back(l.error());
     const auto g = error_stats(gemm), m = error_stats(memory), l = error_stats(layers);
-    MESSAGE(std::string(gpu_name) << ": gemm median " << 100 * g.median << " % p95 " << 100 * g.p95
+    MESSAGE(std::string(gpu_name) << std::string(with_points ? " with points" : "") << ": gemm median " << 100 * g.median << " % p95 " << 100 * g.p95
                      << " % max " << 100 * g.max << " %; memory median " << 100 * m.median
                      << " %; layer median " << 100 * l.median << " % p95 " << 100 * l.p95
                      << " %");
@@ -82,7 +93,9 @@ TEST_CASE("kernel accuracy: leave one model out over the Vidur measurements") {
       "are predicted. Errors are (predicted − measured) / measured of the kernel time; "
       "`layer sum` compares the sum of one transformer block's measured forward ops (GEMMs, "
       "norms, rotary, activation, residual add, embedding; attention is not in these files) "
-      "with the sum of their predictions. The Azure microbenchmark rows "
+      "with the sum of their predictions. Each GPU is shown twice: with the fitted parameters "
+      "alone (what the bundled profiles hold) and as `calibrate fit` leaves a profile of the "
+      "other models (parameters plus their measured GEMM points). The Azure microbenchmark rows "
       "(hardware.md C2) always stay in the training set.\n\n"
       "Assumptions: fp16 measurements stand for bf16 (one class); the `add` op is Vidur's "
       "last residual add, which reads L2-resident tensors; only decode-step KV appends are "

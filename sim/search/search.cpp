@@ -36,6 +36,7 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
       s.config = e.candidate.config;
       s.strategy = options.strategy;
       s.memory = options.memory;
+      s.profile = options.profile;
       try {
         e.result = simulate_training(topo, model, s, &context);
         e.result.trace = {};

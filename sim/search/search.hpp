@@ -23,6 +23,8 @@ struct SearchOptions {
   std::function<void(std::size_t, std::size_t)> progress;
   StrategyOptions strategy;
   MemoryOptions memory;
+  // Kernel and collective calibration for every candidate (train's --calibration).
+  std::optional<CalibrationProfile> profile;
 };
 
 // Simulates `candidates` (in any order; the result keeps the input order).

@@ -26,7 +26,7 @@ namespace {
 struct SearchArgs {
   ClusterArgs cluster;
   std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep, report,
-                               scaling = "strong";
+      scaling = "strong", calibration;
   std::int64_t seq = 0, gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
   bool allow_tp_across_nodes = false;
@@ -128,7 +128,7 @@ std::vector<std::int32_t> parse_nodes(const std::string& text) {
 }
 
 int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base,
-              const SearchSpace& space, const SearchOptions& opt) {
+              const SearchSpace& space, SearchOptions opt) {
   const bool weak = a.scaling == "weak";
   if (!weak && a.scaling != "strong")
     throw Error("", "--scaling", "'" + a.scaling + "': expected strong or weak");
@@ -146,7 +146,8 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
   for (auto n : nodes) {
     TopologyOptions to;
     to.nodes = n;
-    const auto topo = load_topology(a.cluster.topology, to);
+    auto topo = load_topology(a.cluster.topology, to);
+    opt.profile = calibration_for(topo, a.calibration);
     SearchJob job = base;
     if (weak && ref_nodes > 0) job.global_batch = base.global_batch * n / ref_nodes;
     if (weak && ref_nodes == 0) ref_nodes = n;
@@ -208,7 +209,8 @@ int run_search_command(const SearchArgs& a) {
   opt.memory.recipe = default_recipe(job.dtype);
   if (!a.sweep.empty()) return run_sweep(a, model, job, space, opt);
 
-  const auto topo = a.cluster.load();
+  auto topo = a.cluster.load();
+  opt.profile = calibration_for(topo, a.calibration);
   const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
   // Under mpirun the candidates are split across ranks; rank 0 merges and prints.
   struct World {
@@ -244,7 +246,9 @@ int run_search_command(const SearchArgs& a) {
       heuristic_rank = i + 1;
   std::optional<EvaluatedCandidate> heuristic_eval;
   if (heuristic_rank == 0) {
-    auto ev = evaluate_candidates(topo, model, job, {heuristic}, SearchOptions{});
+    SearchOptions one;
+    one.profile = opt.profile;
+    auto ev = evaluate_candidates(topo, model, job, {heuristic}, one);
     heuristic_eval = std::move(ev.front());
   }
   if (!a.csv.empty()) {
@@ -310,7 +314,7 @@ int run_search_command(const SearchArgs& a) {
   std::cout << fmt::format("# meshsim search: {} on {} ({} × {}), seq {}, global batch {}, {}\n",
                            model.name, std::filesystem::path(a.cluster.topology).stem().string(),
                            gpus, topo.gpu.model, job.seq, job.global_batch, name_of(job.dtype));
-  std::cout << "# kernel model: " << ComputeModel(topo.gpu).describe() << "\n";
+  std::cout << "# kernel model: " << ComputeModel(topo.gpu, opt.profile).describe() << "\n";
   std::string rejected;
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
   std::cout << fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,
@@ -432,6 +436,8 @@ Runner add_search_command(CLI::App& app) {
   cmd->add_option("--csv", a->csv, "Write every evaluated candidate as CSV");
   cmd->add_option("--report", a->report, "Write an HTML report with plots");
   cmd->add_option("--threads", a->threads, "Worker threads (default: all)");
+  cmd->add_option("--calibration", a->calibration,
+                  "Calibration profile (JSON; default: the one the cluster file names)");
   cmd->add_option("--emit", a->emit,
                   "Print the winner as megatron, torchtitan, accelerate or torchrun");
   cmd->add_option("--sweep-nodes", a->sweep, "Scaling sweep over node counts, e.g. 8,16,32,64");

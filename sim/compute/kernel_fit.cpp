@@ -31,7 +31,7 @@ struct GemmRow {
   GemmTileUse use;
 };
 
-// Mean |log error| of `rows` when `apply` sets the parameters from x.
+// Mean |log(predicted / measured)| of `rows`; `price` gives that ratio for one row.
 template <class Rows, class Price>
 double mean_abs_log(const Rows& rows, Price price) {
   double s = 0;
@@ -53,11 +53,10 @@ double fit_fraction(KernelParams& p, Field field, Score error) {
   return field(p);
 }
 
+// `errors` are |log(predicted / measured)|: e^median − 1 is the median error factor (an
+// over-prediction's relative error; an under-prediction's is slightly smaller).
 std::string error_note(const Vec& errors) {
-  Vec pct;
-  for (double e : errors) pct.push_back(100.0 * std::expm1(e));
-  for (double& p : pct) p = std::abs(p);
-  return fmt::format("median |error| {:.1f} %", median_of(pct));
+  return fmt::format("median error factor {:.1f} %", 100.0 * std::expm1(median_of(errors)));
 }
 
 }  // namespace

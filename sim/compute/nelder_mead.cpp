@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace meshsim {
@@ -17,8 +18,13 @@ Point combine(const Point& a, const Point& b, double t) {  // a + t·(b − a)
 
 }  // namespace
 
-Minimum nelder_mead(const std::function<double(const std::vector<double>&)>& f, Point start,
-                    Point step, int restarts, double tolerance, int max_evaluations) {
+Minimum nelder_mead(const std::function<double(const std::vector<double>&)>& objective,
+                    Point start, Point step, int restarts, double tolerance, int max_evaluations) {
+  // A NaN would break the ordering of the simplex: it counts as the worst possible value.
+  const auto f = [&](const Point& x) {
+    const double v = objective(x);
+    return std::isnan(v) ? std::numeric_limits<double>::infinity() : v;
+  };
   const std::size_t n = start.size();
   Minimum best{start, f(start), 1};
   for (int round = 0; round <= restarts; ++round) {

@@ -14,18 +14,19 @@ double log2d(std::int64_t v) {
   return std::log2(static_cast<double>(std::max<std::int64_t>(v, 1)));
 }
 
-void gemm_coords(const GemmShape& s, double* c) {
-  c[0] = log2d(s.m);
-  c[1] = log2d(s.n);
-  c[2] = log2d(s.k);
-  c[3] = log2d(s.batch);
+std::array<double, 4> gemm_coords(const GemmShape& s) {
+  return {log2d(s.m), log2d(s.n), log2d(s.k), log2d(s.batch)};
 }
 
-void attention_coords(const AttentionShape& s, double* c) {
-  c[0] = log2d(s.seq_q);
-  c[1] = log2d(s.seq_kv);
-  c[2] = log2d(s.head_dim);
-  c[3] = log2d(s.batch * s.heads);
+std::array<double, 4> attention_coords(const AttentionShape& s) {
+  return {log2d(s.seq_q), log2d(s.seq_kv), log2d(s.head_dim), log2d(s.batch * s.heads)};
+}
+
+std::uint8_t gemm_tag(DType d) {
+  return d == DType::fp8 ? 1 : 0;  // bf16, fp16 and fp32 are one class
+}
+std::uint8_t attention_tag(const AttentionShape& s) {
+  return static_cast<std::uint8_t>((s.causal ? 1 : 0) | (s.backward ? 2 : 0));
 }
 
 // Weights 1/d² · (1 − d²/R²)² inside the radius R, and a fixed weight 1/R² for "no
@@ -35,7 +36,8 @@ struct LocalIdw {
   double weight_sum = 1.0 / (kCorrectionRadius * kCorrectionRadius), value_sum = 0;
   bool exact = false;
   double exact_value = 0;
-  void add(const double* q, const double* p, double log_correction) {
+  void add(const std::array<double, 4>& q, const std::array<double, 4>& p,
+           double log_correction) {
     if (exact) return;
     double d2 = 0;
     for (int i = 0; i < 4; ++i) d2 += (q[i] - p[i]) * (q[i] - p[i]);
@@ -79,23 +81,20 @@ ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profil
   if (!fitted_memory && profile_->launch_overhead)
     for (const auto c : {MemoryClass::elementwise, MemoryClass::optimizer})
       params_.of(c).fixed_s = params_.of(c).floor_s = profile_->launch_overhead->seconds();
+  std::vector<MeasuredPoint> gemm, attention;
   for (const auto& p : profile_->gemm) {
     const auto k = gemm_kernel(p.shape, p.dtype);
-    Point pt{};
-    gemm_coords(p.shape, pt.coords);
-    pt.log_correction = std::log(k.flops / p.flops_per_s / model_seconds(k));
-    pt.fp8 = p.dtype == DType::fp8;
-    gemm_points_.push_back(pt);
+    gemm.push_back({gemm_coords(p.shape), std::log(k.flops / p.flops_per_s / model_seconds(k)),
+                    gemm_tag(p.dtype)});
   }
   for (const auto& p : profile_->attention) {
     const auto k = attention_kernel(p.shape, p.dtype);
-    Point pt{};
-    attention_coords(p.shape, pt.coords);
-    pt.log_correction = std::log(k.flops / p.flops_per_s / model_seconds(k));
-    pt.causal = p.shape.causal;
-    pt.backward = p.shape.backward;
-    attention_points_.push_back(pt);
+    attention.push_back({attention_coords(p.shape),
+                         std::log(k.flops / p.flops_per_s / model_seconds(k)),
+                         attention_tag(p.shape)});
   }
+  gemm_points_ = MeasuredPoints(std::move(gemm), kCorrectionRadius);
+  attention_points_ = MeasuredPoints(std::move(attention), kCorrectionRadius);
 }
 
 double ComputeModel::peak_flops(DType dtype) const {
@@ -108,17 +107,17 @@ double ComputeModel::model_seconds(const Kernel& k) const {
 
 double ComputeModel::correction(const Kernel& k) const {
   LocalIdw idw;
-  double q[4];
+  const auto visit = [&](const std::array<double, 4>& q, std::uint8_t tag) {
+    return [&idw, q, tag](const MeasuredPoint& p) {
+      if (p.tag == tag) idw.add(q, p.coords, p.log_correction);
+    };
+  };
   if (k.kind == KernelKind::gemm && !gemm_points_.empty()) {
-    gemm_coords(k.gemm, q);
-    const bool fp8 = k.dtype == DType::fp8;
-    for (const auto& p : gemm_points_)
-      if (p.fp8 == fp8) idw.add(q, p.coords, p.log_correction);
+    const auto q = gemm_coords(k.gemm);
+    gemm_points_.near(q, visit(q, gemm_tag(k.dtype)));
   } else if (k.kind == KernelKind::attention && !attention_points_.empty()) {
-    attention_coords(k.attention, q);
-    for (const auto& p : attention_points_)
-      if (p.causal == k.attention.causal && p.backward == k.attention.backward)
-        idw.add(q, p.coords, p.log_correction);
+    const auto q = attention_coords(k.attention);
+    attention_points_.near(q, visit(q, attention_tag(k.attention)));
   } else {
     return 1.0;
   }

@@ -12,6 +12,7 @@
 #include "compute/calibration_profile.hpp"
 #include "compute/kernel.hpp"
 #include "compute/kernel_params.hpp"
+#include "compute/measured_points.hpp"
 #include "core/units.hpp"
 #include "topology/gpu_spec.hpp"
 
@@ -43,16 +44,10 @@ class ComputeModel {
  private:
   double correction(const Kernel& k) const;
 
-  struct Point {
-    double coords[4];
-    double log_correction;
-    bool fp8;
-    bool causal, backward;
-  };
   GpuSpec gpu_;
   KernelParams params_;
   std::optional<CalibrationProfile> profile_;
-  std::vector<Point> gemm_points_, attention_points_;
+  MeasuredPoints gemm_points_, attention_points_;
   bool measured_gpu_ = false;
 };
 

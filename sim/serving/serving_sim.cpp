@@ -9,6 +9,7 @@
 
 #include "compute/compute_model.hpp"
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "engine/simulator.hpp"
 #include "network/flow_network.hpp"
 #include "network/link_usage.hpp"
@@ -74,13 +75,22 @@ class Cluster {
 
   ServingResult run() {
     reqs_.resize(requests_.size());
+    const bool closed = setup_.clients > 0;
     for (std::size_t i = 0; i < requests_.size(); ++i) {
       auto& r = reqs_[i];
       r.prompt = requests_[i].prompt_tokens;
       r.output = requests_[i].output_tokens;
-      r.arrival = requests_[i].arrival;
+      r.arrival = closed ? Time{} : requests_[i].arrival;
+      if (closed) continue;
       const auto id = static_cast<std::int32_t>(i);
       sim_.schedule_at(requests_[i].arrival, [this, id] { arrive(id); });
+    }
+    if (closed) {
+      next_issue_ = std::min<std::size_t>(static_cast<std::size_t>(setup_.clients), reqs_.size());
+      for (std::size_t i = 0; i < next_issue_; ++i) {
+        const auto id = static_cast<std::int32_t>(i);
+        sim_.schedule_at(Time{}, [this, id] { arrive(id); });
+      }
     }
     sim_.run();
     if (completed_ + rejected_ != static_cast<std::int64_t>(reqs_.size()))
@@ -127,6 +137,19 @@ class Cluster {
     in_system_area_ += d(in_system_) * (now - last_change_s_);
     last_change_s_ = now;
     in_system_ += delta;
+    peak_in_system_ = std::max(peak_in_system_, in_system_);
+  }
+
+  // Closed loop: the client whose request just left the system sends the next one after its
+  // think time.
+  void client_done() {
+    if (setup_.clients <= 0 || next_issue_ >= reqs_.size()) return;
+    const auto id = static_cast<std::int32_t>(next_issue_++);
+    double think = setup_.think_time_s;
+    if (setup_.think_exponential) think = -setup_.think_time_s * std::log1p(-think_rng_.uniform01());
+    const Time at = sim_.now() + Time::from_seconds_ceil(think);
+    req(id).arrival = at;
+    sim_.schedule_at(at, [this, id] { arrive(id); });
   }
 
   void sample_kv() {
@@ -153,6 +176,7 @@ class Cluster {
     if (too_long) {
       ++rejected_;
       change_in_system(-1);
+      client_done();
       check();
       return;
     }
@@ -277,6 +301,7 @@ class Cluster {
       ++completed_;
       last_finish_ = now;
       change_in_system(-1);
+      client_done();
     } else if (p.prefill_only) {
       hand_off(i, id);
     }
@@ -400,17 +425,21 @@ class Cluster {
     out.gpus = setup_.total_replicas() * setup_.shape.gpus();
     std::vector<double> ttft, tpot, e2e, delay;
     std::int64_t good = 0;
-    for (const auto& r : reqs_) {
+    out.peak_in_system = peak_in_system_;
+    out.warmup_requests = setup_.clients > 0 ? std::min<std::int64_t>(setup_.clients,
+                                                                      static_cast<std::int64_t>(reqs_.size()))
+                                             : 0;
+    for (std::size_t i = 0; i < reqs_.size(); ++i) {
+      const auto& r = reqs_[i];
       if (r.generated < r.output || r.output == 0) continue;
       const double t = (r.first_token - r.arrival).seconds();
       const double e = (r.finished - r.arrival).seconds();
-      ttft.push_back(t);
-      e2e.push_back(e);
-      delay.push_back((r.first_scheduled - r.arrival).seconds());
-      double tp = 0;
-      if (r.output > 1) {
-        tp = (e - t) / d(r.output - 1);
-        tpot.push_back(tp);
+      double tp = r.output > 1 ? (e - t) / d(r.output - 1) : 0.0;
+      if (static_cast<std::int64_t>(i) >= out.warmup_requests) {
+        ttft.push_back(t);
+        e2e.push_back(e);
+        delay.push_back((r.first_scheduled - r.arrival).seconds());
+        if (r.output > 1) tpot.push_back(tp);
       }
       const bool ok = (setup_.slo_ttft_s <= 0 || t <= setup_.slo_ttft_s) &&
                       (setup_.slo_tpot_s <= 0 || tp <= setup_.slo_tpot_s);
@@ -465,8 +494,10 @@ class Cluster {
   std::vector<std::uint32_t> free_batches_;
   std::uint64_t rr_ = 0;
   std::int64_t arrived_ = 0, completed_ = 0, rejected_ = 0, preemptions_ = 0, iterations_ = 0,
-               output_tokens_ = 0, in_system_ = 0, idle_with_work_ = 0;
+               output_tokens_ = 0, in_system_ = 0, idle_with_work_ = 0, peak_in_system_ = 0;
   double in_system_area_ = 0, last_change_s_ = 0;
+  std::size_t next_issue_ = 0;  // closed loop: the next request a client sends
+  Rng think_rng_{setup_.think_seed};
   double kv_area_ = 0, kv_last_ = 0, kv_last_t_ = 0, kv_peak_ = 0;
   Series kv_series_;
   LogHistogram itl_;

@@ -38,6 +38,15 @@ struct ServingSetup {
   SchedulerOptions scheduler;
   RouterPolicy router = RouterPolicy::least_outstanding;
   double slo_ttft_s = 0, slo_tpot_s = 0;  // 0: no limit
+  // Closed loop (benchmark_serving --max-concurrency, MLPerf-style harnesses): `clients` > 0
+  // clients each send their next request `think_time_s` (fixed, or exponential with that mean)
+  // after their last one completes, taking the requests' lengths in order and ignoring their
+  // arrival times. The first `clients` requests, sent together into an empty system, are
+  // warm-up: left out of the latency statistics (not of throughput).
+  std::int64_t clients = 0;
+  double think_time_s = 0;
+  bool think_exponential = false;
+  std::uint64_t think_seed = 1;
   std::optional<CalibrationProfile> profile;
   MemoryOptions memory;
   bool record_iterations = false;
@@ -77,6 +86,8 @@ struct ServingResult {
   std::int64_t output_tokens = 0;
   // Little's law: the time-averaged number of requests in the system, against throughput × E2E.
   double mean_in_system = 0;
+  std::int64_t peak_in_system = 0;
+  std::int64_t warmup_requests = 0;  // closed loop: left out of the latency statistics
   double kv_utilization_mean = 0, kv_utilization_peak = 0;
   std::vector<std::pair<double, double>> kv_utilization;  // (time s, used/total), decimated
   KvCapacity capacity;

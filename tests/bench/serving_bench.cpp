@@ -15,6 +15,7 @@ std::string path(const std::string& rel) {
   return std::string(MESHSIM_SOURCE_DIR) + "/" + rel;
 }
 
+// state.range(0) > 0: a closed loop of that many clients instead of Poisson arrivals.
 void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
   TopologyOptions opt;
   opt.nodes = 8;
@@ -29,13 +30,20 @@ void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
   ServingSetup s;
   s.shape.tp = 8;
   s.replicas = 8;
+  s.clients = state.range(0);
+  s.think_time_s = s.clients > 0 ? 1.0 : 0.0;
+  s.think_exponential = true;
   for (auto _ : state) {
     const auto r = simulate_serving(topo, model, s, reqs);
     state.counters["iterations"] = static_cast<double>(r.iterations);
     benchmark::DoNotOptimize(r.ttft.p99);
   }
 }
-BENCHMARK(BM_Serve_100k_Requests_8_Replicas)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_Serve_100k_Requests_8_Replicas)
+    ->Arg(0)
+    ->Arg(512)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 // One iteration's cost on a replica: a mixed batch of 255 decodes and a 2048-token chunk.
 void BM_StepCost_MixedBatch(benchmark::State& state) {

@@ -173,6 +173,12 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
       {" --mesh tp=8 --traffic /nonexistent.csv", "nonexistent"},
       {" --search --rate 1", "--gpus"},
       {" --search --gpus 64 --rate 1", "--gpus"},
+      {" --mesh tp=8 --concurrency 4 --rate 1", "--rate"},
+      {" --mesh tp=8 --concurrency 0 --think-time 1", "--think-time"},
+      {" --mesh tp=8 --concurrency -2", "--concurrency"},
+      {" --mesh tp=8 --concurrency 8 --requests 8", "--requests"},
+      {" --mesh tp=8 --concurrency 4 --think-time soon", "--think-time"},
+      {" --mesh tp=8 --concurrency 4 --think-time exp:-1", "--think-time"},
   };
   for (const auto& [args, want] : cases) {
     const auto r = run_cli(kServe70b + args);
@@ -182,4 +188,27 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
     CHECK(r.err.find("error: ") == 0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("serve --concurrency: a closed loop of clients, warm-up left out, Little's law") {
+  const auto j = serve_json(kServe70b +
+                            " --mesh tp=8 --concurrency 12 --requests 240 --prompt fixed:512 "
+                            "--output lognormal:64,0.5");
+  CHECK(j["completed"] == 240);
+  CHECK(j["peak_in_system"] == 12);
+  CHECK(j["warmup_requests"] == 12);
+  const double l = j["mean_in_system"].get<double>();
+  CHECK(l <= 12.0);
+  CHECK(l > 10.0);
+  CHECK(l == doctest::Approx(j["throughput"]["requests_per_s"].get<double>() *
+                             j["e2e_s"]["mean"].get<double>())
+                 .epsilon(0.05));
+  // Think time between requests: fewer in the system.
+  const auto t = serve_json(kServe70b +
+                            " --mesh tp=8 --concurrency 12 --requests 240 --prompt fixed:512 "
+                            "--output lognormal:64,0.5 --think-time exp:2");
+  CHECK(t["mean_in_system"].get<double>() < 0.8 * l);
+  const auto text = run_cli(kServe70b + " --mesh tp=8 --concurrency 12 --requests 240");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("closed loop of 12 clients") != std::string::npos);
 }

@@ -186,3 +186,48 @@ TEST_CASE("offline serving reaches a throughput bound by decode batching") {
 }
 
 }  // namespace meshsim::test
+
+namespace meshsim::test {
+
+TEST_CASE("closed loop: C clients with no think time keep exactly C requests in the system") {
+  Run run("dgx-h100.json", "llama3.1-8b.json");
+  ServingSetup s;
+  s.check_invariants = true;
+  s.clients = 8;
+  // Arrival times of the generated requests are ignored: only their lengths are used.
+  const auto reqs = traffic("3", 300, "lognormal:512,0.6", "lognormal:64,0.5");
+  const auto r = run(s, reqs);
+  CHECK(r.completed == 300);
+  CHECK(r.peak_in_system == 8);
+  CHECK(r.warmup_requests == 8);
+  CHECK(r.ttft_samples.size() == 300 - 8);
+  // Every completion is replaced at once until the requests run out, then the loop drains:
+  // the time average sits just under C.
+  CHECK(r.mean_in_system <= 8.0);
+  CHECK(r.mean_in_system > 7.0);
+  // Little's law over the run (the warm-up's E2E is left out of the mean, hence the tolerance).
+  CHECK(r.mean_in_system == doctest::Approx(r.requests_per_s * r.e2e.mean).epsilon(0.05));
+  CHECK(r.idle_with_work == 0);
+}
+
+TEST_CASE("closed loop: think time lowers the load; exponential think times are seeded") {
+  Run run("dgx-h100.json", "llama3.1-8b.json");
+  const auto reqs = traffic("inf", 200, "fixed:256", "fixed:32");
+  ServingSetup s;
+  s.clients = 4;
+  s.think_time_s = 0.5;
+  const auto r = run(s, reqs);
+  // Each client cycles E2E + think: throughput ≈ C / (E2E + think), and fewer are in the
+  // system than clients (each spends `think` outside it).
+  CHECK(r.requests_per_s == doctest::Approx(4.0 / (r.e2e.mean + 0.5)).epsilon(0.05));
+  CHECK(r.mean_in_system < 4.0 * r.e2e.mean / (r.e2e.mean + 0.5) * 1.05);
+  CHECK(r.peak_in_system <= 4);
+  s.think_exponential = true;
+  const auto a = run(s, reqs), b = run(s, reqs);
+  CHECK(a.makespan_s == b.makespan_s);
+  CHECK(a.ttft.mean == b.ttft.mean);
+  s.think_seed = 99;
+  CHECK(run(s, reqs).makespan_s != a.makespan_s);
+}
+
+}  // namespace meshsim::test

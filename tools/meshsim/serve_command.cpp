@@ -8,8 +8,10 @@
 // replicas) layout for a GPU budget compared under the same traffic.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
+#include <stdexcept>
 
 #include "commands.hpp"
 #include "compute/calibration_profile.hpp"
@@ -29,9 +31,10 @@ struct ServeArgs {
   ClusterArgs cluster;
   std::string workload, mesh = "tp=1", disaggregate, dtype = "bf16", kv_dtype = "bf16", traffic,
                         rate, prompt = "fixed:1024", output = "fixed:256",
-                        router = "least-outstanding", calibration, trace, report, emit;
+                        router = "least-outstanding", calibration, trace, report, emit,
+                        think_time = "0";
   std::int64_t replicas = 1, requests = 1000, seed = 1, max_batch_tokens = 8192, max_seqs = 256,
-               block_size = 16, gpus = 0;
+               block_size = 16, gpus = 0, concurrency = 0;
   double burstiness = 1, slo_ttft = 2.0, slo_tpot = 0.2, gpu_memory_utilization = 0.9,
          watermark = 0.01;
   bool search = false, requests_given = false;
@@ -59,6 +62,8 @@ Json serving_json(const ServingResult& r) {
           {"makespan_s", r.makespan_s},
           {"output_tokens", r.output_tokens},
           {"mean_in_system", r.mean_in_system},
+          {"peak_in_system", r.peak_in_system},
+          {"warmup_requests", r.warmup_requests},
           {"gpus", r.gpus},
           {"kv_cache",
            {{"blocks_per_replica", r.capacity.blocks},
@@ -97,24 +102,63 @@ ReplicaShape shape_of(const ServeArgs& a) {
   return s;
 }
 
+// --concurrency C --think-time S|exp:MEAN: a closed loop of C clients (ServingSetup::clients).
+void closed_loop_of(const ServeArgs& a, ServingSetup& setup) {
+  if (a.concurrency == 0) {
+    if (a.think_time != "0") throw Error("", "--think-time", "applies to a closed loop (--concurrency C)");
+    return;
+  }
+  if (a.concurrency < 1 || a.concurrency > (std::int64_t{1} << 20))
+    throw Error("", "--concurrency", "must be from 1 to 1048576 clients");
+  if (!a.rate.empty())
+    throw Error("", "--rate", "a closed loop (--concurrency) sets its own arrivals; give one of them");
+  std::string_view t = a.think_time;
+  setup.think_exponential = t.starts_with("exp:");
+  if (setup.think_exponential) t.remove_prefix(4);
+  double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stod(std::string(t), &used);
+    if (used != t.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    throw Error("", "--think-time", "'" + a.think_time + "': expected seconds or exp:MEAN_SECONDS");
+  }
+  if (!std::isfinite(v) || v < 0 || v > 1e6)
+    throw Error("", "--think-time", "must be from 0 to 1e6 seconds");
+  setup.clients = a.concurrency;
+  setup.think_time_s = v;
+  setup.think_seed = static_cast<std::uint64_t>(a.seed) ^ 0x7468696e6bULL;  // "think"
+}
+
 std::vector<Request> requests_of(const ServeArgs& a, std::string& described) {
   if (a.requests < 1 || a.requests > (std::int64_t{1} << 26))
     throw Error("", "--requests", "must be from 1 to 67108864");
+  const std::string loop =
+      a.concurrency > 0 ? fmt::format("closed loop of {} clients, think time {} s; ", a.concurrency,
+                                      a.think_time)
+                        : "";
+  if (a.concurrency > 0 && a.requests <= a.concurrency && (a.requests_given || a.traffic.empty()))
+    throw Error("", "--requests",
+                "must exceed --concurrency: the first C requests are warm-up, left out of the "
+                "latency statistics");
   if (!a.traffic.empty()) {
     if (!a.rate.empty()) throw Error("", "--rate", "give either --traffic or --rate, not both");
-    described = a.traffic;
+    described = loop + a.traffic;
     return load_traffic(a.traffic, a.requests_given ? a.requests : 0);
   }
-  if (a.rate.empty()) throw Error("", "--rate", "give --rate QPS|inf or --traffic FILE");
+  if (a.rate.empty() && a.concurrency == 0)
+    throw Error("", "--rate", "give --rate QPS|inf, --concurrency C or --traffic FILE");
   if (a.seed < 0) throw Error("", "--seed", "must not be negative");
   TrafficSpec spec;
-  spec.arrival = arrival_from_rate(a.rate, a.burstiness, "--rate");
+  // A closed loop takes only the lengths; its clients make the arrivals.
+  spec.arrival = arrival_from_rate(a.concurrency > 0 ? "inf" : a.rate, a.burstiness, "--rate");
   spec.prompt = parse_length_dist(a.prompt, "", "--prompt");
   spec.output = parse_length_dist(a.output, "", "--output");
   spec.requests = a.requests;
   spec.seed = static_cast<std::uint64_t>(a.seed);
-  described = fmt::format("{} requests, {}, prompt {}, output {}", spec.requests,
-                          spec.arrival.describe(), spec.prompt.describe(), spec.output.describe());
+  described = loop + fmt::format("{} requests, {}prompt {}, output {}", spec.requests,
+                                 a.concurrency > 0 ? "" : spec.arrival.describe() + ", ",
+                                 spec.prompt.describe(), spec.output.describe());
   return generate_requests(spec);
 }
 
@@ -194,6 +238,7 @@ int run_serve(const ServeArgs& a) {
   setup.router = router_flag(a.router);
   setup.profile = calibration_for(topo, a.calibration);
   setup.record_iterations = !a.trace.empty();
+  closed_loop_of(a, setup);
   std::string traffic;
   const auto requests = requests_of(a, traffic);
   const auto report_of = [&](std::string title, std::string layout) {
@@ -318,6 +363,11 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache: bf16, fp16 or fp8");
   cmd->add_option("--traffic", a->traffic, "Traffic file: a CSV trace or a JSON spec");
   cmd->add_option("--rate", a->rate, "Arrival rate in requests/s, or inf (offline)");
+  cmd->add_option("--concurrency", a->concurrency,
+                  "Closed loop: C clients, each sending its next request when its last completes");
+  cmd->add_option("--think-time", a->think_time,
+                  "Closed loop: seconds between a completion and the client's next request, or "
+                  "exp:MEAN for exponential think times");
   cmd->add_option("--burstiness", a->burstiness,
                   "Coefficient of variation of the gaps (1: Poisson; other: gamma)");
   auto* req = cmd->add_option("--requests", a->requests, "Requests to simulate");

@@ -260,12 +260,18 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   // Balanced routing: each of the E/ep local experts gets routed·ep/E... tokens from the EP group,
   // i.e. `routed` tokens in all on this rank.
   const std::int64_t local = std::max<std::int64_t>(E / c.sh.ep, 1);
-  const double per_expert = routed / d(local);
+  // Only experts that receive a token run (and have their weights read): the EP group's
+  // tokens·ep tokens each pick top_k of E experts, so under uniform routing an expert stays idle
+  // with probability (1 − k/E)^(tokens·ep). At decode batch sizes a few experts are active; at
+  // training sizes all of them.
+  const double idle = std::pow(1.0 - d(moe.top_k) / d(E), tokens * d(c.sh.ep));
+  const std::int64_t active = std::clamp<std::int64_t>(ceil_i(d(local) * (1.0 - idle)), 1, local);
+  const double per_expert = routed / d(active);
   const bool gated = m.activation == Activation::swiglu;
   const std::int64_t up_n = gated ? 2 * moe.expert_ffn : moe.expert_ffn;
   const std::int64_t M = ceil_i(per_expert);
   auto up = gemm_op("expert_up", "moe", TpRole::expert, M, up_n, m.hidden, dt, kAct * routed * h,
-                    d(local) * h * d(up_n), local);
+                    d(local) * h * d(up_n), active);
   up.expert_weights = true;
   ops.push_back(up);
   const double in_elems = routed * d(up_n), out_elems = routed * d(moe.expert_ffn);
@@ -274,7 +280,7 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   act.role = TpRole::expert;
   ops.push_back(act);
   auto down = gemm_op("expert_down", "moe", TpRole::expert, M, m.hidden, moe.expert_ffn, dt,
-                      kAct * out_elems, d(local) * d(moe.expert_ffn) * h, local);
+                      kAct * out_elems, d(local) * d(moe.expert_ffn) * h, active);
   down.expert_weights = true;
   ops.push_back(down);
   // Combine: un-permute and weight by router probabilities; the expert outputs are saved for the

@@ -160,6 +160,18 @@ TEST_CASE("MoE ops: routed tokens, expert GEMMs grouped per local expert") {
   CHECK(up.expert_weights);
   CHECK(up.weight_params == 2.0 * 4096 * 2 * 14336);
   CHECK(find(ops, "router").forward.gemm.n == 8);
+  // One decode token picks 2 of 8 experts: the grouped GEMM runs (and reads the weights of) the
+  // expected 8·(1 − (6/8)^1) = 2 active experts, not all 8.
+  LayerShape one;
+  one.seq = 1;
+  const auto decode = layer_ops(m, 0, one, {1, false, 1, 1});
+  const auto& dup = find(decode, "expert_up");
+  CHECK(dup.forward.gemm.batch == 2);
+  CHECK(dup.forward.gemm.m == 1);
+  CHECK(dup.weight_params == 8.0 * 4096 * 2 * 14336);  // it still owns all 8
+  // 16 tokens: 8·(1 − 0.75^16) = 7.92 → all 8.
+  one.seq = 16;
+  CHECK(find(layer_ops(m, 0, one, {1, false, 1, 1}), "expert_up").forward.gemm.batch == 8);
 }
 
 TEST_CASE("a parameter-count model has no ops") {

@@ -31,6 +31,7 @@ StepCost::StepCost(const Topology& topo, const ModelSpec& model, ReplicaShape sh
       comm_(comm),
       stage_layers_(split_layers(model.layers, shape.pp)),
       allreduce_cache_(static_cast<std::size_t>(shape.pp)),
+      gather_cache_(static_cast<std::size_t>(shape.pp)),
       send_cache_(static_cast<std::size_t>(shape.pp)) {
   // Heads split over TP; KV heads too while there are enough, replicated after (vLLM).
   heads_rank_ = std::max<std::int64_t>(model.heads / shape.tp, 1);
@@ -155,6 +156,49 @@ double StepCost::send_seconds(std::int64_t stage, std::int64_t tokens) {
   return s;
 }
 
+double StepCost::ends_seconds(std::int64_t stage, const BatchShape& batch) {
+  const std::int64_t tokens = batch.tokens();
+  double s = 0;
+  if (stage == 0 && tokens > 0) {
+    // Token embedding: one hidden vector read and written per token; under TP each rank looks
+    // up its vocabulary rows and the partial rows are all-reduced (vLLM's
+    // VocabParallelEmbedding, Megatron's VocabParallelEmbedding).
+    s += compute_.seconds(
+        memory_kernel(MemoryClass::gather, 2.0 * kActBytes * d(tokens) * d(model_.hidden)));
+    s += tp_allreduce_seconds(0, tokens);
+  }
+  if (stage == shape_.pp - 1 && batch.sampled > 0) {
+    const std::int64_t vocab_rank = std::max<std::int64_t>(model_.vocab / shape_.tp, 1);
+    // Final norm and the logits of the sampling sequences only (vocab column-parallel over TP).
+    s += compute_.seconds(
+        memory_kernel(MemoryClass::norm, 2.0 * kActBytes * d(batch.sampled) * d(model_.hidden)));
+    s += compute_.seconds(gemm_kernel(
+        GemmShape{.m = batch.sampled, .n = vocab_rank, .k = model_.hidden, .batch = 1},
+        shape_.weight_dtype));
+    // The vocabulary shards' logits are gathered to one rank (vLLM's LogitsProcessor gathers
+    // them; priced as an all-gather of the 16-bit logits, an assumption), which samples: a
+    // softmax over the whole vocabulary per sequence, reading 16-bit logits and writing fp32
+    // probabilities (top-k/top-p on top are not priced).
+    s += logits_gather_seconds(stage, batch.sampled);
+    s += compute_.seconds(memory_kernel(
+        MemoryClass::softmax, (kActBytes + 4.0) * d(batch.sampled) * d(model_.vocab)));
+  }
+  return s;
+}
+
+double StepCost::logits_gather_seconds(std::int64_t stage, std::int64_t sampled) {
+  if (shape_.tp == 1) return 0;
+  auto& cache = gather_cache_[static_cast<std::size_t>(stage)];
+  if (auto it = cache.find(sampled); it != cache.end()) return it->second;
+  CollectiveCall call;
+  call.op = CollectiveOp::all_gather;
+  call.ranks = group(stage);
+  call.bytes = d(sampled) * d(model_.vocab) * kActBytes;
+  const double s = priced_seconds(call);
+  cache.emplace(sampled, s);
+  return s;
+}
+
 double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
   const std::int64_t tokens = batch.tokens();
   if (tokens == 0) return 0;
@@ -178,20 +222,7 @@ double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
     s += d(moe_layers) * layer_dense_seconds(l, tokens);
   }
   s += d(n) * (attention + allreduce);
-  if (stage == 0)  // token embedding lookup: reads and writes one hidden vector per token
-    s += compute_.seconds(
-        memory_kernel(MemoryClass::gather, 2.0 * kActBytes * d(tokens) * d(model_.hidden)));
-  if (stage == shape_.pp - 1 && batch.sampled > 0) {
-    // Final norm and the logits of the sampling sequences only (vocab column-parallel over TP).
-    s += compute_.seconds(
-        memory_kernel(MemoryClass::norm, 2.0 * kActBytes * d(batch.sampled) * d(model_.hidden)));
-    s += compute_.seconds(
-        gemm_kernel(GemmShape{.m = batch.sampled,
-                              .n = std::max<std::int64_t>(model_.vocab / shape_.tp, 1),
-                              .k = model_.hidden,
-                              .batch = 1},
-                    shape_.weight_dtype));
-  }
+  s += ends_seconds(stage, batch);
   return s;
 }
 

@@ -54,6 +54,10 @@ class StepCost {
   double layer_dense_seconds(std::int64_t layer, std::int64_t tokens);   // GEMMs, norms, ...
   double attention_seconds(const BatchShape& batch) const;               // one layer
   double tp_allreduce_seconds(std::int64_t stage, std::int64_t tokens);  // one all-reduce
+  // The model's ends on this stage: the embedding on the first (a vocabulary-parallel lookup
+  // and, under TP, the all-reduce of its partial rows), the final norm, logits, their gather
+  // to one rank and sampling on the last.
+  double ends_seconds(std::int64_t stage, const BatchShape& batch);
 
   const ReplicaShape& shape() const { return shape_; }
   const std::vector<std::int64_t>& stage_layers() const { return stage_layers_; }
@@ -63,6 +67,7 @@ class StepCost {
  private:
   double attention_chunk_seconds(const PrefillChunk& c) const;
   double kv_token_bytes() const;  // K and V of one token on one rank of one layer
+  double logits_gather_seconds(std::int64_t stage, std::int64_t sampled);
   double priced_seconds(const CollectiveCall& call);  // alone, with the measured correction
   std::vector<std::int32_t> group(std::int64_t stage) const;
 
@@ -77,7 +82,7 @@ class StepCost {
   // Memoised by token count: dense layer time (for a dense and an MoE layer), all-reduce per
   // stage, send per stage.
   std::unordered_map<std::int64_t, double> dense_cache_[2];
-  std::vector<std::unordered_map<std::int64_t, double>> allreduce_cache_, send_cache_;
+  std::vector<std::unordered_map<std::int64_t, double>> allreduce_cache_, gather_cache_, send_cache_;
 };
 
 }  // namespace meshsim

@@ -110,3 +110,29 @@ TEST_CASE("serving step: MoE decode reads only the experts its tokens activate")
 }
 
 }  // namespace meshsim::test
+
+namespace meshsim::test {
+
+TEST_CASE("serving step: the model's ends — embedding all-reduce under TP, logits gather, sampling") {
+  ReplicaFixture f("dgx-h100.json", "llama3.1-8b.json", ReplicaShape{.tp = 2, .pp = 2});
+  auto batch = one_decode(1024);
+  const double first = f.cost->ends_seconds(0, batch), last = f.cost->ends_seconds(1, batch);
+  // Stage 0: the lookup (read and write one 4096-wide 16-bit row) plus one TP all-reduce of it.
+  const auto& cm = f.cost->compute();
+  const double lookup = cm.seconds(memory_kernel(MemoryClass::gather, 2.0 * 2 * 4096));
+  CHECK(first == doctest::Approx(lookup + f.cost->tp_allreduce_seconds(0, 1)));
+  // Stage 1: final norm, logits of 128256/2 columns, their gather and a softmax over the whole
+  // vocabulary: more with the gather and sampling than norm + logits alone.
+  const double norm = cm.seconds(memory_kernel(MemoryClass::norm, 2.0 * 2 * 4096));
+  const double logits =
+      cm.seconds(gemm_kernel({.m = 1, .n = 128256 / 2, .k = 4096, .batch = 1}, DType::bf16));
+  const double sampling = cm.seconds(memory_kernel(MemoryClass::softmax, 6.0 * 128256));
+  CHECK(last > norm + logits + sampling);
+  CHECK(last < norm + logits + sampling + 1e-3);  // the 256 KB gather is microseconds
+  // Stage sums: layers + ends.
+  CHECK(f.cost->ends_seconds(1, BatchShape{}) == 0);
+  batch.sampled = 0;
+  CHECK(f.cost->ends_seconds(1, batch) == 0);
+}
+
+}  // namespace meshsim::test

@@ -52,7 +52,7 @@ TEST_CASE("validate: every case, per-group ceilings, the README table") {
                                                  {"megatron-sc21-a100", 0.20},
                                                  {"megatron-core-h100", 0.15},
                                                  // saturated server case: serving_accuracy_test
-                                                 {"mlperf-inference-v4.1", 17.0},
+                                                 {"mlperf-inference-v4.1", 18.0},
                                                  {"seed-checks", 0.01}};
   std::map<std::string, int> counts;
   for (const auto& c : j["cases"]) {

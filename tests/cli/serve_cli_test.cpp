@@ -179,6 +179,8 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
       {" --mesh tp=8 --concurrency 8 --requests 8", "--requests"},
       {" --mesh tp=8 --concurrency 4 --think-time soon", "--think-time"},
       {" --mesh tp=8 --concurrency 4 --think-time exp:-1", "--think-time"},
+      {" --mesh tp=8 --concurrency 100000 --traffic " + source_path("workloads/traffic/chat.csv"),
+       "warm-up"},
   };
   for (const auto& [args, want] : cases) {
     const auto r = run_cli(kServe70b + args);

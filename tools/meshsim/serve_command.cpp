@@ -144,7 +144,12 @@ std::vector<Request> requests_of(const ServeArgs& a, std::string& described) {
   if (!a.traffic.empty()) {
     if (!a.rate.empty()) throw Error("", "--rate", "give either --traffic or --rate, not both");
     described = loop + a.traffic;
-    return load_traffic(a.traffic, a.requests_given ? a.requests : 0);
+    auto reqs = load_traffic(a.traffic, a.requests_given ? a.requests : 0);
+    if (a.concurrency > 0 && static_cast<std::int64_t>(reqs.size()) <= a.concurrency)
+      throw Error(a.traffic, "", fmt::format("{} requests: a closed loop of {} clients needs more "
+                                             "(the first {} are warm-up)",
+                                             reqs.size(), a.concurrency, a.concurrency));
+    return reqs;
   }
   if (a.rate.empty() && a.concurrency == 0)
     throw Error("", "--rate", "give --rate QPS|inf, --concurrency C or --traffic FILE");

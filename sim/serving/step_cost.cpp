@@ -127,17 +127,23 @@ double StepCost::priced_seconds(const CollectiveCall& call) {
       .seconds();
 }
 
-double StepCost::tp_allreduce_seconds(std::int64_t stage, std::int64_t tokens) {
+double StepCost::tp_collective_seconds(std::vector<SecondsCache>& caches, CollectiveOp op,
+                                      std::int64_t stage, std::int64_t rows, double row_bytes) {
   if (shape_.tp == 1) return 0;
-  auto& cache = allreduce_cache_[static_cast<std::size_t>(stage)];
-  if (auto it = cache.find(tokens); it != cache.end()) return it->second;
+  auto& cache = caches[static_cast<std::size_t>(stage)];
+  if (auto it = cache.find(rows); it != cache.end()) return it->second;
   CollectiveCall call;
-  call.op = CollectiveOp::all_reduce;
+  call.op = op;
   call.ranks = group(stage);
-  call.bytes = d(tokens) * d(model_.hidden) * kActBytes;
+  call.bytes = d(rows) * row_bytes;
   const double s = priced_seconds(call);
-  cache.emplace(tokens, s);
+  cache.emplace(rows, s);
   return s;
+}
+
+double StepCost::tp_allreduce_seconds(std::int64_t stage, std::int64_t tokens) {
+  return tp_collective_seconds(allreduce_cache_, CollectiveOp::all_reduce, stage, tokens,
+                               d(model_.hidden) * kActBytes);
 }
 
 double StepCost::send_seconds(std::int64_t stage, std::int64_t tokens) {
@@ -187,16 +193,8 @@ double StepCost::ends_seconds(std::int64_t stage, const BatchShape& batch) {
 }
 
 double StepCost::logits_gather_seconds(std::int64_t stage, std::int64_t sampled) {
-  if (shape_.tp == 1) return 0;
-  auto& cache = gather_cache_[static_cast<std::size_t>(stage)];
-  if (auto it = cache.find(sampled); it != cache.end()) return it->second;
-  CollectiveCall call;
-  call.op = CollectiveOp::all_gather;
-  call.ranks = group(stage);
-  call.bytes = d(sampled) * d(model_.vocab) * kActBytes;
-  const double s = priced_seconds(call);
-  cache.emplace(sampled, s);
-  return s;
+  return tp_collective_seconds(gather_cache_, CollectiveOp::all_gather, stage, sampled,
+                               d(model_.vocab) * kActBytes);
 }
 
 double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {

@@ -68,6 +68,10 @@ class StepCost {
   double attention_chunk_seconds(const PrefillChunk& c) const;
   double kv_token_bytes() const;  // K and V of one token on one rank of one layer
   double logits_gather_seconds(std::int64_t stage, std::int64_t sampled);
+  // A TP-group collective over `rows` rows of `row_bytes`, priced once per (stage, rows).
+  double tp_collective_seconds(std::vector<std::unordered_map<std::int64_t, double>>& caches,
+                               CollectiveOp op, std::int64_t stage, std::int64_t rows,
+                               double row_bytes);
   double priced_seconds(const CollectiveCall& call);  // alone, with the measured correction
   std::vector<std::int32_t> group(std::int64_t stage) const;
 
@@ -82,7 +86,8 @@ class StepCost {
   // Memoised by token count: dense layer time (for a dense and an MoE layer), all-reduce per
   // stage, send per stage.
   std::unordered_map<std::int64_t, double> dense_cache_[2];
-  std::vector<std::unordered_map<std::int64_t, double>> allreduce_cache_, gather_cache_, send_cache_;
+  using SecondsCache = std::unordered_map<std::int64_t, double>;  // by token or sequence count
+  std::vector<SecondsCache> allreduce_cache_, gather_cache_, send_cache_;
 };
 
 }  // namespace meshsim

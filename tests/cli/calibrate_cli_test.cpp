@@ -154,3 +154,15 @@ TEST_CASE("calibrate: bad input is one error line") {
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("calibrate fit: an unknown --gpu or --nccl-op is an error, not a default") {
+  const std::string base = "calibrate fit --raw " +
+                           source_path("tools/calibrate/examples/h100-raw-example.json") +
+                           " --out /tmp/meshsim_unused_profile.json ";
+  const auto gpu = run_cli(base + "--gpu Z100");
+  CHECK(gpu.exit_code == 2);
+  CHECK(gpu.err.starts_with("error: --gpu: unknown GPU 'Z100'"));
+  const auto op = run_cli(base + "--nccl-op frob");
+  CHECK(op.exit_code == 2);
+  CHECK(op.err.starts_with("error: --nccl-op: 'frob' is not a collective"));
+}

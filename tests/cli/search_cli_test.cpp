@@ -186,3 +186,19 @@ TEST_CASE("search --calibration prices every candidate with the profile") {
   const auto bad = run_cli(base + " --calibration " + source_path("no-such-profile.json"));
   CHECK(bad.exit_code == 2);
 }
+
+TEST_CASE("search: counts must be positive, not silently defaulted") {
+  const std::string base = "search --topology " + topology_path("dgx-h100.json") +
+                           " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --gbs 16 ";
+  for (const auto& [flags, message] :
+       {std::pair<std::string, std::string>{"--top 0", "error: --top: '0': must be a positive integer"},
+        {"--top -1", "error: --top: '-1': must be a positive integer"},
+        {"--threads -4", "error: --threads: '-4': must be a positive integer"},
+        {"--nodes 0", "error: --nodes: '0': must be a positive integer"}}) {
+    const auto r = run_cli(base + flags);
+    INFO(flags << " → " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.starts_with(message));
+  }
+}

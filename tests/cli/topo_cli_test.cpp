@@ -121,9 +121,11 @@ TEST_CASE("bad input: one error line, exit 2") {
        ":/: GPU 'n0/gpu1' cannot reach GPU 'n0/gpu0' (no path of links)"},
       {"--topology /no/such/file.json", "/no/such/file.json: cannot open file"},
       {"--topology " + topology_path("dgx-h100-superpod.json") + " --nodes -3",
-       "--nodes: must be a positive integer"},
+       "--nodes: '-3': must be a positive integer"},
+      {"--topology " + topology_path("dgx-h100-superpod.json") + " --nodes 0",
+       "--nodes: '0': must be a positive integer"},
       {"--topology " + topology_path("dgx-h100-superpod.json") + " --nodes many",
-       "Could not convert: --nodes = many"},
+       "--nodes: 'many': must be a positive integer"},
       {"--topology " + topology_path("lab-2node-explicit.json") + " --nodes 4",
        "--nodes: this is an explicit topology; --nodes needs a parametric file (one with 'node' "
        "and 'fabric')"},

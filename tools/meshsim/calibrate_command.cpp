@@ -50,6 +50,10 @@ int run_fit(const FitArgs& a) {
   if (a.out.empty()) throw Error("", "--out", "give the profile to write");
   if (a.raw.empty() && a.nccl_tests.empty())
     throw Error("", "--raw", "give harness output (--raw) or nccl-tests logs (--nccl-tests)");
+  if (!a.gpu.empty() && !find_gpu(a.gpu))
+    throw Error("", "--gpu", "unknown GPU '" + a.gpu + "' (see the catalogue: meshsim topo)");
+  if (!a.nccl_op.empty() && !parse_collective_op(a.nccl_op))
+    throw Error("", "--nccl-op", "'" + a.nccl_op + "' is not a collective");
   FitOptions opt;
   opt.gpu = a.gpu;
   opt.include_unfused_attention = a.include_unfused;
@@ -238,7 +242,7 @@ Runner add_calibrate_command(CLI::App& app) {
   k->add_option("--trace", kin->trace, "Chrome trace JSON of real steps")->required();
   k->add_option("--device", kin->device, "CUDA device whose kernels to read");
   k->add_option("--topology", kin->topology, "Cluster to simulate the same job on")->required();
-  k->add_option("--nodes", kin->nodes, "Rebuild a parametric cluster with N nodes");
+  k->add_option("--nodes", kin->nodes, "Rebuild a parametric cluster with N nodes")->check(positive_count());
   k->add_option("--calibration", kin->calibration, "Calibration profile for the simulation");
   k->add_option("--write-profile", kin->write_profile,
                 "Write the trace's GEMM shapes as a profile");

@@ -16,6 +16,22 @@ using Runner = std::function<int()>;
 void set_command_line(int argc, char** argv);
 const std::string& command_line();
 
+// A count flag that, when given, must be a positive integer ("--nodes 0" is an error, not the
+// file's default).
+inline CLI::Validator positive_count() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          std::size_t used = 0;
+          const long long n = std::stoll(v, &used);
+          if (used == v.size() && n >= 1) return "";
+        } catch (const std::exception&) {
+        }
+        return "'" + v + "': must be a positive integer";
+      },
+      "POSITIVE");
+}
+
 // The flags every cluster command shares: --topology, --nodes and --json.
 struct ClusterArgs {
   std::string topology;
@@ -24,7 +40,8 @@ struct ClusterArgs {
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--topology", topology, "Cluster file (topologies/*.json)")->required();
-    cmd->add_option("--nodes", nodes, "Rebuild a parametric cluster with N nodes");
+    cmd->add_option("--nodes", nodes, "Rebuild a parametric cluster with N nodes")
+        ->check(positive_count());
     cmd->add_flag("--json", json, "Print one JSON document");
   }
   Topology load() const {

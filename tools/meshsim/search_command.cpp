@@ -432,10 +432,11 @@ Runner add_search_command(CLI::App& app) {
   cmd->add_option("--recompute", a->recompute, "Pin recompute: none, selective or full");
   cmd->add_option("--schedule", a->schedule, "Pin the schedule: 1f1b, interleaved:V, zb, gpipe");
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");
-  cmd->add_option("--top", a->top, "Candidates to print (default 10)");
+  cmd->add_option("--top", a->top, "Candidates to print (default 10)")->check(positive_count());
   cmd->add_option("--csv", a->csv, "Write every evaluated candidate as CSV");
   cmd->add_option("--report", a->report, "Write an HTML report with plots");
-  cmd->add_option("--threads", a->threads, "Worker threads (default: all)");
+  cmd->add_option("--threads", a->threads, "Worker threads (default: all)")
+      ->check(positive_count());
   cmd->add_option("--calibration", a->calibration,
                   "Calibration profile (JSON; default: the one the cluster file names)");
   cmd->add_option("--emit", a->emit,

@@ -174,6 +174,7 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
       {" --search --rate 1", "--gpus"},
       {" --search --gpus 64 --rate 1", "--gpus"},
       {" --mesh tp=8 --concurrency 4 --rate 1", "--rate"},
+      {" --mesh tp=3 --rate 1", "--mesh"},
       {" --mesh tp=8 --concurrency 0 --think-time 1", "--think-time"},
       {" --mesh tp=8 --concurrency -2", "--concurrency"},
       {" --mesh tp=8 --concurrency 8 --requests 8", "--requests"},

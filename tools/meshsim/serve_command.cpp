@@ -19,6 +19,7 @@
 #include "job_args.hpp"
 #include "model/workload.hpp"
 #include "parallel/mesh.hpp"
+#include "parallel/mesh_rules.hpp"
 #include "report/launch_config.hpp"
 #include "report/serving_report.hpp"
 #include "search/serving_search.hpp"
@@ -203,6 +204,16 @@ int run_serve(const ServeArgs& a) {
   const auto& model = workload.model;
   ServingSetup setup;
   setup.shape = shape_of(a);
+  if (model.has_architecture() && !a.search) {
+    // The same divisibility rules as memory and train (heads and KV heads by tp, layers by pp).
+    // Sequence parallelism is a training layout: serving engines shard MoE experts over TP
+    // without it, so that rule is not applied here.
+    ParallelConfig check;
+    check.mesh.tp = setup.shape.tp;
+    check.mesh.pp = setup.shape.pp;
+    check.sp = setup.shape.tp > 1;
+    check_mesh(model, check, {});
+  }
   setup.replicas = a.replicas;
   if (a.replicas < 1) throw Error("", "--replicas", "must be a positive integer");
   if (!a.disaggregate.empty()) {

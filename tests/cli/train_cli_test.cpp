@@ -170,3 +170,21 @@ TEST_CASE("train: invalid meshes and flags give one error line and exit 2") {
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("training needs an architecture") != std::string::npos);
 }
+
+TEST_CASE("train: reliability flags out of their domain are errors, not defaults") {
+  const std::string base = "train --topology " + meshsim::test::topology_path("dgx-h100.json") +
+                           " --workload " +
+                           meshsim::test::source_path("workloads/models/llama3.1-8b.json") +
+                           " --mesh tp=8 --seq 4096 --gbs 8 ";
+  for (const auto& [flags, message] :
+       {std::pair<std::string, std::string>{"--storage-bw 0", "error: --storage-bw: '0'"},
+        {"--storage-bw 1e-300", "error: --storage-bw: '1e-300'"},
+        {"--mtbf-hours 0", "error: --mtbf-hours: '0'"},
+        {"--mtbf-hours 1e308", "error: --mtbf-hours: '1e308'"},
+        {"--restart-s -5", "error: --restart-s: '-5'"}}) {
+    const auto r = meshsim::test::run_cli(base + flags);
+    INFO(flags << " → " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.starts_with(message));
+  }
+}

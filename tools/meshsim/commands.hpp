@@ -3,6 +3,7 @@
 // that runs it once the arguments have been parsed. The CLI stays thin: parse, call the library,
 // print.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <functional>
 
 #include "core/error.hpp"
@@ -30,6 +31,21 @@ inline CLI::Validator positive_count() {
         return "'" + v + "': must be a positive integer";
       },
       "POSITIVE");
+}
+
+// A number flag that, when given, must lie in [lo, hi] (finite; no silent default).
+inline CLI::Validator number_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        try {
+          std::size_t used = 0;
+          const double x = std::stod(v, &used);
+          if (used == v.size() && x >= lo && x <= hi) return "";
+        } catch (const std::exception&) {
+        }
+        return fmt::format("'{}': must be a number from {:g} to {:g}", v, lo, hi);
+      },
+      "NUMBER");
 }
 
 // The flags every cluster command shares: --topology, --nodes and --json.

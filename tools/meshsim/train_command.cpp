@@ -228,9 +228,12 @@ Runner add_train_command(CLI::App& app) {
       "VERTEX:FACTOR, every link at a vertex (e.g. n3/nic2) at FACTOR of its bandwidth");
   cmd->add_option("--input-stall", a->input_stall_s, "Data-loader stall per step (s)");
   cmd->add_option("--storage-bw", a->storage_GBps,
-                  "Checkpoint write bandwidth, GB/s aggregate (default 2 per node)");
-  cmd->add_option("--mtbf-hours", a->mtbf_hours, "Per-GPU MTBF (default Llama 3's 50,700 h)");
-  cmd->add_option("--restart-s", a->restart_s, "Restart time after a failure (default 600)");
+                  "Checkpoint write bandwidth, GB/s aggregate (default 2 per node)")
+      ->check(number_in(1e-6, 1e9));
+  cmd->add_option("--mtbf-hours", a->mtbf_hours, "Per-GPU MTBF (default Llama 3's 50,700 h)")
+      ->check(number_in(1e-3, 1e12));
+  cmd->add_option("--restart-s", a->restart_s, "Restart time after a failure (default 600)")
+      ->check(number_in(0, 1e9));
   cmd->add_option("--checkpoint-interval", a->checkpoint_interval_s,
                   "Seconds between checkpoints (default Young/Daly optimum)");
   cmd->add_option("--calibration", a->calibration, "Calibration profile (JSON)");

@@ -68,7 +68,10 @@ ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profil
     throw Error(
         profile_->file, "/gpu",
         "profile was measured on '" + profile_->gpu + "' but the cluster has '" + gpu_.model + "'");
-  measured_gpu_ = true;
+  // Kernel numbers measured on this GPU: a fitted model or measured points (a profile of link
+  // fits alone leaves the kernels as the bundled fit prices them).
+  measured_gpu_ = measured_gpu_ || profile_->model || !profile_->gemm.empty() ||
+                  !profile_->attention.empty();
   if (profile_->model)
     params_ = read_kernel_params(JsonRef::root(*profile_->model, profile_->file), params_);
   // A harness HBM sweep (copy/triad) measures streaming kernels: it sets the elementwise and

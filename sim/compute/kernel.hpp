@@ -48,6 +48,12 @@ struct AttentionShape {
   bool backward = false;
 };
 
+// One query per sequence, forward: the decode kernel (compute/kernel_time.hpp prices it by its
+// KV reads, not as a prefill).
+inline bool is_decode(const AttentionShape& s) {
+  return s.seq_q == 1 && !s.backward;
+}
+
 struct Kernel {
   KernelKind kind = KernelKind::none;
   DType dtype = DType::bf16;

@@ -169,7 +169,7 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
   for (const auto& r : rows) {
     if (r.kernel.kind != KernelKind::attention) continue;
     const auto& s = r.kernel.attention;
-    (s.backward ? backward : s.seq_q == 1 ? decode : prefill).push_back(r);
+    (s.backward ? backward : is_decode(s) ? decode : prefill).push_back(r);
   }
   const auto attention_error = [&](const std::vector<MeasuredKernel>& set_rows,
                                    const KernelParams& q) {

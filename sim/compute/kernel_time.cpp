@@ -54,10 +54,9 @@ double gemm_fraction(const GemmParams& p, DType dtype) {
 }
 
 GemmTileUse gemm_tile_use(const GemmShape& s, std::int32_t sm_count) {
-  GemmTileUse use;
-  use.waves.fill(1.0);
+  GemmTileUse use{};
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) {
-    use.use.fill(1.0);
+    use.fill(1.0);
     return use;
   }
   const double M = static_cast<double>(s.m), N = static_cast<double>(s.n),
@@ -71,32 +70,29 @@ GemmTileUse gemm_tile_use(const GemmShape& s, std::int32_t sm_count) {
     // share of the tiles' K iterations, so a partial wave never idles SMs for a whole tile.
     const double busy =
         tiles >= sms ? spread(tiles, sms) : spread(tiles * ceil_div(K, kTileK), sms);
-    use.use[i] = padding * busy;
-    use.waves[i] = tiles >= sms ? ceil_div(tiles, sms) : 1.0;
+    use[i] = padding * busy;
   }
   return use;
 }
 
-GemmOccupancy gemm_occupancy(const GemmTileUse& use, double intensity_half) {
+double gemm_occupancy(const GemmTileUse& use, double intensity_half) {
   const double best_reuse = intensity(128, 256) / (intensity(128, 256) + intensity_half);
-  GemmOccupancy best{0, 1};
+  double best = 0;
   for (std::size_t i = 0; i < kTiles.size(); ++i) {
     const double reuse = intensity(kTiles[i].m, kTiles[i].n) /
                          (intensity(kTiles[i].m, kTiles[i].n) + intensity_half);
-    const double occ = use.use[i] * reuse / best_reuse;
-    if (occ > best.occupancy) best = {occ, use.waves[i]};
+    best = std::max(best, use[i] * reuse / best_reuse);
   }
   return best;
 }
 
-GemmOccupancy gemm_occupancy(const GemmShape& s, std::int32_t sm_count, double intensity_half) {
+double gemm_occupancy(const GemmShape& s, std::int32_t sm_count, double intensity_half) {
   return gemm_occupancy(gemm_tile_use(s, sm_count), intensity_half);
 }
 
-double gemm_seconds(const Kernel& k, const GemmOccupancy& occ, const GpuSpec& gpu,
-                    const GemmParams& g) {
+double gemm_seconds(const Kernel& k, double occupancy, const GpuSpec& gpu, const GemmParams& g) {
   const double kk = static_cast<double>(std::max<std::int64_t>(k.gemm.k, 1));
-  const double eff = gemm_fraction(g, k.dtype) * occ.occupancy * kk / (kk + g.k_half);
+  const double eff = gemm_fraction(g, k.dtype) * occupancy * kk / (kk + g.k_half);
   const double compute = k.flops / (peak_flops_of(gpu, k.dtype) * eff);
   const double memory = k.bytes / (gpu.hbm_Bps * g.memory_fraction);
   return soft_max(compute, memory, g.sharpness) + g.fixed_s;
@@ -127,10 +123,6 @@ AttentionWork attention_work(const AttentionShape& s, std::int32_t sm_count,
   return w;
 }
 
-double attention_occupancy(const AttentionShape& s, std::int32_t sm_count) {
-  return attention_work(s, sm_count, 128).occupancy;
-}
-
 double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p) {
   switch (k.kind) {
     case KernelKind::none:
@@ -140,7 +132,7 @@ double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p
                           p.gemm);
     case KernelKind::attention: {
       const auto& s = k.attention;
-      if (s.seq_q == 1 && !s.backward) {
+      if (is_decode(s)) {
         const auto& d = p.decode;
         return d.fixed_s + d.per_sequence_s * static_cast<double>(s.batch) +
                k.bytes / (gpu.hbm_Bps * d.bandwidth_fraction);

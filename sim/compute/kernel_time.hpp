@@ -32,22 +32,14 @@ double gemm_fraction(const GemmParams& p, DType dtype);
 
 // Per tile of the menu: the useful share of its padded tiles times the share of SM time busy.
 inline constexpr std::size_t kGemmTileMenu = 6;
-struct GemmTileUse {
-  std::array<double, kGemmTileMenu> use{};    // padding × busy share of SM time
-  std::array<double, kGemmTileMenu> waves{};  // waves of tiles (1 under stream-K)
-};
-struct GemmOccupancy {
-  double occupancy = 1;
-  double waves = 1;
-};
+using GemmTileUse = std::array<double, kGemmTileMenu>;
 GemmTileUse gemm_tile_use(const GemmShape& shape, std::int32_t sm_count);
 // Useful fraction of the SMs' work for the best tile of the menu, with the per-tile efficiency
 // I/(I + intensity_half) relative to 128×256.
-GemmOccupancy gemm_occupancy(const GemmTileUse& use, double intensity_half);
-GemmOccupancy gemm_occupancy(const GemmShape& shape, std::int32_t sm_count, double intensity_half);
+double gemm_occupancy(const GemmTileUse& use, double intensity_half);
+double gemm_occupancy(const GemmShape& shape, std::int32_t sm_count, double intensity_half);
 // The GEMM roofline at a given occupancy.
-double gemm_seconds(const Kernel& k, const GemmOccupancy& occ, const GpuSpec& gpu,
-                    const GemmParams& p);
+double gemm_seconds(const Kernel& k, double occupancy, const GpuSpec& gpu, const GemmParams& p);
 
 // One thread block per (sequence, head, query block); query blocks of 16–128 rows, the smallest
 // power of two holding the queries; split-KV spreads a block's keys over idle SMs.
@@ -59,8 +51,6 @@ struct AttentionWork {
 };
 AttentionWork attention_work(const AttentionShape& shape, std::int32_t sm_count,
                              double split_min_keys);
-// With the finest split (128 keys).
-double attention_occupancy(const AttentionShape& shape, std::int32_t sm_count);
 
 double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p);
 

@@ -18,7 +18,7 @@ std::string kind_of(const Kernel& k) {
     case KernelKind::gemm:
       return "gemm";
     case KernelKind::attention:
-      return k.attention.seq_q == 1 && !k.attention.backward ? "decode" : "attention";
+      return is_decode(k.attention) ? "decode" : "attention";
     case KernelKind::memory_bound:
       return std::string(name_of(k.memory_class));
     case KernelKind::none:

@@ -33,7 +33,7 @@ std::string kind_of(const Kernel& k) {
 
 std::string class_of(const Kernel& k) {
   if (k.kind == KernelKind::memory_bound) return std::string(name_of(k.memory_class));
-  if (k.kind == KernelKind::attention && k.attention.seq_q == 1 && !k.attention.backward)
+  if (k.kind == KernelKind::attention && is_decode(k.attention))
     return "decode_attention";
   return std::string(name_of(k.kind));
 }

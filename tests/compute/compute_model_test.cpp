@@ -63,17 +63,13 @@ TEST_CASE("kernel FLOPs and bytes") {
 TEST_CASE("GEMM occupancy: tile menu, whole waves, stream-K") {
   // 8192² on 132 SMs with every tile equally efficient (intensity_half 0): 64×64 tiles,
   // 128·128 = 16384 of them in ⌈16384/132⌉ = 125 waves: 16384 / (125·132).
-  CHECK(gemm_occupancy({8192, 8192, 8192, 1}, 132, 0).occupancy ==
-        doctest::Approx(16384.0 / (125 * 132)));
-  CHECK(gemm_occupancy({8192, 8192, 8192, 1}, 132, 0).waves == 125);
+  CHECK(gemm_occupancy({8192, 8192, 8192, 1}, 132, 0) == doctest::Approx(16384.0 / (125 * 132)));
   // With reuse mattering, 128×256 wins: 2048 tiles, 16 waves, 2048/2112 busy.
   const auto big = gemm_occupancy({8192, 8192, 8192, 1}, 132, 1e6);
-  CHECK(big.occupancy == doctest::Approx(2048.0 / 2112).epsilon(1e-4));
+  CHECK(big == doctest::Approx(2048.0 / 2112).epsilon(1e-4));
   // Decode GEMM 1×4096×4096: 64 tiles of 64×64 (padding 1/64) under stream-K: 64 tiles ×
   // 64 K-iterations = 4096 units over 132 SMs, ⌈4096/132⌉ = 32 per SM: busy 4096/(32·132).
-  CHECK(gemm_occupancy({1, 4096, 4096, 1}, 132, 0).occupancy ==
-        doctest::Approx(4096.0 / (32 * 132) / 64));
-  CHECK(gemm_occupancy({1, 4096, 4096, 1}, 132, 0).waves == 1);
+  CHECK(gemm_occupancy({1, 4096, 4096, 1}, 132, 0) == doctest::Approx(4096.0 / (32 * 132) / 64));
 }
 
 TEST_CASE("GEMM time: softened roofline plus fixed cost, H100 bf16 8192³") {
@@ -106,7 +102,7 @@ TEST_CASE("memory-bound, decode and prefill attention kernels") {
   // Prefill, 2 × 16 heads × 8192 queries in 128-row blocks: 2048 blocks in 16 waves of 132;
   // efficiency 0.5 · 8192/(8192 + 256) · 2048/2112, non-causal.
   AttentionShape a{2, 8192, 8192, 16, 128, 16, false, false};
-  CHECK(attention_occupancy(a, 132) == doctest::Approx(2048.0 / 2112));
+  CHECK(attention_work(a, 132, 128).occupancy == doctest::Approx(2048.0 / 2112));
   const auto ak = attention_kernel(a, DType::bf16);
   const double eff = 0.5 * 8192.0 / (8192 + 256) * 2048.0 / 2112;
   CHECK(kernel_seconds(ak, h100(), p) == doctest::Approx(ak.flops / (989e12 * eff) + 10e-6));
@@ -118,7 +114,7 @@ TEST_CASE("memory-bound, decode and prefill attention kernels") {
   // SMs: each block's keys split ⌊132/32⌋ = 4 ways, 128 CTAs on 132 SMs (without the split:
   // 32/132). Its causal keys, 12608 − 32 = 12576, are 99 tiles: 25 per split, one CTA per SM.
   AttentionShape chunk{1, 64, 12608, 32, 128, 8, true, false};
-  CHECK(attention_occupancy(chunk, 132) == doctest::Approx(128.0 / 132));
+  CHECK(attention_work(chunk, 132, 128).occupancy == doctest::Approx(128.0 / 132));
   const auto w = attention_work(chunk, 132, 4096);  // splits of at least 4096 keys: 3 ways
   CHECK(w.splits == 3);
   CHECK(w.occupancy == doctest::Approx(96.0 / 132));

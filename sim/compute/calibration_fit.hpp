@@ -39,7 +39,7 @@ struct FitOptions {
 
 struct FitResult {
   CalibrationProfile profile;
-  std::vector<std::string> lines;  // what was fitted, one line per part, for the user
+  std::vector<std::string> lines;        // what was fitted, one line per part, for the user
   std::vector<MeasuredKernel> measured;  // every timed kernel of the raw file, in file order
 };
 

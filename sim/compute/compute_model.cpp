@@ -36,8 +36,7 @@ struct LocalIdw {
   double weight_sum = 1.0 / (kCorrectionRadius * kCorrectionRadius), value_sum = 0;
   bool exact = false;
   double exact_value = 0;
-  void add(const std::array<double, 4>& q, const std::array<double, 4>& p,
-           double log_correction) {
+  void add(const std::array<double, 4>& q, const std::array<double, 4>& p, double log_correction) {
     if (exact) return;
     double d2 = 0;
     for (int i = 0; i < 4; ++i) d2 += (q[i] - p[i]) * (q[i] - p[i]);
@@ -70,8 +69,8 @@ ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profil
         "profile was measured on '" + profile_->gpu + "' but the cluster has '" + gpu_.model + "'");
   // Kernel numbers measured on this GPU: a fitted model or measured points (a profile of link
   // fits alone leaves the kernels as the bundled fit prices them).
-  measured_gpu_ = measured_gpu_ || profile_->model || !profile_->gemm.empty() ||
-                  !profile_->attention.empty();
+  measured_gpu_ =
+      measured_gpu_ || profile_->model || !profile_->gemm.empty() || !profile_->attention.empty();
   if (profile_->model)
     params_ = read_kernel_params(JsonRef::root(*profile_->model, profile_->file), params_);
   // A harness HBM sweep (copy/triad) measures streaming kernels: it sets the elementwise and
@@ -138,7 +137,8 @@ Time ComputeModel::time(const Kernel& k) const {
 
 std::string ComputeModel::describe() const {
   const std::string base = bundled_kernel_source(gpu_);
-  if (profile_) return "calibration profile " + profile_->file + " (" + profile_->source + ") over " + base;
+  if (profile_)
+    return "calibration profile " + profile_->file + " (" + profile_->source + ") over " + base;
   return base;
 }
 

@@ -110,14 +110,14 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
     gemm = to_json(p.gemm);
     gemm.erase("fraction_fp8");
   } else if (!g16.empty()) {
-    gemm["fraction_16bit"] =
-        fit_fraction(p, [](KernelParams& q) -> double& { return q.gemm.fraction_16bit; },
-                     [&](const KernelParams& q) { return mean_abs_log(g16, gemm_ratio(q.gemm)); });
+    gemm["fraction_16bit"] = fit_fraction(
+        p, [](KernelParams& q) -> double& { return q.gemm.fraction_16bit; },
+        [&](const KernelParams& q) { return mean_abs_log(g16, gemm_ratio(q.gemm)); });
   }
   if (!g8.empty())
-    gemm["fraction_fp8"] =
-        fit_fraction(p, [](KernelParams& q) -> double& { return q.gemm.fraction_fp8; },
-                     [&](const KernelParams& q) { return mean_abs_log(g8, gemm_ratio(q.gemm)); });
+    gemm["fraction_fp8"] = fit_fraction(
+        p, [](KernelParams& q) -> double& { return q.gemm.fraction_fp8; },
+        [&](const KernelParams& q) { return mean_abs_log(g8, gemm_ratio(q.gemm)); });
   if (!gemm.empty()) {
     fit.model["gemm"] = gemm;
     std::vector<MeasuredKernel> all;
@@ -128,8 +128,7 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
         "intensity_half {:.1f}, memory {:.3f} of HBM, sharpness {:.2f}, {:.2f} µs fixed; {}",
         all.size(), g16.size(), g8.size(), p.gemm.fraction_16bit, p.gemm.fraction_fp8,
         p.gemm.k_half, p.gemm.intensity_half, p.gemm.memory_fraction, p.gemm.sharpness,
-        p.gemm.fixed_s * 1e6,
-        error_note(log_errors(all, gpu, p))));
+        p.gemm.fixed_s * 1e6, error_note(log_errors(all, gpu, p))));
   }
 
   // Memory-bound kernels, class by class.
@@ -137,8 +136,7 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
   for (const auto c : kAllMemoryClasses) {
     std::vector<MeasuredKernel> cls;
     for (const auto& r : rows)
-      if (r.kernel.kind == KernelKind::memory_bound && r.kernel.memory_class == c)
-        cls.push_back(r);
+      if (r.kernel.kind == KernelKind::memory_bound && r.kernel.memory_class == c) cls.push_back(r);
     if (cls.size() < 3) continue;
     const auto set = [&](const Vec& x) {
       KernelParams q = p;
@@ -157,10 +155,10 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
         {0.3, 0.5, 0.5});
     p = set(m.x);
     memory[std::string(name_of(c))] = to_json(p.of(c));
-    fit.lines.push_back(fmt::format(
-        "{}: {} kernels: {:.3f} of HBM, {:.2f} µs fixed, {:.2f} µs floor; {}", name_of(c),
-        cls.size(), p.of(c).bandwidth_fraction, p.of(c).fixed_s * 1e6, p.of(c).floor_s * 1e6,
-        error_note(log_errors(cls, gpu, p))));
+    fit.lines.push_back(
+        fmt::format("{}: {} kernels: {:.3f} of HBM, {:.2f} µs fixed, {:.2f} µs floor; {}",
+                    name_of(c), cls.size(), p.of(c).bandwidth_fraction, p.of(c).fixed_s * 1e6,
+                    p.of(c).floor_s * 1e6, error_note(log_errors(cls, gpu, p))));
   }
   if (!memory.empty()) fit.model["memory"] = memory;
 
@@ -197,14 +195,14 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
     attention = to_json(p.attention);
     attention.erase("backward_ratio");
   } else if (!prefill.empty()) {
-    attention["fraction"] =
-        fit_fraction(p, [](KernelParams& q) -> double& { return q.attention.fraction; },
-                     [&](const KernelParams& q) { return attention_error(prefill, q); });
+    attention["fraction"] = fit_fraction(
+        p, [](KernelParams& q) -> double& { return q.attention.fraction; },
+        [&](const KernelParams& q) { return attention_error(prefill, q); });
   }
   if (!backward.empty())
-    attention["backward_ratio"] =
-        fit_fraction(p, [](KernelParams& q) -> double& { return q.attention.backward_ratio; },
-                     [&](const KernelParams& q) { return attention_error(backward, q); });
+    attention["backward_ratio"] = fit_fraction(
+        p, [](KernelParams& q) -> double& { return q.attention.backward_ratio; },
+        [&](const KernelParams& q) { return attention_error(backward, q); });
   if (!attention.empty()) {
     fit.model["attention"] = attention;
     std::vector<MeasuredKernel> both = prefill;
@@ -213,9 +211,8 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
         "attention: {} prefill and {} backward kernels: fraction {:.3f}, kv_half {:.0f}, "
         "{:.3f} µs per tile, split above {:.0f} keys, {:.2f} µs fixed, backward ratio {:.3f}; {}",
         prefill.size(), backward.size(), p.attention.fraction, p.attention.kv_half,
-        p.attention.tile_s * 1e6, p.attention.split_min_keys,
-        p.attention.fixed_s * 1e6, p.attention.backward_ratio,
-        error_note(log_errors(both, gpu, p))));
+        p.attention.tile_s * 1e6, p.attention.split_min_keys, p.attention.fixed_s * 1e6,
+        p.attention.backward_ratio, error_note(log_errors(both, gpu, p))));
   }
   if (decode.size() >= 3) {
     const auto set = [&](const Vec& x) {
@@ -223,11 +220,10 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
       q.decode = {fraction_of(x[0]), std::exp(x[1]), std::exp(x[2])};
       return q;
     };
-    const auto m = nelder_mead(
-        [&](const Vec& x) { return attention_error(decode, set(x)); },
-        {std::log(p.decode.bandwidth_fraction), std::log(p.decode.fixed_s),
-         std::log(p.decode.per_sequence_s)},
-        {0.2, 0.5, 0.7});
+    const auto m = nelder_mead([&](const Vec& x) { return attention_error(decode, set(x)); },
+                               {std::log(p.decode.bandwidth_fraction), std::log(p.decode.fixed_s),
+                                std::log(p.decode.per_sequence_s)},
+                               {0.2, 0.5, 0.7});
     p = set(m.x);
     fit.model["decode"] = to_json(p.decode);
     fit.lines.push_back(fmt::format(

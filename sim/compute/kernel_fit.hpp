@@ -5,7 +5,8 @@
 //  - GEMM (16-bit): fraction, k_half, intensity_half, memory_fraction, fixed cost from 16 or more
 //    kernels; with fewer, the fraction alone. FP8 kernels fit the FP8 fraction alone.
 //  - each memory-bound class with 3 or more kernels: bandwidth fraction, fixed cost, floor;
-//  - prefill attention: fraction, kv_half, per-tile time and fixed cost from 8 or more forward kernels, the
+//  - prefill attention: fraction, kv_half, per-tile time and fixed cost from 8 or more forward
+//  kernels, the
 //    fraction alone from fewer; backward kernels fit the backward ratio;
 //  - decode attention from 3 or more kernels: bandwidth fraction, fixed and per-sequence cost.
 // Parts without measurements keep `base` and are left out of the fitted `model` JSON.
@@ -21,9 +22,9 @@ namespace meshsim {
 struct MeasuredKernel {
   Kernel kernel;
   double seconds = 0;
-  std::string group;  // what it was measured on (a model), for leave-one-out checks
-  std::string layer;  // kernels of one layer's forward share this
-  std::string op;     // the op catalogue's name
+  std::string group;        // what it was measured on (a model), for leave-one-out checks
+  std::string layer;        // kernels of one layer's forward share this
+  std::string op;           // the op catalogue's name
   std::int64_t tokens = 0;  // tokens of the forward pass it belongs to (0: not given)
 };
 

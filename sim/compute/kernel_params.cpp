@@ -98,9 +98,12 @@ KernelParams read_kernel_params(const JsonRef& ref, KernelParams base) {
 }
 
 Json to_json(const GemmParams& p) {
-  return {{"fraction_16bit", p.fraction_16bit}, {"fraction_fp8", p.fraction_fp8},
-          {"k_half", p.k_half},                 {"intensity_half", p.intensity_half},
-          {"memory_fraction", p.memory_fraction}, {"sharpness", p.sharpness},
+  return {{"fraction_16bit", p.fraction_16bit},
+          {"fraction_fp8", p.fraction_fp8},
+          {"k_half", p.k_half},
+          {"intensity_half", p.intensity_half},
+          {"memory_fraction", p.memory_fraction},
+          {"sharpness", p.sharpness},
           {"fixed_us", p.fixed_s * 1e6}};
 }
 
@@ -111,12 +114,9 @@ Json to_json(const MemoryClassParams& p) {
 }
 
 Json to_json(const AttentionParams& p) {
-  return {{"fraction", p.fraction},
-          {"kv_half", p.kv_half},
-          {"tile_us", p.tile_s * 1e6},
-          {"split_min_keys", p.split_min_keys},
-          {"fixed_us", p.fixed_s * 1e6},
-          {"backward_ratio", p.backward_ratio}};
+  return {{"fraction", p.fraction},      {"kv_half", p.kv_half},
+          {"tile_us", p.tile_s * 1e6},   {"split_min_keys", p.split_min_keys},
+          {"fixed_us", p.fixed_s * 1e6}, {"backward_ratio", p.backward_ratio}};
 }
 
 Json to_json(const DecodeParams& p) {

@@ -145,8 +145,7 @@ double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p
       // FlashAttention runs its GEMMs in bf16/fp16 even in FP8 recipes (Transformer Engine's
       // default DotProductAttention), so the 16-bit peak applies.
       const double peak = peak_flops_of(gpu, k.dtype == DType::fp8 ? DType::bf16 : k.dtype);
-      const double compute = std::max(k.flops / (peak * eff),
-                                      work.units_per_sm * a.tile_s);
+      const double compute = std::max(k.flops / (peak * eff), work.units_per_sm * a.tile_s);
       const double memory = k.bytes / (gpu.hbm_Bps * p.gemm.memory_fraction);
       return std::max(compute, memory) + a.fixed_s;
     }

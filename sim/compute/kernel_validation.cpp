@@ -98,7 +98,8 @@ KernelValidation leave_one_group_out(const std::vector<MeasuredKernel>& rows, co
       c.tokens = r.tokens;
       c.measured_s = r.seconds;
       c.held_out = trained_kinds.contains(c.kind);
-      c.predicted_s = c.held_out ? calibrated.seconds(r.kernel) : kernel_seconds(r.kernel, gpu, all);
+      c.predicted_s =
+          c.held_out ? calibrated.seconds(r.kernel) : kernel_seconds(r.kernel, gpu, all);
       v.kernels.push_back(c);
       if (r.tokens > 0 && !r.layer.empty()) {
         auto& l = layers[r.layer];

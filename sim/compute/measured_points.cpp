@@ -36,7 +36,8 @@ std::uint64_t MeasuredPoints::key(const std::array<std::int32_t, 3>& c) {
 
 std::pair<std::size_t, std::size_t> MeasuredPoints::range(std::uint64_t k) const {
   const auto [lo, hi] = std::equal_range(keys_.begin(), keys_.end(), k);
-  return {static_cast<std::size_t>(lo - keys_.begin()), static_cast<std::size_t>(hi - keys_.begin())};
+  return {static_cast<std::size_t>(lo - keys_.begin()),
+          static_cast<std::size_t>(hi - keys_.begin())};
 }
 
 }  // namespace meshsim

@@ -18,8 +18,8 @@ Point combine(const Point& a, const Point& b, double t) {  // a + t·(b − a)
 
 }  // namespace
 
-Minimum nelder_mead(const std::function<double(const std::vector<double>&)>& objective,
-                    Point start, Point step, int restarts, double tolerance, int max_evaluations) {
+Minimum nelder_mead(const std::function<double(const std::vector<double>&)>& objective, Point start,
+                    Point step, int restarts, double tolerance, int max_evaluations) {
   // A NaN would break the ordering of the simplex: it counts as the worst possible value.
   const auto f = [&](const Point& x) {
     const double v = objective(x);

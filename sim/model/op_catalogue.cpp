@@ -98,16 +98,14 @@ OpSpec memory_op(std::string name, std::string block, MemoryClass cls, double fo
 OpSpec norm_op(const Ctx& c, std::string name, std::string block) {
   const double elems = c.Ts * c.h();
   return memory_op(std::move(name), std::move(block), MemoryClass::norm, 2 * kAct * elems,
-                   3 * kAct * elems,
-                   kAct * elems, norm_params(c.m));
+                   3 * kAct * elems, kAct * elems, norm_params(c.m));
 }
 
 // Dropout on the residual branch: saves its 1-byte mask.
 OpSpec dropout_op(const Ctx& c, std::string name, std::string block) {
   const double elems = c.Ts * c.h();
   return memory_op(std::move(name), std::move(block), MemoryClass::elementwise,
-                   (2 * kAct + kMask) * elems,
-                   (2 * kAct + kMask) * elems, kMask * elems);
+                   (2 * kAct + kMask) * elems, (2 * kAct + kMask) * elems, kMask * elems);
 }
 
 OpSpec residual_op(const Ctx& c, std::string name, std::string block) {
@@ -156,7 +154,8 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
   }
   if (m.positions == Positions::rope) {
     const double elems = T * d(a * d_qk + kv * d_qk);
-    ops.push_back(memory_op("rope", "attention", MemoryClass::rotary, 2 * kAct * elems, 2 * kAct * elems, 0));
+    ops.push_back(
+        memory_op("rope", "attention", MemoryClass::rotary, 2 * kAct * elems, 2 * kAct * elems, 0));
   }
 
   const std::int64_t b = c.shape.micro_batch;
@@ -192,7 +191,8 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     qk.backward_input.bytes *= 2;
     ops.push_back(qk);
     const double softmax_io = (m.dropout ? 3 * kAct + kMask : 2 * kAct) * scores;
-    auto softmax = memory_op("softmax", "attention", MemoryClass::softmax, softmax_io, softmax_io, 0);
+    auto softmax =
+        memory_op("softmax", "attention", MemoryClass::softmax, softmax_io, softmax_io, 0);
     softmax.role = TpRole::sharded_core;
     softmax.score_bytes = (m.dropout ? kAct + kMask : kAct) * scores;
     ops.push_back(softmax);
@@ -233,8 +233,9 @@ void add_mlp(const Ctx& c, std::vector<OpSpec>& ops, const std::string& prefix,
   // GELU saves its input (4h wide for GPT: the "8sbh" of Korthikanti); SwiGLU saves the gate and
   // up outputs it multiplies.
   const double in_elems = tokens * d(up_n), out_elems = tokens * f;
-  auto act = memory_op(prefix + "_activation", block, MemoryClass::activation, kAct * (in_elems + out_elems),
-                       kAct * (2 * in_elems + out_elems), kAct * in_elems);
+  auto act =
+      memory_op(prefix + "_activation", block, MemoryClass::activation,
+                kAct * (in_elems + out_elems), kAct * (2 * in_elems + out_elems), kAct * in_elems);
   act.role = up_role;
   ops.push_back(act);
   ops.push_back(gemm_op(prefix + "_down", block, down_role, M, m.hidden, ffn_rank, dt,
@@ -255,7 +256,8 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   ops.push_back(gemm_op("router", "moe", TpRole::replicated, ceil_i(tokens), E, m.hidden, dt,
                         kAct * tokens * h + 4.0 * tokens * d(E), h * d(E)));
   const double routed = tokens * d(moe.top_k);  // token copies this rank sends (and receives)
-  ops.push_back(memory_op("moe_dispatch", "moe", MemoryClass::gather, 2 * kAct * routed * h, 2 * kAct * routed * h, 0));
+  ops.push_back(memory_op("moe_dispatch", "moe", MemoryClass::gather, 2 * kAct * routed * h,
+                          2 * kAct * routed * h, 0));
   ops.back().role = TpRole::expert;
   // Balanced routing: each of the E/ep local experts gets routed·ep/E... tokens from the EP group,
   // i.e. `routed` tokens in all on this rank.
@@ -275,8 +277,9 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   up.expert_weights = true;
   ops.push_back(up);
   const double in_elems = routed * d(up_n), out_elems = routed * d(moe.expert_ffn);
-  auto act = memory_op("expert_activation", "moe", MemoryClass::activation, kAct * (in_elems + out_elems),
-                       kAct * (2 * in_elems + out_elems), kAct * in_elems);
+  auto act =
+      memory_op("expert_activation", "moe", MemoryClass::activation, kAct * (in_elems + out_elems),
+                kAct * (2 * in_elems + out_elems), kAct * in_elems);
   act.role = TpRole::expert;
   ops.push_back(act);
   auto down = gemm_op("expert_down", "moe", TpRole::expert, M, m.hidden, moe.expert_ffn, dt,
@@ -285,8 +288,8 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   ops.push_back(down);
   // Combine: un-permute and weight by router probabilities; the expert outputs are saved for the
   // probability gradient.
-  ops.push_back(memory_op("moe_combine", "moe", MemoryClass::gather, 3 * kAct * routed * h, 3 * kAct * routed * h,
-                          kAct * routed * h));
+  ops.push_back(memory_op("moe_combine", "moe", MemoryClass::gather, 3 * kAct * routed * h,
+                          3 * kAct * routed * h, kAct * routed * h));
   ops.back().role = TpRole::expert;
   if (moe.shared_experts > 0)
     add_mlp(c, ops, "shared_expert", "moe", c.T, moe.shared_experts * moe.expert_ffn / c.sh.tp,
@@ -321,8 +324,8 @@ std::vector<OpSpec> embedding_ops(const ModelSpec& m, const LayerShape& shape,
   // reduce-scattered); learned positions are replicated. Backward scatters gradients into rows.
   double weights = d(m.vocab) * c.h() / c.t();
   if (m.positions == Positions::learned) weights += d(m.max_positions) * c.h();
-  auto lookup = memory_op("embedding", "embedding", MemoryClass::gather, 2 * kAct * c.T * c.h(), 2 * kAct * c.T * c.h(),
-                          0, weights);
+  auto lookup = memory_op("embedding", "embedding", MemoryClass::gather, 2 * kAct * c.T * c.h(),
+                          2 * kAct * c.T * c.h(), 0, weights);
   lookup.role = TpRole::row_parallel;
   ops.push_back(lookup);
   if (m.dropout) ops.push_back(dropout_op(c, "embedding_dropout", "embedding"));
@@ -343,7 +346,8 @@ std::vector<OpSpec> head_ops(const ModelSpec& m, const LayerShape& shape,
   // Vocabulary-parallel cross entropy in fp32: reads the 16-bit logits, keeps fp32 softmax for
   // backward (Korthikanti et al.'s 4·s·b·v/t output-layer term), writes 16-bit gradients.
   const double logits = c.T * d(v_rank);
-  auto loss = memory_op("loss", "head", MemoryClass::softmax, (kAct + 4.0) * logits, (4.0 + kAct) * logits, 0);
+  auto loss = memory_op("loss", "head", MemoryClass::softmax, (kAct + 4.0) * logits,
+                        (4.0 + kAct) * logits, 0);
   loss.role = TpRole::column_parallel;
   loss.temporary_bytes = (kAct + 4.0) * logits;
   ops.push_back(loss);

@@ -11,13 +11,13 @@ namespace {
 std::string shape_of(const Kernel& k) {
   switch (k.kind) {
     case KernelKind::gemm:
-      return k.gemm.batch > 1 ? fmt::format("{}×({}×{}×{})", k.gemm.batch, k.gemm.m, k.gemm.n,
-                                            k.gemm.k)
-                              : fmt::format("{}×{}×{}", k.gemm.m, k.gemm.n, k.gemm.k);
+      return k.gemm.batch > 1
+                 ? fmt::format("{}×({}×{}×{})", k.gemm.batch, k.gemm.m, k.gemm.n, k.gemm.k)
+                 : fmt::format("{}×{}×{}", k.gemm.m, k.gemm.n, k.gemm.k);
     case KernelKind::attention: {
       const auto& a = k.attention;
-      return fmt::format("b{} q{} kv{} h{}/{} d{}", a.batch, a.seq_q, a.seq_kv, a.heads,
-                         a.kv_heads, a.head_dim);
+      return fmt::format("b{} q{} kv{} h{}/{} d{}", a.batch, a.seq_q, a.seq_kv, a.heads, a.kv_heads,
+                         a.head_dim);
     }
     case KernelKind::memory_bound:
       return fmt::format("{:.3g} MB", k.bytes / 1e6);
@@ -33,15 +33,15 @@ std::string kind_of(const Kernel& k) {
 
 std::string class_of(const Kernel& k) {
   if (k.kind == KernelKind::memory_bound) return std::string(name_of(k.memory_class));
-  if (k.kind == KernelKind::attention && is_decode(k.attention))
-    return "decode_attention";
+  if (k.kind == KernelKind::attention && is_decode(k.attention)) return "decode_attention";
   return std::string(name_of(k.kind));
 }
 
 void add_row(OpsReport& r, const ComputeModel& cm, const std::string& name, const char* part,
              const Kernel& k, bool ends) {
   if (k.empty()) return;
-  OpsRow row{name, part, kind_of(k), class_of(k), shape_of(k), k.flops, k.bytes, cm.seconds(k), ends};
+  OpsRow row{name,    part,    kind_of(k),    class_of(k), shape_of(k),
+             k.flops, k.bytes, cm.seconds(k), ends};
   if (!ends) r.layer_time_s += row.time_s;
   r.rows.push_back(std::move(row));
 }
@@ -61,11 +61,13 @@ void add_ops(OpsReport& r, const ComputeModel& cm, const std::vector<OpSpec>& op
 
 OpsReport ops_report(const ModelSpec& model, const ComputeModel& cm, const OpsRequest& q) {
   if (!model.has_architecture())
-    throw Error(model.file, "", "model '" + model.name + "' has no architecture: no kernels to list");
+    throw Error(model.file, "",
+                "model '" + model.name + "' has no architecture: no kernels to list");
   if (q.tokens < 1) throw Error("", "--tokens", "must be a positive integer");
   if (q.tp < 1 || model.heads % q.tp != 0)
-    throw Error("", "--tp",
-                fmt::format("{} does not divide the model's {} attention heads", q.tp, model.heads));
+    throw Error(
+        "", "--tp",
+        fmt::format("{} does not divide the model's {} attention heads", q.tp, model.heads));
   if (q.context < 0) throw Error("", "--context", "must not be negative");
   if (q.decode < 0) throw Error("", "--decode", "must not be negative");
   if (q.decode > 0 && q.context == 0)
@@ -150,9 +152,9 @@ std::string to_text(const OpsReport& r) {
                        "layer total", r.layer_time_s * 1e6);
       ends_header = true;
     }
-    const std::string achieved =
-        row.kind == "memory" ? fmt::format("{:.0f} GB/s", row.bytes / row.time_s / 1e9)
-                             : fmt::format("{:.1f} TFLOP/s", row.flops / row.time_s / 1e12);
+    const std::string achieved = row.kind == "memory"
+                                     ? fmt::format("{:.0f} GB/s", row.bytes / row.time_s / 1e9)
+                                     : fmt::format("{:.1f} TFLOP/s", row.flops / row.time_s / 1e12);
     const std::string share =
         row.ends ? "" : fmt::format("{:.1f}%", 100 * row.time_s / r.layer_time_s);
     s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10.3f} {:>10.3f} {:>10.2f} {:>13} {:>6}\n",

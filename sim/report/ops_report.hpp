@@ -24,8 +24,8 @@ struct OpsRequest {
 
 struct OpsRow {
   std::string name;
-  std::string part;        // "forward", "dgrad", "wgrad"
-  std::string kind;        // "gemm", "attention", "memory"
+  std::string part;          // "forward", "dgrad", "wgrad"
+  std::string kind;          // "gemm", "attention", "memory"
   std::string kernel_class;  // gemm, attention, decode_attention or the memory class
   std::string shape;
   double flops = 0, bytes = 0, time_s = 0;

@@ -146,7 +146,8 @@ class Cluster {
     if (setup_.clients <= 0 || next_issue_ >= reqs_.size()) return;
     const auto id = static_cast<std::int32_t>(next_issue_++);
     double think = setup_.think_time_s;
-    if (setup_.think_exponential) think = -setup_.think_time_s * std::log1p(-think_rng_.uniform01());
+    if (setup_.think_exponential)
+      think = -setup_.think_time_s * std::log1p(-think_rng_.uniform01());
     const Time at = sim_.now() + Time::from_seconds_ceil(think);
     req(id).arrival = at;
     sim_.schedule_at(at, [this, id] { arrive(id); });
@@ -426,9 +427,10 @@ class Cluster {
     std::vector<double> ttft, tpot, e2e, delay;
     std::int64_t good = 0;
     out.peak_in_system = peak_in_system_;
-    out.warmup_requests = setup_.clients > 0 ? std::min<std::int64_t>(setup_.clients,
-                                                                      static_cast<std::int64_t>(reqs_.size()))
-                                             : 0;
+    out.warmup_requests =
+        setup_.clients > 0
+            ? std::min<std::int64_t>(setup_.clients, static_cast<std::int64_t>(reqs_.size()))
+            : 0;
     for (std::size_t i = 0; i < reqs_.size(); ++i) {
       const auto& r = reqs_[i];
       if (r.generated < r.output || r.output == 0) continue;

@@ -83,9 +83,9 @@ double StepCost::attention_chunk_seconds(const PrefillChunk& c) const {
 }
 
 double StepCost::kv_token_bytes() const {
-  return model_.mla
-             ? d(model_.mla->kv_lora_rank + model_.mla->qk_rope_head_dim) * bytes_of(shape_.kv_dtype)
-             : 2.0 * d(kv_heads_rank_) * d(model_.head_dim) * bytes_of(shape_.kv_dtype);
+  return model_.mla ? d(model_.mla->kv_lora_rank + model_.mla->qk_rope_head_dim) *
+                          bytes_of(shape_.kv_dtype)
+                    : 2.0 * d(kv_heads_rank_) * d(model_.head_dim) * bytes_of(shape_.kv_dtype);
 }
 
 double StepCost::attention_seconds(const BatchShape& batch) const {
@@ -99,7 +99,8 @@ double StepCost::attention_seconds(const BatchShape& batch) const {
     AttentionShape a;
     a.batch = batch.decodes;
     a.seq_q = 1;
-    a.seq_kv = std::max<std::int64_t>((batch.decode_context + batch.decodes - 1) / batch.decodes, 1);
+    a.seq_kv =
+        std::max<std::int64_t>((batch.decode_context + batch.decodes - 1) / batch.decodes, 1);
     a.heads = heads_rank_;
     a.head_dim = model_.head_dim;
     a.kv_heads = kv_heads_rank_;
@@ -128,7 +129,7 @@ double StepCost::priced_seconds(const CollectiveCall& call) {
 }
 
 double StepCost::tp_collective_seconds(std::vector<SecondsCache>& caches, CollectiveOp op,
-                                      std::int64_t stage, std::int64_t rows, double row_bytes) {
+                                       std::int64_t stage, std::int64_t rows, double row_bytes) {
   if (shape_.tp == 1) return 0;
   auto& cache = caches[static_cast<std::size_t>(stage)];
   if (auto it = cache.find(rows); it != cache.end()) return it->second;
@@ -178,16 +179,16 @@ double StepCost::ends_seconds(std::int64_t stage, const BatchShape& batch) {
     // Final norm and the logits of the sampling sequences only (vocab column-parallel over TP).
     s += compute_.seconds(
         memory_kernel(MemoryClass::norm, 2.0 * kActBytes * d(batch.sampled) * d(model_.hidden)));
-    s += compute_.seconds(gemm_kernel(
-        GemmShape{.m = batch.sampled, .n = vocab_rank, .k = model_.hidden, .batch = 1},
-        shape_.weight_dtype));
+    s += compute_.seconds(
+        gemm_kernel(GemmShape{.m = batch.sampled, .n = vocab_rank, .k = model_.hidden, .batch = 1},
+                    shape_.weight_dtype));
     // The vocabulary shards' logits are gathered to one rank (vLLM's LogitsProcessor gathers
     // them; priced as an all-gather of the 16-bit logits, an assumption), which samples: a
     // softmax over the whole vocabulary per sequence, reading 16-bit logits and writing fp32
     // probabilities (top-k/top-p on top are not priced).
     s += logits_gather_seconds(stage, batch.sampled);
-    s += compute_.seconds(memory_kernel(
-        MemoryClass::softmax, (kActBytes + 4.0) * d(batch.sampled) * d(model_.vocab)));
+    s += compute_.seconds(memory_kernel(MemoryClass::softmax,
+                                        (kActBytes + 4.0) * d(batch.sampled) * d(model_.vocab)));
   }
   return s;
 }

@@ -32,7 +32,9 @@ CalibrationProfile harness_like_profile() {
   p.file = "bench.json";
   for (std::int64_t tp : {1, 2, 4, 8})
     for (std::int64_t m = 1; m <= 16384; m *= 2)
-      for (auto [n, k] : {std::pair{10240 / tp, 8192L}, {8192L, 8192 / tp}, {57344 / tp, 8192L},
+      for (auto [n, k] : {std::pair{10240 / tp, 8192L},
+                          {8192L, 8192 / tp},
+                          {57344 / tp, 8192L},
                           {8192L, 28672 / tp}}) {
         const auto kernel = gemm_kernel({m, n, k, 1}, DType::bf16);
         p.gemm.push_back({DType::bf16, {m, n, k, 1}, kernel.flops / (1.1 * plain.seconds(kernel))});

@@ -28,10 +28,17 @@ TEST_CASE("ops: one Llama layer on H100, TP 8, 4096 tokens") {
   CHECK(j["dtype"] == "bf16");
   CHECK(j["tokens"] == 4096);
   CHECK(j["tp"] == 8);
-  const std::vector<std::string> layer = {
-      "input_norm", "qkv_proj",           "rope",   "attention_core", "out_proj",
-      "attention_residual", "post_attention_norm", "mlp_up", "mlp_activation", "mlp_down",
-      "mlp_residual"};
+  const std::vector<std::string> layer = {"input_norm",
+                                          "qkv_proj",
+                                          "rope",
+                                          "attention_core",
+                                          "out_proj",
+                                          "attention_residual",
+                                          "post_attention_norm",
+                                          "mlp_up",
+                                          "mlp_activation",
+                                          "mlp_down",
+                                          "mlp_residual"};
   const std::vector<std::string> ends = {"embedding", "final_norm", "logits", "loss"};
   REQUIRE(j["ops"].size() == layer.size() + ends.size());
   double sum = 0;
@@ -65,12 +72,13 @@ TEST_CASE("ops: decode, chunked prefill, backward, fp8, other GPUs, a cluster's 
   CHECK(decode["ops"][3]["class"] == "decode_attention");
   const auto chunk = ops_json("--workload " + model("llama3.1-8b") +
                               " --gpu A100-SXM4-80GB --tokens 512 --context 3584");
-  const auto fresh = ops_json("--workload " + model("llama3.1-8b") +
-                              " --gpu A100-SXM4-80GB --tokens 512");
+  const auto fresh =
+      ops_json("--workload " + model("llama3.1-8b") + " --gpu A100-SXM4-80GB --tokens 512");
   // The chunk's queries see 3584 more keys: more attention FLOPs, same GEMMs.
   CHECK(chunk["ops"][3]["flops"].get<double>() > 5 * fresh["ops"][3]["flops"].get<double>());
   CHECK(chunk["ops"][1]["time_s"] == fresh["ops"][1]["time_s"]);
-  const auto bwd = ops_json("--workload " + model("llama3.1-8b") + " --tokens 2048 --pass backward");
+  const auto bwd =
+      ops_json("--workload " + model("llama3.1-8b") + " --tokens 2048 --pass backward");
   bool dgrad = false, wgrad = false;
   for (const auto& op : bwd["ops"]) {
     dgrad |= op["pass"] == "dgrad";
@@ -78,9 +86,11 @@ TEST_CASE("ops: decode, chunked prefill, backward, fp8, other GPUs, a cluster's 
   }
   CHECK((dgrad && wgrad));
   const auto bf16 = ops_json("--workload " + model("llama3.1-70b") + " --tokens 8192 --tp 4");
-  const auto fp8 = ops_json("--workload " + model("llama3.1-70b") + " --tokens 8192 --tp 4 --dtype fp8");
+  const auto fp8 =
+      ops_json("--workload " + model("llama3.1-70b") + " --tokens 8192 --tp 4 --dtype fp8");
   CHECK(fp8["ops"][7]["time_s"].get<double>() < bf16["ops"][7]["time_s"].get<double>());
-  const auto b200 = ops_json("--workload " + model("llama3.1-8b") + " --gpu B200-SXM-180GB --tokens 1024");
+  const auto b200 =
+      ops_json("--workload " + model("llama3.1-8b") + " --gpu B200-SXM-180GB --tokens 1024");
   CHECK(b200["kernel_model"].get<std::string>().find("scaled to B200") != std::string::npos);
   const auto cluster = ops_json("--workload " + model("llama3.1-8b") + " --topology " +
                                 source_path("topologies/dgx-a100.json") + " --tokens 1024");
@@ -89,7 +99,8 @@ TEST_CASE("ops: decode, chunked prefill, backward, fp8, other GPUs, a cluster's 
   const auto with = ops_json("--workload " + model("llama3.1-8b") + " --gpu H100-SXM5-80GB " +
                              "--tokens 8192 --calibration " +
                              source_path("tests/compute/data/half-gemm-h100.json"));
-  const auto plain = ops_json("--workload " + model("llama3.1-8b") + " --gpu H100-SXM5-80GB --tokens 8192");
+  const auto plain =
+      ops_json("--workload " + model("llama3.1-8b") + " --gpu H100-SXM5-80GB --tokens 8192");
   CHECK(with["ops"][7]["time_s"].get<double>() > 1.5 * plain["ops"][7]["time_s"].get<double>());
 }
 

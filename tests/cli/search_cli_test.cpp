@@ -173,8 +173,8 @@ TEST_CASE("search mpi: two MPI ranks print exactly what one process prints") {
 
 TEST_CASE("search --calibration prices every candidate with the profile") {
   // A profile with half the bundled 16-bit GEMM fraction: every candidate computes longer.
-  const std::string base = "search --topology " + topology_path("dgx-h100.json") +
-                           " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+  const std::string base = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
                            " --seq 4096 --gbs 16 --tp 2 --zero 1 --top 3 --json";
   const auto plain = run_cli(base);
   const auto slow =
@@ -182,17 +182,19 @@ TEST_CASE("search --calibration prices every candidate with the profile") {
   REQUIRE_MESSAGE(plain.exit_code == 0, plain.err);
   REQUIRE_MESSAGE(slow.exit_code == 0, slow.err);
   const auto p = json::parse(plain.out), s = json::parse(slow.out);
-  CHECK(s["results"][0]["compute_s"].get<double>() > 1.3 * p["results"][0]["compute_s"].get<double>());
+  CHECK(s["results"][0]["compute_s"].get<double>() >
+        1.3 * p["results"][0]["compute_s"].get<double>());
   const auto bad = run_cli(base + " --calibration " + source_path("no-such-profile.json"));
   CHECK(bad.exit_code == 2);
 }
 
 TEST_CASE("search: counts must be positive, not silently defaulted") {
-  const std::string base = "search --topology " + topology_path("dgx-h100.json") +
-                           " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+  const std::string base = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
                            " --seq 4096 --gbs 16 ";
   for (const auto& [flags, message] :
-       {std::pair<std::string, std::string>{"--top 0", "error: --top: '0': must be a positive integer"},
+       {std::pair<std::string, std::string>{"--top 0",
+                                            "error: --top: '0': must be a positive integer"},
         {"--top -1", "error: --top: '-1': must be a positive integer"},
         {"--threads -4", "error: --threads: '-4': must be a positive integer"},
         {"--nodes 0", "error: --nodes: '0': must be a positive integer"}}) {

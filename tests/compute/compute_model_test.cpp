@@ -108,8 +108,7 @@ TEST_CASE("memory-bound, decode and prefill attention kernels") {
   CHECK(kernel_seconds(ak, h100(), p) == doctest::Approx(ak.flops / (989e12 * eff) + 10e-6));
   a.backward = true;
   const auto bk = attention_kernel(a, DType::bf16);
-  CHECK(kernel_seconds(bk, h100(), p) ==
-        doctest::Approx(bk.flops / (989e12 * eff * 0.8) + 10e-6));
+  CHECK(kernel_seconds(bk, h100(), p) == doctest::Approx(bk.flops / (989e12 * eff * 0.8) + 10e-6));
   // Split-KV: a 64-query chunk over 12,608 keys has 32 blocks (one per head), too few for 132
   // SMs: each block's keys split ⌊132/32⌋ = 4 ways, 128 CTAs on 132 SMs (without the split:
   // 32/132). Its causal keys, 12608 − 32 = 12576, are 99 tiles: 25 per split, one CTA per SM.
@@ -127,8 +126,9 @@ TEST_CASE("bundled fits: compiled in, as in topologies/calibration, scaled to ot
     const auto spec = *find_gpu(gpu);
     const auto profile = load_calibration_profile(test::topology_path("calibration/") + file);
     REQUIRE(profile.model);
-    CHECK(to_json(bundled_kernel_params(spec)) ==
-          to_json(read_kernel_params(JsonRef::root(*profile.model, file), generic_kernel_params())));
+    CHECK(
+        to_json(bundled_kernel_params(spec)) ==
+        to_json(read_kernel_params(JsonRef::root(*profile.model, file), generic_kernel_params())));
     const ComputeModel cm(spec);
     CHECK(cm.measured_gpu());
     CHECK(cm.describe().find("measured on " + std::string(gpu)) != std::string::npos);

@@ -69,10 +69,11 @@ TEST_CASE("kernel accuracy: leave one model out over the Vidur measurements") {
     }
     for (const auto& l : v.layers) layers.push_back(l.error());
     const auto g = error_stats(gemm), m = error_stats(memory), l = error_stats(layers);
-    MESSAGE(std::string(gpu_name) << std::string(with_points ? " with points" : "") << ": gemm median " << 100 * g.median << " % p95 " << 100 * g.p95
-                     << " % max " << 100 * g.max << " %; memory median " << 100 * m.median
-                     << " %; layer median " << 100 * l.median << " % p95 " << 100 * l.p95
-                     << " %");
+    MESSAGE(std::string(gpu_name) << std::string(with_points ? " with points" : "")
+                                  << ": gemm median " << 100 * g.median << " % p95 " << 100 * g.p95
+                                  << " % max " << 100 * g.max << " %; memory median "
+                                  << 100 * m.median << " %; layer median " << 100 * l.median
+                                  << " % p95 " << 100 * l.p95 << " %");
     CHECK(g.count > 1000);
     CHECK(g.median <= gemm_median);
     CHECK(g.p95 <= gemm_p95);

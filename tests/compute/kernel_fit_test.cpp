@@ -37,8 +37,12 @@ TEST_CASE("the kernel fit recovers the parameters that generated its data") {
   truth.decode = {0.7, 12e-6, 0.2e-6};
   std::vector<MeasuredKernel> rows;
   for (std::int64_t m : {1, 8, 64, 128, 200, 512, 1024, 2048, 4096, 8192})
-    for (auto [n, k] : {std::pair{12288, 4096}, {4096, 4096}, {4096, 11008}, {1536, 4096},
-                        {4096, 512}, {28672, 8192}}) {
+    for (auto [n, k] : {std::pair{12288, 4096},
+                        {4096, 4096},
+                        {4096, 11008},
+                        {1536, 4096},
+                        {4096, 512},
+                        {28672, 8192}}) {
       const auto kernel = gemm_kernel({m, n, k, 1}, DType::bf16);
       rows.push_back({kernel, kernel_seconds(kernel, gpu, truth), "g", "", "", m});
     }
@@ -73,9 +77,9 @@ TEST_CASE("the kernel fit recovers the parameters that generated its data") {
 // for 16-bit and (where the GPU has it) FP8.
 TEST_CASE("GEMM continuity: no cliffs in time per FLOP along M") {
   const std::pair<std::int64_t, std::int64_t> shapes[] = {
-      {6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}, {768, 4096}, {4096, 512},
-      {3584, 4096}, {4096, 1792}, {10240, 8192}, {8192, 8192}, {57344, 8192}, {8192, 28672},
-      {1280, 8192}, {8192, 1024}, {7168, 8192}, {8192, 3584}, {18432, 16384}, {16384, 53248},
+      {6144, 4096},  {4096, 4096},  {28672, 4096},  {4096, 14336}, {768, 4096},    {4096, 512},
+      {3584, 4096},  {4096, 1792},  {10240, 8192},  {8192, 8192},  {57344, 8192},  {8192, 28672},
+      {1280, 8192},  {8192, 1024},  {7168, 8192},   {8192, 3584},  {18432, 16384}, {16384, 53248},
       {2304, 16384}, {16384, 2048}, {13312, 16384}, {16384, 6656}};
   for (const auto& gpu : gpu_catalogue()) {
     const ComputeModel cm(gpu);

@@ -14,15 +14,15 @@ TEST_CASE("measured points: a query visits every point within one cell edge") {
   Rng rng(7);
   const auto u = [&] { return 16.0 * rng.uniform01(); };
   std::vector<MeasuredPoint> pts;
-  for (int i = 0; i < 2000; ++i)
-    pts.push_back({{u(), u(), u(), u()}, static_cast<double>(i), 0});
+  for (int i = 0; i < 2000; ++i) pts.push_back({{u(), u(), u(), u()}, static_cast<double>(i), 0});
   const MeasuredPoints index(pts, 1.5);
   CHECK(index.size() == 2000);
   std::size_t visited_total = 0;
   for (int q = 0; q < 200; ++q) {
     const std::array<double, 4> x{u(), u(), u(), u()};
     std::set<int> visited;
-    index.near(x, [&](const MeasuredPoint& p) { visited.insert(static_cast<int>(p.log_correction)); });
+    index.near(x,
+               [&](const MeasuredPoint& p) { visited.insert(static_cast<int>(p.log_correction)); });
     visited_total += visited.size();
     for (const auto& p : pts) {
       double d2 = 0;

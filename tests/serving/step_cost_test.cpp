@@ -113,7 +113,8 @@ TEST_CASE("serving step: MoE decode reads only the experts its tokens activate")
 
 namespace meshsim::test {
 
-TEST_CASE("serving step: the model's ends — embedding all-reduce under TP, logits gather, sampling") {
+TEST_CASE(
+    "serving step: the model's ends — embedding all-reduce under TP, logits gather, sampling") {
   ReplicaFixture f("dgx-h100.json", "llama3.1-8b.json", ReplicaShape{.tp = 2, .pp = 2});
   auto batch = one_decode(1024);
   const double first = f.cost->ends_seconds(0, batch), last = f.cost->ends_seconds(1, batch);

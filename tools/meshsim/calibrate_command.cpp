@@ -242,7 +242,8 @@ Runner add_calibrate_command(CLI::App& app) {
   k->add_option("--trace", kin->trace, "Chrome trace JSON of real steps")->required();
   k->add_option("--device", kin->device, "CUDA device whose kernels to read");
   k->add_option("--topology", kin->topology, "Cluster to simulate the same job on")->required();
-  k->add_option("--nodes", kin->nodes, "Rebuild a parametric cluster with N nodes")->check(positive_count());
+  k->add_option("--nodes", kin->nodes, "Rebuild a parametric cluster with N nodes")
+      ->check(positive_count());
   k->add_option("--calibration", kin->calibration, "Calibration profile for the simulation");
   k->add_option("--write-profile", kin->write_profile,
                 "Write the trace's GEMM shapes as a profile");

@@ -2,8 +2,9 @@
 // Subcommands of the meshsim CLI. Each registers its flags on the app and returns the function
 // that runs it once the arguments have been parsed. The CLI stays thin: parse, call the library,
 // print.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <functional>
 
 #include "core/error.hpp"

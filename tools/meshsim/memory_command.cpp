@@ -169,7 +169,8 @@ Runner add_memory_command(CLI::App& app) {
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Serve: tokens per forward");
   cmd->add_option("--gpu", a->gpu, "GPU model (default H100-SXM5-80GB)");
   cmd->add_option("--topology", a->topology, "Take the GPU from a cluster file");
-  cmd->add_option("--nodes", a->nodes, "With --topology: rebuild with N nodes")->check(positive_count());
+  cmd->add_option("--nodes", a->nodes, "With --topology: rebuild with N nodes")
+      ->check(positive_count());
   cmd->add_option("--allocator-headroom", a->allocator_headroom,
                   "Fragmentation as a fraction of the rest (default 0.05)");
   cmd->add_flag("--json", a->json, "Print one JSON document");

@@ -56,9 +56,9 @@ Runner add_ops_command(CLI::App& app) {
       ->required();
   cmd->add_option("--gpu", a->gpu, "GPU catalogue name (default H100-SXM5-80GB)");
   cmd->add_option("--topology", a->topology, "Cluster file: its GPU and calibration profile");
-  cmd->add_option("--nodes", a->nodes, "Rebuild a parametric cluster with N nodes")->check(positive_count());
-  cmd->add_option("--tokens", a->tokens, "Tokens in the pass (all sequences together)")
-      ->required();
+  cmd->add_option("--nodes", a->nodes, "Rebuild a parametric cluster with N nodes")
+      ->check(positive_count());
+  cmd->add_option("--tokens", a->tokens, "Tokens in the pass (all sequences together)")->required();
   cmd->add_option("--tp", a->tp, "Tensor-parallel degree (one GPU's shard)");
   cmd->add_option("--dtype", a->dtype, "GEMM dtype: bf16, fp16 or fp8");
   cmd->add_option("--pass", a->pass, "forward or backward (dgrad and wgrad kernels)");

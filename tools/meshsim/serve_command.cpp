@@ -106,13 +106,15 @@ ReplicaShape shape_of(const ServeArgs& a) {
 // --concurrency C --think-time S|exp:MEAN: a closed loop of C clients (ServingSetup::clients).
 void closed_loop_of(const ServeArgs& a, ServingSetup& setup) {
   if (a.concurrency == 0) {
-    if (a.think_time != "0") throw Error("", "--think-time", "applies to a closed loop (--concurrency C)");
+    if (a.think_time != "0")
+      throw Error("", "--think-time", "applies to a closed loop (--concurrency C)");
     return;
   }
   if (a.concurrency < 1 || a.concurrency > (std::int64_t{1} << 20))
     throw Error("", "--concurrency", "must be from 1 to 1048576 clients");
   if (!a.rate.empty())
-    throw Error("", "--rate", "a closed loop (--concurrency) sets its own arrivals; give one of them");
+    throw Error("", "--rate",
+                "a closed loop (--concurrency) sets its own arrivals; give one of them");
   std::string_view t = a.think_time;
   setup.think_exponential = t.starts_with("exp:");
   if (setup.think_exponential) t.remove_prefix(4);
@@ -135,9 +137,9 @@ std::vector<Request> requests_of(const ServeArgs& a, std::string& described) {
   if (a.requests < 1 || a.requests > (std::int64_t{1} << 26))
     throw Error("", "--requests", "must be from 1 to 67108864");
   const std::string loop =
-      a.concurrency > 0 ? fmt::format("closed loop of {} clients, think time {} s; ", a.concurrency,
-                                      a.think_time)
-                        : "";
+      a.concurrency > 0
+          ? fmt::format("closed loop of {} clients, think time {} s; ", a.concurrency, a.think_time)
+          : "";
   if (a.concurrency > 0 && a.requests <= a.concurrency && (a.requests_given || a.traffic.empty()))
     throw Error("", "--requests",
                 "must exceed --concurrency: the first C requests are warm-up, left out of the "
@@ -147,9 +149,10 @@ std::vector<Request> requests_of(const ServeArgs& a, std::string& described) {
     described = loop + a.traffic;
     auto reqs = load_traffic(a.traffic, a.requests_given ? a.requests : 0);
     if (a.concurrency > 0 && static_cast<std::int64_t>(reqs.size()) <= a.concurrency)
-      throw Error(a.traffic, "", fmt::format("{} requests: a closed loop of {} clients needs more "
-                                             "(the first {} are warm-up)",
-                                             reqs.size(), a.concurrency, a.concurrency));
+      throw Error(a.traffic, "",
+                  fmt::format("{} requests: a closed loop of {} clients needs more "
+                              "(the first {} are warm-up)",
+                              reqs.size(), a.concurrency, a.concurrency));
     return reqs;
   }
   if (a.rate.empty() && a.concurrency == 0)

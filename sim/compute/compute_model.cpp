@@ -8,6 +8,15 @@
 #include "core/error.hpp"
 
 namespace meshsim {
+
+GpuSpec gpu_with_sms_taken(const GpuSpec& gpu, std::int32_t taken) {
+  GpuSpec g = gpu;
+  if (gpu.sm_count <= 1 || taken <= 0) return g;
+  g.sm_count = std::max(1, gpu.sm_count - taken);
+  const double share = static_cast<double>(g.sm_count) / static_cast<double>(gpu.sm_count);
+  for (auto& [dtype, flops] : g.peak_flops) flops *= share;
+  return g;
+}
 namespace {
 
 double log2d(std::int64_t v) {

@@ -21,6 +21,10 @@ namespace meshsim {
 // How far (in log2 units of the shape coordinates) a measured point corrects its neighbours.
 inline constexpr double kCorrectionRadius = 1.5;
 
+// The GPU with `taken` SMs held by another kernel (a collective's CTAs): the SMs left, with the
+// peak FLOP/s of those SMs; HBM bandwidth unchanged. At least one SM is left.
+GpuSpec gpu_with_sms_taken(const GpuSpec& gpu, std::int32_t taken);
+
 class ComputeModel {
  public:
   explicit ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profile = std::nullopt);

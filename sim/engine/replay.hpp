@@ -1,6 +1,9 @@
 #pragma once
 // Replays an OpGraph on a simulator: an op starts when it heads its stream, the stream is idle,
 // and all its dependencies have finished. Produces per-op start/end times.
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -21,11 +24,22 @@ struct ReplayResult {
   Time makespan;
 };
 
+// Compute/communication interference: while at least one op that holds SMs runs on a rank's
+// communication streams, a fixed-duration op on that rank's compute stream progresses at
+// 1/slowdown of its rate (the collective's CTAs hold SMs the kernel would use). Its remaining
+// work is carried across every change, so an op half-overlapped is slowed for half its time.
+// Both vectors are indexed by OpId; slowdown 1 (or an empty vector) leaves an op alone.
+struct ReplayInterference {
+  std::vector<float> slowdown;  // compute ops
+  std::vector<bool> holds_sms;  // communication ops
+};
+
 template <class Sim>
 class Replay {
  public:
-  Replay(const OpGraph& graph, Sim& sim, OpHooks* hooks = nullptr)
-      : g_(graph), sim_(sim), hooks_(hooks) {}
+  Replay(const OpGraph& graph, Sim& sim, OpHooks* hooks = nullptr,
+         const ReplayInterference* interference = nullptr)
+      : g_(graph), sim_(sim), hooks_(hooks), inter_(interference) {}
 
   // Schedules the graph's first ops at the simulator's current time, runs the simulator to
   // completion, and checks that every op finished. Insertion order is a topological order that
@@ -40,6 +54,25 @@ class Replay {
           static_cast<std::uint32_t>(g_.op(OpId{static_cast<std::uint32_t>(i)}).deps.size());
     head_.assign(g_.stream_count(), 0);
     busy_.assign(g_.stream_count(), false);
+    if (inter_) {
+      // Dense rank indices, and each rank's compute streams.
+      rank_of_stream_.assign(g_.stream_count(), 0);
+      std::vector<std::int32_t> ranks;
+      for (std::uint32_t i = 0; i < g_.stream_count(); ++i)
+        ranks.push_back(g_.stream(StreamId{i}).rank);
+      std::sort(ranks.begin(), ranks.end());
+      ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+      compute_streams_.assign(ranks.size(), {});
+      comm_active_.assign(ranks.size(), 0);
+      for (std::uint32_t i = 0; i < g_.stream_count(); ++i) {
+        const auto& st = g_.stream(StreamId{i});
+        const auto r = static_cast<std::size_t>(
+            std::lower_bound(ranks.begin(), ranks.end(), st.rank) - ranks.begin());
+        rank_of_stream_[i] = r;
+        if (st.kind == StreamKind::compute) compute_streams_[r].push_back(i);
+      }
+      running_.assign(g_.stream_count(), Running{});
+    }
     for (std::uint32_t s = 0; s < g_.stream_count(); ++s) try_start(StreamId{s});
     sim_.run();
     Time makespan = Time::zero();
@@ -65,10 +98,60 @@ class Replay {
     timing_[id.value].start = sim_.now();
     if (hooks_) hooks_->op_started(g_, id, sim_.now());
     const Op& op = g_.op(id);
+    if (inter_ && holds(id, st)) change_load(s, +1);
     if (op.start) {
       op.start(id, [this, id] { finish(id); });
+    } else if (inter_ && slowable(id, st)) {
+      auto& run = running_[s.value];
+      run = Running{id, static_cast<double>(op.duration.picoseconds()), sim_.now(), 1.0, {}};
+      reschedule(s);
     } else {
       sim_.schedule_after(op.duration, [this, id] { finish(id); });
+    }
+  }
+
+  // Interference bookkeeping (only with a ReplayInterference).
+  struct Running {
+    OpId op{std::numeric_limits<std::uint32_t>::max()};
+    double remaining_ps = 0;  // nominal work left
+    Time since;               // when `remaining_ps` was last brought up to date
+    double rate = 1.0;        // nominal picoseconds done per picosecond
+    EventHandle event;
+    bool active() const { return op.value != std::numeric_limits<std::uint32_t>::max(); }
+  };
+  bool holds(OpId id, const Stream& st) const {
+    return st.kind != StreamKind::compute && id.value < inter_->holds_sms.size() &&
+           inter_->holds_sms[id.value];
+  }
+  bool slowable(OpId id, const Stream& st) const {
+    return st.kind == StreamKind::compute && id.value < inter_->slowdown.size() &&
+           inter_->slowdown[id.value] > 1.0F;
+  }
+  void reschedule(StreamId s) {
+    auto& run = running_[s.value];
+    const auto r = rank_of_stream_[s.value];
+    run.rate =
+        comm_active_[r] > 0 ? 1.0 / static_cast<double>(inter_->slowdown[run.op.value]) : 1.0;
+    run.since = sim_.now();
+    const auto left =
+        static_cast<std::int64_t>(std::ceil(std::max(0.0, run.remaining_ps) / run.rate));
+    const OpId id = run.op;
+    run.event = sim_.schedule_after(Time::ps(left), [this, id, s] {
+      running_[s.value] = Running{};
+      finish(id);
+    });
+  }
+  void change_load(StreamId comm_stream, int delta) {
+    const auto r = rank_of_stream_[comm_stream.value];
+    const int before = comm_active_[r];
+    comm_active_[r] += delta;
+    if ((before > 0) == (comm_active_[r] > 0)) return;  // the rate changes only at 0 ↔ 1
+    for (auto cs : compute_streams_[r]) {
+      auto& run = running_[cs];
+      if (!run.active()) continue;
+      run.remaining_ps -= static_cast<double>((sim_.now() - run.since).picoseconds()) * run.rate;
+      sim_.cancel(run.event);
+      reschedule(StreamId{cs});
     }
   }
 
@@ -77,6 +160,7 @@ class Replay {
     timing_[id.value].end = sim_.now();
     if (hooks_) hooks_->op_finished(g_, id, sim_.now());
     const Op& op = g_.op(id);
+    if (inter_ && holds(id, g_.stream(op.stream))) change_load(op.stream, -1);
     busy_[op.stream.value] = false;
     ++head_[op.stream.value];
     for (OpId d : op.dependents) {
@@ -94,6 +178,11 @@ class Replay {
   std::vector<std::uint32_t> waiting_;
   std::vector<std::size_t> head_;
   std::vector<bool> busy_;
+  const ReplayInterference* inter_ = nullptr;
+  std::vector<std::size_t> rank_of_stream_;
+  std::vector<std::vector<std::uint32_t>> compute_streams_;
+  std::vector<int> comm_active_;
+  std::vector<Running> running_;
 };
 
 }  // namespace meshsim

@@ -71,6 +71,16 @@ PrecisionRecipe default_recipe(DType dtype) {
   return r;
 }
 
+PrecisionRecipe stack_recipe(const Stack& stack, DType dtype) {
+  if (dtype == DType::fp32) return default_recipe(dtype);
+  PrecisionRecipe r;
+  r.weight_bytes = stack.state.weight + (dtype == DType::fp8 ? 1.0 : 0.0);
+  r.grad_bytes = stack.state.grad;
+  r.master_bytes = stack.state.master;
+  r.optimizer_bytes = stack.state.optimizer;
+  return r;
+}
+
 double microbatches_in_flight(const Schedule& schedule, std::int64_t pp, std::int64_t stage,
                               std::int64_t microbatches) {
   if (pp <= 1) return 1.0;
@@ -122,7 +132,8 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
   struct LayerSummary {
     OpTotals t;
     double dense = 0, expert = 0;
-    double checkpoint = 0;  // full recompute keeps the layer input
+    double checkpoint = 0;         // full recompute keeps the layer input
+    double selective_dropped = 0;  // what the selective policy does not keep
   };
   std::map<bool, LayerSummary> cache;
   auto summary = [&](std::int64_t layer) -> const LayerSummary& {
@@ -132,6 +143,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     LayerSummary s;
     const auto ops = layer_ops(model, layer, shape, sh);
     s.t = totals(ops);
+    s.selective_dropped = recompute_dropped_bytes(ops, config.recompute_ops);
     for (const auto& op : ops) (op.expert_weights ? s.expert : s.dense) += op.weight_params;
     // Megatron checkpoints each layer's input (sharded over TP with SP): Korthikanti's 2·s·b·h.
     const double tokens = d(job.micro_batch) * d(job.seq) / d(mesh.cp);
@@ -166,7 +178,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
             act_per_mb += full;
             break;
           case Recompute::selective:
-            act_per_mb += ls.t.saved_bytes;
+            act_per_mb += std::max(0.0, full - ls.selective_dropped);
             break;
           case Recompute::full:
             act_per_mb += ls.checkpoint;

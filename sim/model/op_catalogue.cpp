@@ -151,6 +151,7 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     if (m.bias || m.qkv_bias) weights += d(n);
     ops.push_back(gemm_op("qkv_proj", "attention", TpRole::column_parallel, c.Ti, n, m.hidden, dt,
                           kAct * Ts * h, weights));
+    ops.back().gemm_parts = {{"q", a * m.head_dim}, {"k", kv * m.head_dim}, {"v", kv * m.head_dim}};
   }
   if (m.positions == Positions::rope) {
     const double elems = T * d(a * d_qk + kv * d_qk);
@@ -230,6 +231,7 @@ void add_mlp(const Ctx& c, std::vector<OpSpec>& ops, const std::string& prefix,
   }
   ops.push_back(
       gemm_op(prefix + "_up", block, up_role, M, up_n, m.hidden, dt, up_saved_input, up_w));
+  if (gated) ops.back().gemm_parts = {{"gate", ffn_rank}, {"up", ffn_rank}};
   // GELU saves its input (4h wide for GPT: the "8sbh" of Korthikanti); SwiGLU saves the gate and
   // up outputs it multiplies.
   const double in_elems = tokens * d(up_n), out_elems = tokens * f;
@@ -352,6 +354,26 @@ std::vector<OpSpec> head_ops(const ModelSpec& m, const LayerShape& shape,
   loss.temporary_bytes = (kAct + 4.0) * logits;
   ops.push_back(loss);
   return ops;
+}
+
+GemmPartKernels gemm_part_kernels(const OpSpec& op, std::int64_t columns) {
+  const auto& f = op.forward.gemm;
+  const DType dt = op.forward.dtype;
+  return {gemm_kernel({f.m, columns, f.k, f.batch}, dt),
+          gemm_kernel({f.m, f.k, columns, f.batch}, dt),
+          gemm_kernel({f.k, columns, f.m, f.batch}, dt)};
+}
+
+double recompute_dropped_bytes(const std::vector<OpSpec>& layer,
+                               const std::vector<std::string>& ops) {
+  double dropped = 0;
+  for (const auto& op : layer) {
+    const bool listed = ops.empty() ? op.role == TpRole::sharded_core
+                                    : std::find(ops.begin(), ops.end(), op.name) != ops.end();
+    if (!listed) continue;
+    dropped += op.score_bytes + (op.role == TpRole::sharded_core ? 0.0 : op.saved_bytes);
+  }
+  return dropped;
 }
 
 OpTotals totals(const std::vector<OpSpec>& ops) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "compute/dtype.hpp"
@@ -46,7 +47,23 @@ struct OpSpec {
   double temporary_bytes = 0;
   double weight_params = 0;     // parameters this op owns on this rank
   bool expert_weights = false;  // sharded by EP and replicated over the expert data-parallel group
+  // A GEMM that is several linears' outputs concatenated (QKV: q, k, v; a gated MLP's up: gate,
+  // up): each part's name and output columns, for stacks that run them as separate GEMMs.
+  std::vector<std::pair<std::string, std::int64_t>> gemm_parts;
 };
+
+// The forward, dgrad and wgrad kernels of one part of a GEMM op (`columns` of its N).
+struct GemmPartKernels {
+  Kernel forward, backward_input, backward_weight;
+};
+GemmPartKernels gemm_part_kernels(const OpSpec& op, std::int64_t columns);
+
+// Bytes a selective recompute of `ops` (catalogue names; "op.part" names a GEMM part, whose
+// input another part still needs) stops storing: each op's stored tensors, except that an
+// attention core keeps its Q, K, V inputs (a checkpointed core attention's inputs), dropping
+// only its score tensors. Empty `ops`: the attention score tensors (Korthikanti et al.).
+double recompute_dropped_bytes(const std::vector<OpSpec>& layer,
+                               const std::vector<std::string>& ops);
 
 struct Sharding {
   std::int64_t tp = 1;

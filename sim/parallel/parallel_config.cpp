@@ -7,22 +7,6 @@
 
 namespace meshsim {
 
-std::string_view name_of(Recompute r) {
-  switch (r) {
-    case Recompute::none:
-      return "none";
-    case Recompute::selective:
-      return "selective";
-    case Recompute::full:
-      return "full";
-  }
-  return "?";
-}
-
-std::optional<Recompute> parse_recompute(std::string_view s) {
-  return parse_by_name<Recompute>(kAllRecompute, s);
-}
-
 std::string to_string(const Schedule& s) {
   switch (s.kind) {
     case ScheduleKind::gpipe:

@@ -9,13 +9,9 @@
 #include <vector>
 
 #include "parallel/mesh.hpp"
+#include "stack/stack.hpp"
 
 namespace meshsim {
-
-enum class Recompute { none, selective, full };
-inline constexpr std::array kAllRecompute{Recompute::none, Recompute::selective, Recompute::full};
-std::string_view name_of(Recompute r);
-std::optional<Recompute> parse_recompute(std::string_view s);
 
 enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zero_bubble };
 struct Schedule {
@@ -36,6 +32,9 @@ struct ParallelConfig {
   bool reshard_after_forward = true;
   bool sp = false;
   Recompute recompute = Recompute::none;
+  // A selective policy's recomputed catalogue ops (stack/stack.hpp RecomputePolicy); empty:
+  // Korthikanti et al.'s attention-score set.
+  std::vector<std::string> recompute_ops;
   Schedule schedule;
 };
 

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "model/op_catalogue.hpp"
+#include "strategy/layer_plan.hpp"
 
 namespace meshsim {
 namespace {
@@ -46,9 +47,56 @@ void add_row(OpsReport& r, const ComputeModel& cm, const std::string& name, cons
   r.rows.push_back(std::move(row));
 }
 
+// One op as the stack runs it: its GEMM parts, or its eager kernels priced as the trace prices
+// them (strategy/layer_plan.hpp).
+void add_stack_op(OpsReport& r, const ComputeModel& cm, const OpSpec& op, bool ends) {
+  const Stack& st = *r.request.stack;
+  if (op.forward.kind == KernelKind::gemm && !op.gemm_parts.empty() && st.unfused(op.name)) {
+    for (const auto& [part, columns] : op.gemm_parts) {
+      const auto k = gemm_part_kernels(op, columns);
+      const auto name = op.name + "." + part;
+      if (!r.request.backward) {
+        add_row(r, cm, name, "forward", k.forward, ends);
+      } else {
+        add_row(r, cm, name, "dgrad", k.backward_input, ends);
+        add_row(r, cm, name, "wgrad", k.backward_weight, ends);
+      }
+    }
+    return;
+  }
+  const OpKernels* split = st.kernels_of(op.name);
+  const Kernel& k = r.request.backward ? op.backward_input : op.forward;
+  if (!split || k.kind != KernelKind::memory_bound) {
+    if (!r.request.backward) {
+      add_row(r, cm, op.name, "forward", op.forward, ends);
+    } else {
+      add_row(r, cm, op.name, "dgrad", op.backward_input, ends);
+      add_row(r, cm, op.name, "wgrad", op.backward_weight, ends);
+    }
+    return;
+  }
+  const auto cost = price_op(op, PlanPricing{cm, st, nullptr, {}});
+  const int n = r.request.backward ? split->backward_kernels : split->forward_kernels;
+  const double f = r.request.backward ? split->backward_bytes_factor : split->forward_bytes_factor;
+  OpsRow row{op.name,
+             r.request.backward ? "dgrad" : "forward",
+             kind_of(k),
+             std::string(name_of(split->kernel_class.value_or(k.memory_class))),
+             fmt::format("{} × {:.3g} MB", n, k.bytes * f / n / 1e6),
+             k.flops,
+             k.bytes * f,
+             (r.request.backward ? cost.dgrad : cost.forward).time.seconds(),
+             ends,
+             n};
+  if (!ends) r.layer_time_s += row.time_s;
+  r.rows.push_back(std::move(row));
+}
+
 void add_ops(OpsReport& r, const ComputeModel& cm, const std::vector<OpSpec>& ops, bool ends) {
   for (const auto& op : ops) {
-    if (!r.request.backward) {
+    if (r.request.stack) {
+      add_stack_op(r, cm, op, ends);
+    } else if (!r.request.backward) {
       add_row(r, cm, op.name, "forward", op.forward, ends);
     } else {
       add_row(r, cm, op.name, "dgrad", op.backward_input, ends);
@@ -120,6 +168,7 @@ Json to_json(const OpsReport& r) {
               {"pass", row.part},   {"shape", row.shape}, {"time_s", row.time_s},
               {"flops", row.flops}, {"bytes", row.bytes}};
     if (row.ends) o["ends"] = true;
+    if (row.kernels > 1) o["kernels"] = row.kernels;
     ops.push_back(std::move(o));
   }
   return {{"gpu", r.gpu},
@@ -132,17 +181,21 @@ Json to_json(const OpsReport& r) {
           {"context", r.request.context},
           {"decode", r.request.decode},
           {"kernel_model", r.source},
+          {"stack", r.request.stack ? r.request.stack->name : "catalogue"},
           {"ops", std::move(ops)},
           {"layer_time_s", r.layer_time_s}};
 }
 
 std::string to_text(const OpsReport& r) {
   std::string s = fmt::format(
-      "# meshsim ops: {} layer {} on {}, {} tokens, tp {}, {}, {}{}{}\n# kernel model: {}\n",
+      "# meshsim ops: {} layer {} on {}, {} tokens, tp {}, {}, {}{}{}\n# kernel model: {}\n"
+      "# stack: {}\n",
       r.model, r.layer, r.gpu, r.request.tokens, r.request.tp, name_of(r.request.dtype),
       r.request.backward ? "backward" : "forward",
       r.request.context ? fmt::format(", context {}", r.request.context) : "",
-      r.request.decode ? fmt::format(", decode of {} sequences", r.request.decode) : "", r.source);
+      r.request.decode ? fmt::format(", decode of {} sequences", r.request.decode) : "", r.source,
+      r.request.stack ? r.request.stack->name + " (its kernels: GEMM parts and eager splits)"
+                      : std::string("the catalogue's fused kernels"));
   s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10} {:>10} {:>10} {:>13} {:>6}\n", "op", "pass",
                    "kernel class", "shape", "GFLOP", "MB", "time µs", "achieved", "share");
   bool ends_header = false;

@@ -9,6 +9,7 @@
 #include "compute/compute_model.hpp"
 #include "core/json_reader.hpp"
 #include "model/model_spec.hpp"
+#include "stack/stack.hpp"
 
 namespace meshsim {
 
@@ -20,6 +21,9 @@ struct OpsRequest {
   std::int64_t context = 0;  // cached tokens before the N new ones (a prefill chunk)
   std::int64_t decode = 0;   // > 0: attention is one decode step of this many sequences
   std::int64_t layer = -1;   // -1: the first layer (the first MoE layer of an MoE model)
+  // The stack whose kernels are listed (GEMM parts as their own GEMMs, an eager op as its
+  // kernels); the catalogue's fused kernels when null.
+  const Stack* stack = nullptr;
 };
 
 struct OpsRow {
@@ -30,6 +34,7 @@ struct OpsRow {
   std::string shape;
   double flops = 0, bytes = 0, time_s = 0;
   bool ends = false;
+  std::int32_t kernels = 1;  // kernels the stack launches for this row
 };
 
 struct OpsReport {

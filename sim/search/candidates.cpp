@@ -14,7 +14,8 @@ std::string Candidate::label() const {
          " cp=" + std::to_string(m.cp) + " dp=" + std::to_string(m.dp) +
          " ep=" + std::to_string(m.ep) + " zero=" + std::to_string(config.zero) + " " +
          to_string(config.schedule) + " mbs=" + std::to_string(micro_batch) +
-         " recompute=" + std::string(name_of(config.recompute));
+         " recompute=" + std::string(name_of(config.recompute)) +
+         (stack.empty() ? "" : " stack=" + stack);
 }
 
 namespace {

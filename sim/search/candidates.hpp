@@ -36,6 +36,7 @@ struct SearchSpace {
 struct Candidate {
   ParallelConfig config;
   std::int64_t micro_batch = 1;
+  std::string stack;  // set when the search compares stacks (--stack a,b); else the one given
   std::string label() const;  // "tp=8 pp=4 cp=4 dp=4 ep=1 zero=1 1f1b mbs=1 recompute=none"
 };
 

@@ -53,7 +53,9 @@ Json to_json(const EvaluatedCandidate& e) {
       {"step", r.step_time_s},
       {"tokens", {r.tokens_per_s, r.tokens_per_s_per_gpu}},
       {"flops", {r.model_flops_per_step, r.model_tflops_per_gpu, r.mfu, r.hfu}},
-      {"time", {r.compute_s, r.bubble_s, r.bubble_fraction}},
+      {"time", {r.compute_s, r.bubble_s, r.bubble_fraction, r.interference_s}},
+      {"stack", {c.stack, r.stack, r.tp_overlap}},
+      {"recompute_ops", c.config.recompute_ops},
       {"exposed", map_json(r.exposed_comm_s)},
       {"exposed_by_op", map_json(r.exposed_comm_by_op_s)},
       {"bytes", map_json(r.comm_bytes_per_gpu)},
@@ -90,6 +92,11 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
   r.compute_s = j["time"][0];
   r.bubble_s = j["time"][1];
   r.bubble_fraction = j["time"][2];
+  r.interference_s = j["time"][3];
+  c.stack = j["stack"][0];
+  r.stack = j["stack"][1];
+  r.tp_overlap = j["stack"][2];
+  c.config.recompute_ops = j["recompute_ops"].get<std::vector<std::string>>();
   r.exposed_comm_s = json_map(j["exposed"]);
   r.exposed_comm_by_op_s = json_map(j["exposed_by_op"]);
   r.comm_bytes_per_gpu = json_map(j["bytes"]);

@@ -36,6 +36,11 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
       s.config = e.candidate.config;
       s.strategy = options.strategy;
       s.memory = options.memory;
+      for (const auto& st : options.stacks)
+        if (st.name == e.candidate.stack) {
+          s.strategy.stack = st;
+          s.memory.recipe = stack_recipe(st, job.dtype);
+        }
       s.profile = options.profile;
       try {
         e.result = simulate_training(topo, model, s, &context);
@@ -81,12 +86,46 @@ void rank_results(std::vector<EvaluatedCandidate>& results) {
   });
 }
 
+Enumeration enumerate_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,
+                             const SearchSpace& space, const SearchOptions& options) {
+  struct {
+    Enumeration enumeration;
+  } r;
+  const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
+  // The stack's selective policy is the one a selective candidate runs.
+  auto with_policies = [](std::vector<Candidate>& kept, const Stack& stack, bool tag) {
+    for (auto& c : kept) {
+      if (tag) c.stack = stack.name;
+      if (c.config.recompute == Recompute::none) continue;
+      for (const auto& p : stack.recompute)
+        if (p.mode == c.config.recompute) {
+          c.config.recompute_ops = p.ops;
+          break;
+        }
+    }
+  };
+  if (options.stacks.empty()) {
+    r.enumeration = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space,
+                                         options.memory);
+    with_policies(r.enumeration.kept, options.strategy.stack, false);
+  } else {
+    for (const auto& st : options.stacks) {
+      MemoryOptions mo = options.memory;
+      mo.recipe = stack_recipe(st, job.dtype);
+      auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, mo);
+      with_policies(e.kept, st, true);
+      r.enumeration.total += e.total;
+      for (const auto& [why, n] : e.rejected) r.enumeration.rejected[why] += n;
+      r.enumeration.kept.insert(r.enumeration.kept.end(), e.kept.begin(), e.kept.end());
+    }
+  }
+  return std::move(r.enumeration);
+}
+
 SearchResult run_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,
                         const SearchSpace& space, const SearchOptions& options) {
   SearchResult r;
-  const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
-  r.enumeration =
-      enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, options.memory);
+  r.enumeration = enumerate_search(topo, model, job, space, options);
   r.results = evaluate_candidates(topo, model, job, r.enumeration.kept, options);
   rank_results(r.results);
   return r;

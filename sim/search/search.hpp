@@ -23,6 +23,9 @@ struct SearchOptions {
   std::function<void(std::size_t, std::size_t)> progress;
   StrategyOptions strategy;
   MemoryOptions memory;
+  // Stacks to compare (--stack a,b): every layout is tried on each, with the stack's own memory
+  // recipe and recompute policies. Empty: strategy.stack only.
+  std::vector<Stack> stacks;
   // Kernel and collective calibration for every candidate (train's --calibration).
   std::optional<CalibrationProfile> profile;
 };
@@ -42,6 +45,11 @@ struct SearchResult {
   Enumeration enumeration;
   std::vector<EvaluatedCandidate> results;  // ranked; failed evaluations last
 };
+
+// The candidates of a search: every valid layout (on each of options.stacks when given), with
+// each stack's policy for the recompute mode a candidate runs.
+Enumeration enumerate_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,
+                             const SearchSpace& space, const SearchOptions& options);
 
 SearchResult run_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,
                         const SearchSpace& space, const SearchOptions& options);

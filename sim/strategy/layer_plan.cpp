@@ -1,5 +1,6 @@
 #include "strategy/layer_plan.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -34,46 +35,141 @@ Seg segment_of(const OpSpec& op) {
   return it == kSeg.end() ? Seg::mlp : it->second;  // MLP, expert and shared-expert GEMMs
 }
 
+SegmentCost& operator+=(SegmentCost& a, const SegmentCost& b) {
+  a.time += b.time;
+  a.interfered += b.interfered;
+  a.model_flops += b.model_flops;
+  a.hardware_flops += b.hardware_flops;
+  return a;
+}
+
 namespace {
 
-void add(SegmentCost& s, const Kernel& k, const ComputeModel& cm, double model_flops,
-         double slowdown) {
+// One kernel's time alone and beside a collective. Only compute-bound kernels lose to the
+// collective's SMs (fewer SMs, and the wave quantization of the rest: the tail effect of
+// software-stacks.md §2.2); the factor comes from the model alone, so a measured-point
+// correction carries over unchanged.
+void add_kernel(SegmentCost& s, const Kernel& k, const PlanPricing& p, double slowdown) {
   if (k.empty()) return;
-  s.time += Time::from_seconds_ceil(cm.seconds(k) * slowdown);
-  s.model_flops += model_flops;
+  const double t = p.cm.seconds(k) * slowdown;
+  double ti = t;
+  if (p.interfered && k.kind != KernelKind::memory_bound) {
+    const double alone = p.cm.model_seconds(k);
+    if (alone > 0) ti = t * std::max(1.0, p.interfered->model_seconds(k) / alone);
+  }
+  s.time += Time::from_seconds_ceil(t);
+  s.interfered += Time::from_seconds_ceil(ti);
   s.hardware_flops += k.flops;
+}
+
+// A pass of an op: its kernel, or the stack's split of it.
+SegmentCost pass_cost(const OpSpec& op, const Kernel& k, int pass, const PlanPricing& p,
+                      double slowdown) {
+  SegmentCost s;
+  if (k.empty()) return s;
+  if (k.kind == KernelKind::gemm && !op.gemm_parts.empty() && p.stack.unfused(op.name)) {
+    for (const auto& [part, columns] : op.gemm_parts) {
+      const auto pk = gemm_part_kernels(op, columns);
+      add_kernel(s,
+                 pass == 0   ? pk.forward
+                 : pass == 1 ? pk.backward_input
+                             : pk.backward_weight,
+                 p, slowdown);
+    }
+    return s;
+  }
+  const OpKernels* split =
+      k.kind == KernelKind::memory_bound ? p.stack.kernels_of(op.name) : nullptr;
+  if (!split || pass == 2) {
+    add_kernel(s, k, p, slowdown);
+    return s;
+  }
+  // An eager op: n kernels sharing its bytes × factor, each with its class's fixed cost.
+  const int n = pass == 0 ? split->forward_kernels : split->backward_kernels;
+  const double f = pass == 0 ? split->forward_bytes_factor : split->backward_bytes_factor;
+  const Kernel each =
+      memory_kernel(split->kernel_class.value_or(k.memory_class), k.bytes * f / n, k.flops / n);
+  for (int i = 0; i < n; ++i) add_kernel(s, each, p, slowdown);
+  return s;
+}
+
+bool is_tp_gemm(const OpSpec& op) {
+  return op.forward.kind == KernelKind::gemm &&
+         (op.role == TpRole::column_parallel || op.role == TpRole::row_parallel);
+}
+
+bool listed(const std::vector<std::string>& names, const std::string& n) {
+  return std::find(names.begin(), names.end(), n) != names.end();
 }
 
 }  // namespace
 
-LayerPlan plan_layer(const std::vector<OpSpec>& ops, const ComputeModel& cm, bool moe,
+OpKernelCost price_op(const OpSpec& op, const PlanPricing& p, double slowdown) {
+  OpKernelCost c;
+  c.forward = pass_cost(op, op.forward, 0, p, slowdown);
+  c.dgrad = pass_cost(op, op.backward_input, 1, p, slowdown);
+  c.wgrad = pass_cost(op, op.backward_weight, 2, p, slowdown);
+  // Backward is twice the forward's model FLOPs: dgrad and wgrad halves for GEMMs with
+  // weights, all in dgrad otherwise (attention).
+  const bool has_w = !op.backward_weight.empty();
+  if (!op.forward.empty()) c.forward.model_flops = op.model_flops;
+  if (!op.backward_input.empty()) c.dgrad.model_flops = has_w ? op.model_flops : 2 * op.model_flops;
+  if (has_w) c.wgrad.model_flops = op.model_flops;
+  return c;
+}
+
+LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing, bool moe,
                      bool shared_experts, double expert_slowdown) {
   LayerPlan p;
   p.moe = moe;
   p.tp_reduce_after_mlp = !moe || shared_experts;
+  // Korthikanti et al.'s selective set when the policy names none.
+  static const std::vector<std::string> kScores{"attention_scores", "softmax", "attention_values"};
+  const auto& recompute = pricing.recompute_ops.empty() ? kScores : pricing.recompute_ops;
   for (const auto& op : ops) {
     const auto i = static_cast<std::size_t>(segment_of(op));
     const double slow =
         op.role == TpRole::expert && op.forward.kind == KernelKind::gemm ? expert_slowdown : 1.0;
-    add(p.forward[i], op.forward, cm, op.model_flops, slow);
-    // Backward is twice the forward's model FLOPs: dgrad and wgrad halves for GEMMs with
-    // weights, all in dgrad otherwise (attention).
-    const bool has_w = !op.backward_weight.empty();
-    add(p.dgrad[i], op.backward_input, cm, has_w ? op.model_flops : 2 * op.model_flops, slow);
-    add(p.wgrad[i], op.backward_weight, cm, op.model_flops, slow);
+    const auto c = price_op(op, pricing, slow);
+    p.forward[i] += c.forward;
+    p.dgrad[i] += c.dgrad;
+    p.wgrad[i] += c.wgrad;
+    if (listed(recompute, op.name)) {
+      p.recompute += c.forward;
+    } else {
+      for (const auto& [part, columns] : op.gemm_parts)
+        if (listed(recompute, op.name + "." + part)) {
+          SegmentCost one;
+          add_kernel(one, gemm_part_kernels(op, columns).forward, pricing, slow);
+          one.model_flops = one.hardware_flops;
+          p.recompute += one;
+        }
+    }
+    if (is_tp_gemm(op)) {
+      if (!op.gemm_parts.empty() && pricing.stack.unfused(op.name)) {
+        for (const auto& [part, columns] : op.gemm_parts) {
+          const auto pk = gemm_part_kernels(op, columns);
+          p.tp_gemms[i].push_back(
+              {op.name + "." + part, op.role, pk.forward, pk.backward_input, pk.backward_weight});
+        }
+      } else {
+        p.tp_gemms[i].push_back(
+            {op.name, op.role, op.forward, op.backward_input, op.backward_weight});
+      }
+    }
     (op.expert_weights ? p.expert_params : p.dense_params) += op.weight_params;
     p.saved_bytes += op.saved_bytes + op.score_bytes;
   }
   return p;
 }
 
-EndCost plan_end(const std::vector<OpSpec>& ops, const ComputeModel& cm) {
+EndCost plan_end(const std::vector<OpSpec>& ops, const PlanPricing& pricing) {
   EndCost e;
   for (const auto& op : ops) {
-    const bool has_w = !op.backward_weight.empty();
-    add(e.forward, op.forward, cm, op.model_flops, 1.0);
-    add(e.dgrad, op.backward_input, cm, has_w ? op.model_flops : 2 * op.model_flops, 1.0);
-    add(e.wgrad, op.backward_weight, cm, op.model_flops, 1.0);
+    const auto c = price_op(op, pricing);
+    e.forward += c.forward;
+    e.dgrad += c.dgrad;
+    e.wgrad += c.wgrad;
     e.params += op.weight_params;
   }
   return e;

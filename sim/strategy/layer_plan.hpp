@@ -7,6 +7,7 @@
 
 #include "compute/compute_model.hpp"
 #include "model/op_catalogue.hpp"
+#include "stack/stack.hpp"
 
 namespace meshsim {
 
@@ -17,12 +18,35 @@ inline constexpr std::size_t kSegCount = 7;
 
 struct SegmentCost {
   Time time;
+  // The same kernels while a collective's CTAs hold SMs beside them (interference; = time when
+  // the stack models none).
+  Time interfered;
   double model_flops = 0;     // MFU convention
   double hardware_flops = 0;  // what the kernels execute
+};
+SegmentCost& operator+=(SegmentCost& a, const SegmentCost& b);
+
+// The GEMMs of a segment that tensor-parallel overlap pipelines with its collective, with their
+// kernels (GEMM parts expanded when the stack runs them separately).
+struct TpGemm {
+  std::string name;
+  TpRole role = TpRole::replicated;
+  Kernel forward, backward_input, backward_weight;
+};
+
+// How kernels are priced: the compute model, the stack's kernels, and (interference) the same
+// GPU with the SMs a concurrent NCCL collective takes.
+struct PlanPricing {
+  const ComputeModel& cm;
+  const Stack& stack;
+  const ComputeModel* interfered = nullptr;  // null: no interference
+  std::vector<std::string> recompute_ops;    // a selective policy's ops
 };
 
 struct LayerPlan {
   std::array<SegmentCost, kSegCount> forward, dgrad, wgrad;
+  std::array<std::vector<TpGemm>, kSegCount> tp_gemms;  // column- and row-parallel GEMMs
+  SegmentCost recompute;  // the selective policy's ops, re-run before the layer's backward
   double dense_params = 0, expert_params = 0;  // on this rank
   double saved_bytes = 0;
   bool moe = false;
@@ -32,8 +56,14 @@ struct LayerPlan {
 // Segment of a catalogue op, by its name.
 Seg segment_of(const OpSpec& op);
 
+// One op's kernels as the stack runs them (GEMM parts, eager kernel splits).
+struct OpKernelCost {
+  SegmentCost forward, dgrad, wgrad;
+};
+OpKernelCost price_op(const OpSpec& op, const PlanPricing& pricing, double slowdown = 1.0);
+
 // `expert_slowdown` multiplies the expert GEMMs (token imbalance: the busiest EP rank).
-LayerPlan plan_layer(const std::vector<OpSpec>& ops, const ComputeModel& cm, bool moe,
+LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing, bool moe,
                      bool shared_experts, double expert_slowdown);
 
 // Sum of an op list's kernels: the embedding and head ends.
@@ -41,6 +71,6 @@ struct EndCost {
   SegmentCost forward, dgrad, wgrad;
   double params = 0;
 };
-EndCost plan_end(const std::vector<OpSpec>& ops, const ComputeModel& cm);
+EndCost plan_end(const std::vector<OpSpec>& ops, const PlanPricing& pricing);
 
 }  // namespace meshsim

@@ -20,6 +20,10 @@ struct TraceOpInfo {
   double model_flops = 0;             // MFU convention
   double hardware_flops = 0;
   bool recompute = false;
+  // Interference (engine/replay.hpp): a compute op runs `slowdown` times longer while a
+  // collective that holds SMs is in flight on its GPU; a comm op on copy engines holds none.
+  float slowdown = 1.0F;
+  bool holds_sms = true;
 };
 
 struct Trace {

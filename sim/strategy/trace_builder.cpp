@@ -50,6 +50,18 @@ std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chun
   return out;
 }
 
+bool tp_overlap_active(const StrategyOptions& options, const ParallelConfig& config) {
+  const auto& ov = options.stack.tp_overlap;
+  return config.sp && config.mesh.tp > 1 && ov.method != TpOverlapMethod::none &&
+         options.tp_overlap.value_or(ov.on);
+}
+
+double stack_bucket_bytes(const Stack& stack, std::int64_t dp, DType dtype) {
+  const auto& d = stack.data_parallel;
+  return std::max(d.bucket_min_params, d.bucket_params_per_rank * static_cast<double>(dp)) *
+         stack.grad_reduce_bytes(dtype);
+}
+
 namespace {
 
 std::string_view op_name(CollectiveOp op) {
@@ -113,7 +125,22 @@ class Builder {
     std::uint64_t slot = 0;
   };
 
+  // Which GEMMs of a segment pipeline with a TP collective: `ag_role` GEMMs consume an
+  // all-gather before them, `rs_role` GEMMs produce a reduce-scatter after them, `bulk_wgrad`:
+  // the column-parallel wgrad runs beside the reduce-scatter of the dgrad output.
+  struct Overlap {
+    int pass = 0;  // 0 forward, 1 dgrad
+    std::optional<TpRole> ag_role, rs_role;
+    bool bulk_wgrad = false;
+  };
   void compute_costs();
+  Time gemm_time(const Kernel& k, std::int64_t chunks, const ComputeModel* fewer_sms) const;
+  Time gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass, std::int64_t chunks,
+                  const ComputeModel* fewer_sms) const;
+  OpId fixed_compute(RankState& rs, const std::string& name, Time t);
+  void overlapped_segment(RankState& rs, const std::string& name, const SegmentCost& seg,
+                          const std::vector<TpGemm>& gemms, const Overlap& o, bool recompute,
+                          std::uint64_t inst);
   bool emit(RankState& rs, const PipelineAction& a);
   OpId compute(RankState& rs, const std::string& name, const SegmentCost& c, bool recompute);
   OpId comm(RankState& rs, StreamId s, const std::string& name, GroupKind g, CollectiveOp op,
@@ -164,13 +191,31 @@ class Builder {
   Costs costs_;
   std::vector<std::int64_t> chunk_layers_, chunk_first_;
   std::int64_t microbatches_ = 1;
-  bool sp_ = false, zb_ = false;
+  bool sp_ = false, zb_ = false, overlap_ = false;
+  double grad_bytes_ = 2, bucket_bytes_ = 0;
+  double rs_slow_ = 1.0;  // the straggler factor of the rank being built
+  // The GPU with a collective's SMs taken: a plain NCCL collective (interference), userbuffers'
+  // pipelined reduce-scatter, the bulk overlaps.
+  std::optional<ComputeModel> cm_nccl_, cm_rs_, cm_bulk_;
   Trace trace_;
   std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t, int>, OpId> sends_;
 };
 
 void Builder::compute_costs() {
   const Sharding sh{mesh_.tp, cfg_.sp, mesh_.cp, mesh_.ep};
+  const auto& st = opt_.stack;
+  const auto& gpu = cm_.gpu();
+  if (st.interference.on && st.interference.nccl_sms > 0)
+    cm_nccl_.emplace(gpu_with_sms_taken(gpu, st.interference.nccl_sms), cm_.profile());
+  const auto& ov = st.tp_overlap;
+  overlap_ = tp_overlap_active(opt_, cfg_);
+  if (overlap_) {
+    if (ov.rs_sms > 0) cm_rs_.emplace(gpu_with_sms_taken(gpu, ov.rs_sms), cm_.profile());
+    if (ov.bulk_sms > 0) cm_bulk_.emplace(gpu_with_sms_taken(gpu, ov.bulk_sms), cm_.profile());
+  }
+  grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
+  bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));
+  const PlanPricing pricing{cm_, st, cm_nccl_ ? &*cm_nccl_ : nullptr, cfg_.recompute_ops};
   const LayerShape shape{.micro_batch = job_.micro_batch,
                          .seq = job_.seq,
                          .dtype = job_.dtype,
@@ -178,11 +223,12 @@ void Builder::compute_costs() {
   const double slowdown = 1.0 + opt_.expert_imbalance;
   const bool shared = m_.moe && m_.moe->shared_experts > 0;
   if (!m_.moe || m_.moe->first_dense_layers > 0)
-    costs_.dense = plan_layer(layer_ops(m_, 0, shape, sh), cm_, false, false, 1.0);
+    costs_.dense = plan_layer(layer_ops(m_, 0, shape, sh), pricing, false, false, 1.0);
   if (m_.moe)
-    costs_.moe = plan_layer(layer_ops(m_, m_.layers - 1, shape, sh), cm_, true, shared, slowdown);
-  costs_.embedding = plan_end(embedding_ops(m_, shape, sh), cm_);
-  costs_.head = plan_end(head_ops(m_, shape, sh), cm_);
+    costs_.moe =
+        plan_layer(layer_ops(m_, m_.layers - 1, shape, sh), pricing, true, shared, slowdown);
+  costs_.embedding = plan_end(embedding_ops(m_, shape, sh), pricing);
+  costs_.head = plan_end(head_ops(m_, shape, sh), pricing);
   const double tokens =
       static_cast<double>(job_.micro_batch * job_.seq) / static_cast<double>(mesh_.cp);
   const double h = static_cast<double>(m_.hidden);
@@ -208,9 +254,120 @@ OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost&
   info.model_flops = c.model_flops;
   info.hardware_flops = c.hardware_flops;
   info.recompute = recompute;
+  if (cm_nccl_ && c.time > Time::zero())
+    info.slowdown = static_cast<float>(c.interfered.seconds() / c.time.seconds());
   trace_.info.push_back(info);
   rs.last_compute = id;
   return id;
+}
+
+Time Builder::gemm_time(const Kernel& k, std::int64_t chunks, const ComputeModel* fewer_sms) const {
+  Kernel c = k;
+  if (chunks > 1) {
+    c = gemm_kernel({(k.gemm.m + chunks - 1) / chunks, k.gemm.n, k.gemm.k, k.gemm.batch}, k.dtype);
+  }
+  double t = cm_.seconds(c) * rs_slow_;
+  if (fewer_sms) {
+    const double alone = cm_.model_seconds(c);
+    if (alone > 0) t *= std::max(1.0, fewer_sms->model_seconds(c) / alone);
+  }
+  return Time::from_seconds_ceil(t);
+}
+
+Time Builder::gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass,
+                         std::int64_t chunks, const ComputeModel* fewer_sms) const {
+  Time t;
+  for (const auto& g : gemms) {
+    if (g.role != role) continue;
+    const Kernel& k = pass == 0 ? g.forward : pass == 1 ? g.backward_input : g.backward_weight;
+    if (!k.empty()) t += gemm_time(k, chunks, fewer_sms);
+  }
+  return t;
+}
+
+OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t) {
+  SegmentCost c;
+  c.time = t;
+  c.interfered = t;  // priced with the SMs its own collective takes
+  const double saved = rs.slow;
+  rs.slow = 1.0;  // gemm_time applied the straggler factor already
+  const auto id = compute(rs, name, c, false);
+  rs.slow = saved;
+  return id;
+}
+
+void Builder::overlapped_segment(RankState& rs, const std::string& name, const SegmentCost& seg,
+                                 const std::vector<TpGemm>& gemms, const Overlap& o, bool recompute,
+                                 std::uint64_t inst) {
+  const auto& ov = opt_.stack.tp_overlap;
+  const auto group = pl_.group(rs.rank, GroupKind::tp);
+  const std::int64_t t = mesh_.tp;
+  rs_slow_ = rs.slow;
+  Time used;
+  // All-gather before: a ring exchange of t chunks; GEMM chunk j runs on the chunk that has
+  // arrived while chunk j + 1 travels (TE ring exchange; async TP's pipelined all-gather). The
+  // first chunk is local, so only what a chunk GEMM cannot cover stays exposed.
+  if (o.ag_role) {
+    std::vector<OpId> deps;
+    if (rs.last_compute) deps.push_back(*rs.last_compute);
+    auto pending = std::move(rs.pending);
+    rs.pending.clear();
+    std::vector<OpId> steps;
+    for (std::int64_t j = 1; j < t; ++j) {
+      steps.push_back(comm(rs, rs.tp, name + ".ag" + std::to_string(j), GroupKind::tp,
+                           CollectiveOp::all_gather, group, costs_.tp_bytes,
+                           j == 1 ? deps : std::vector<OpId>{},
+                           inst + static_cast<std::uint64_t>(j), CollectiveAlgo::ring,
+                           1.0 / static_cast<double>(t - 1)));
+      trace_.info.back().holds_sms = ov.ag_sms > 0;
+    }
+    rs.pending = std::move(pending);
+    const Time chunk = gemms_time(gemms, *o.ag_role, o.pass, t, nullptr);
+    for (std::int64_t j = 0; j < t; ++j) {
+      if (j > 0) rs.pending.push_back(steps[static_cast<std::size_t>(j - 1)]);
+      fixed_compute(rs, name + ".agemm" + std::to_string(j), chunk);
+    }
+    used += gemms_time(gemms, *o.ag_role, o.pass, 1, nullptr);
+  }
+  const Time producers = o.rs_role ? gemms_time(gemms, *o.rs_role, o.pass, 1, nullptr) : Time{};
+  const Time bulk =
+      o.bulk_wgrad ? gemms_time(gemms, TpRole::column_parallel, 2, 1, nullptr) : Time{};
+  used += producers + bulk;
+  // The segment's other kernels (norms, RoPE, activation, the GEMMs not overlapped), with the
+  // segment's FLOPs.
+  SegmentCost rest = seg;
+  const Time whole = Time::from_seconds_ceil(seg.time.seconds() * rs.slow);
+  const Time left = whole > used ? whole - used : Time::zero();
+  const double scale = seg.time > Time::zero() ? left.seconds() / whole.seconds() : 0.0;
+  rest.time = Time::from_seconds_ceil(seg.time.seconds() * scale);
+  rest.interfered = Time::from_seconds_ceil(seg.interfered.seconds() * scale);
+  compute(rs, name, rest, recompute);
+  if (o.rs_role) {
+    // Reduce-scatter after: the GEMM in chunks along M, each chunk's RS overlapping the next
+    // chunk; the last RS is exposed. userbuffers runs the GEMM on SMs − rs_sms.
+    const std::int64_t k = ov.rs_splits > 0 ? ov.rs_splits : t;
+    const Time chunk = gemms_time(gemms, *o.rs_role, o.pass, k, cm_rs_ ? &*cm_rs_ : nullptr);
+    OpId last{};
+    for (std::int64_t i = 0; i < k; ++i) {
+      fixed_compute(rs, name + ".rgemm" + std::to_string(i), chunk);
+      last = comm(rs, rs.tp, name + ".rs" + std::to_string(i), GroupKind::tp,
+                  CollectiveOp::reduce_scatter, group, costs_.tp_bytes / static_cast<double>(k),
+                  {*rs.last_compute}, inst + 100 + static_cast<std::uint64_t>(i));
+      trace_.info.back().holds_sms = ov.rs_sms > 0;
+    }
+    rs.pending.push_back(last);
+  }
+  if (o.bulk_wgrad) {
+    // Bulk: the reduce-scatter of the dgrad output runs beside the whole wgrad GEMM (TE
+    // qkv/fc1 wgrad), which keeps every SM but shares them with the collective's bulk_sms.
+    const auto id = comm(rs, rs.tp, name + ".rs_bulk", GroupKind::tp, CollectiveOp::reduce_scatter,
+                         group, costs_.tp_bytes, {*rs.last_compute}, inst + 200);
+    trace_.info.back().holds_sms = false;  // its SMs are priced into the wgrad below
+    fixed_compute(
+        rs, name + ".wgrad",
+        gemms_time(gemms, TpRole::column_parallel, 2, 1, cm_bulk_ ? &*cm_bulk_ : nullptr));
+    rs.pending.push_back(id);
+  }
 }
 
 OpId Builder::comm(RankState& rs, StreamId s, const std::string& name, GroupKind g, CollectiveOp op,
@@ -277,6 +434,7 @@ void Builder::attention(RankState& rs, const std::string& name, const SegmentCos
   // with the next K/V block's transfer around the ring; each step is one ring all-gather step.
   SegmentCost part = seg;
   part.time = Time::from_seconds_ceil(seg.time.seconds() / cp);
+  part.interfered = Time::from_seconds_ceil(seg.interfered.seconds() / cp);
   part.model_flops /= cp;
   part.hardware_flops /= cp;
   std::vector<OpId> deps;
@@ -326,20 +484,40 @@ void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, 
     rs.pending.push_back(it->second);
     rs.param_gather.erase(it);
   }
+  const auto gemms = [&](Seg s) -> const std::vector<TpGemm>& {
+    return p.tp_gemms[static_cast<std::size_t>(s)];
+  };
   compute(rs, n + ".norm", seg(Seg::norm1), recompute);
-  if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 1);
-  compute(rs, n + ".qkv", seg(Seg::qkv), recompute);
+  if (overlap_) {
+    overlapped_segment(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv),
+                       {0, TpRole::column_parallel, std::nullopt, false}, recompute, inst + 1);
+  } else {
+    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 1);
+    compute(rs, n + ".qkv", seg(Seg::qkv), recompute);
+  }
   attention(rs, n + ".attn", seg(Seg::attn), false, recompute, inst + 2);
-  compute(rs, n + ".out", seg(Seg::out), recompute);
-  tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_out", inst + 3);
+  if (overlap_) {
+    overlapped_segment(rs, n + ".out", seg(Seg::out), gemms(Seg::out),
+                       {0, std::nullopt, TpRole::row_parallel, false}, recompute, inst + 3);
+  } else {
+    compute(rs, n + ".out", seg(Seg::out), recompute);
+    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_out", inst + 3);
+  }
   compute(rs, n + ".mid", seg(Seg::mid), recompute);
   const bool ep_layer = p.moe && mesh_.ep > 1;
   if (ep_layer) ep(rs, n + ".dispatch", inst + 4);
-  if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 5);
-  compute(rs, n + ".mlp", seg(Seg::mlp), recompute);
-  if (ep_layer) ep(rs, n + ".combine", inst + 6);
-  if (p.tp_reduce_after_mlp)
-    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp", inst + 7);
+  if (overlap_ && !p.moe) {
+    overlapped_segment(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp),
+                       {0, TpRole::column_parallel, TpRole::row_parallel, false}, recompute,
+                       inst + 5);
+  } else {
+    if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 5);
+    compute(rs, n + ".mlp", seg(Seg::mlp), recompute);
+    if (ep_layer) ep(rs, n + ".combine", inst + 6);
+    if (p.tp_reduce_after_mlp)
+      tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp",
+         inst + 7);
+  }
   compute(rs, n + ".end", seg(Seg::end), recompute);
   if (!recompute) rs.layer_done.push_back(*rs.last_compute);
 }
@@ -352,32 +530,50 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
   if (cfg_.recompute == Recompute::full) forward_layer(rs, mb, layer, true);
   const auto seg = [&](Seg s) {
     SegmentCost c = p.dgrad[static_cast<std::size_t>(s)];
-    if (!split_w) {
-      const auto& w = p.wgrad[static_cast<std::size_t>(s)];
-      c.time += w.time;
-      c.model_flops += w.model_flops;
-      c.hardware_flops += w.hardware_flops;
-    }
+    if (!split_w) c += p.wgrad[static_cast<std::size_t>(s)];
     return c;
   };
+  const auto gemms = [&](Seg s) -> const std::vector<TpGemm>& {
+    return p.tp_gemms[static_cast<std::size_t>(s)];
+  };
+  // Selective recompute re-runs the policy's ops before the layer's backward (with fused
+  // attention and the default policy there is nothing to re-run: its backward already
+  // recomputes the scores).
+  if (cfg_.recompute == Recompute::selective && p.recompute.time > Time::zero())
+    compute(rs, n + ".recompute", p.recompute, true);
   compute(rs, n + ".end", seg(Seg::end), false);
   const bool ep_layer = p.moe && mesh_.ep > 1;
-  if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1);
-  if (ep_layer) ep(rs, n + ".combine", inst + 2);
-  compute(rs, n + ".mlp", seg(Seg::mlp), false);
-  if (ep_layer) ep(rs, n + ".dispatch", inst + 3);
-  if (p.tp_reduce_after_mlp)
-    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp", inst + 4);
+  if (overlap_ && !p.moe) {
+    // The output gradient's all-gather by ring exchange under the FC2 dgrad; FC1's dgrad output
+    // reduce-scattered beside its wgrad (bulk).
+    overlapped_segment(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp),
+                       {1, TpRole::row_parallel, std::nullopt, !split_w}, false, inst + 1);
+    if (split_w) tp(rs, CollectiveOp::reduce_scatter, n + ".tp_mlp", inst + 4);
+  } else {
+    if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1);
+    if (ep_layer) ep(rs, n + ".combine", inst + 2);
+    compute(rs, n + ".mlp", seg(Seg::mlp), false);
+    if (ep_layer) ep(rs, n + ".dispatch", inst + 3);
+    if (p.tp_reduce_after_mlp)
+      tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp",
+         inst + 4);
+  }
   compute(rs, n + ".mid", seg(Seg::mid), false);
-  if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 5);
-  compute(rs, n + ".out", seg(Seg::out), false);
-  // Selective recompute re-runs the attention core's forward before its backward; with fused
-  // attention there is nothing stored to drop, and its backward already recomputes the scores.
-  if (cfg_.recompute == Recompute::selective && !job_.flash_attention)
-    compute(rs, n + ".attn_recompute", p.forward[static_cast<std::size_t>(Seg::attn)], true);
+  if (overlap_) {
+    overlapped_segment(rs, n + ".out", seg(Seg::out), gemms(Seg::out),
+                       {1, TpRole::row_parallel, std::nullopt, false}, false, inst + 5);
+  } else {
+    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 5);
+    compute(rs, n + ".out", seg(Seg::out), false);
+  }
   attention(rs, n + ".attn", seg(Seg::attn), true, false, inst + 6);
-  compute(rs, n + ".qkv", seg(Seg::qkv), false);
-  tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_qkv", inst + 7);
+  if (overlap_ && !split_w) {
+    overlapped_segment(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv),
+                       {1, std::nullopt, std::nullopt, true}, false, inst + 7);
+  } else {
+    compute(rs, n + ".qkv", seg(Seg::qkv), false);
+    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_qkv", inst + 7);
+  }
   compute(rs, n + ".norm", seg(Seg::norm1), false);
   rs.layer_done.push_back(*rs.last_compute);
 }
@@ -389,11 +585,12 @@ void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, st
   if (!every_mb && !last_mb) return;
   const auto op = cfg_.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
   double dense = 0, expert = 0;
+  // Gradients travel in the stack's reduction dtype (fp32 doubles the bytes of bf16).
   for (std::int64_t l = first; l < first + count; ++l) {
-    dense += plan(l).dense_params * 2;
-    expert += plan(l).expert_params * 2;
+    dense += plan(l).dense_params * grad_bytes_;
+    expert += plan(l).expert_params * grad_bytes_;
   }
-  if (with_ends) dense += end_params(g) * 2;
+  if (with_ends) dense += end_params(g) * grad_bytes_;
   const std::string n = "grads.c" + std::to_string(g) + ".L" + std::to_string(first);
   if (mesh_.dense_replicas() > 1 && dense > 0)
     rs.last_dp = comm(rs, rs.dp, n, GroupKind::dp_cp, op, pl_.group(rs.rank, GroupKind::dp_cp),
@@ -445,13 +642,9 @@ bool Builder::emit(RankState& rs, const PipelineAction& a) {
   if (a.pass == PassKind::weight) {
     SegmentCost w;
     for (std::int64_t l = first; l < first + count; ++l)
-      for (const auto& c : plan(l).wgrad) {
-        w.time += c.time;
-        w.model_flops += c.model_flops;
-        w.hardware_flops += c.hardware_flops;
-      }
-    if (g == 0) w.time += costs_.embedding.wgrad.time;
-    if (g == G - 1) w.time += costs_.head.wgrad.time;
+      for (const auto& c : plan(l).wgrad) w += c;
+    if (g == 0) w += costs_.embedding.wgrad;
+    if (g == G - 1) w += costs_.head.wgrad;
     const auto id = compute(rs, "W" + mbs + ".c" + std::to_string(g), w, false);
     const bool last = rs.last_backward_mb[a.chunk] == a.microbatch;
     if (cfg_.zero >= 3) {
@@ -472,7 +665,7 @@ bool Builder::emit(RankState& rs, const PipelineAction& a) {
     }
   } else {
     SegmentCost h = costs_.head.dgrad;
-    if (!split_w) h.time += costs_.head.wgrad.time;
+    if (!split_w) h += costs_.head.wgrad;
     compute(rs, "B" + mbs + ".head", h, false);
     tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, "B" + mbs + ".head_tp",
        instance(a.microbatch, -2, 1));
@@ -489,8 +682,8 @@ bool Builder::emit(RankState& rs, const PipelineAction& a) {
       reduce_grads(rs, g, l, 1, true, *rs.last_compute, instance(a.microbatch, l, 12), l == first);
       continue;
     }
-    bucket += (plan(l).dense_params + plan(l).expert_params) * 2;
-    if (bucket >= opt_.bucket_bytes || l == first) {
+    bucket += (plan(l).dense_params + plan(l).expert_params) * grad_bytes_;
+    if (bucket >= bucket_bytes_ || l == first) {
       reduce_grads(rs, g, l, bucket_end - l, last, *rs.last_compute, instance(a.microbatch, l, 12),
                    l == first);
       bucket = 0;
@@ -501,7 +694,7 @@ bool Builder::emit(RankState& rs, const PipelineAction& a) {
     if (sp_)
       tp(rs, CollectiveOp::all_gather, "B" + mbs + ".embed_tp", instance(a.microbatch, -1, 1));
     SegmentCost e = costs_.embedding.dgrad;
-    if (!split_w) e.time += costs_.embedding.wgrad.time;
+    if (!split_w) e += costs_.embedding.wgrad;
     compute(rs, "B" + mbs + ".embed", e, false);
   } else {
     const auto dst = rank_at_stage(rs, (g - 1) % mesh_.pp);
@@ -626,8 +819,9 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
     if (rs.next < rs.actions.size())
       throw Error("", "--schedule",
                   "pipeline schedule deadlocks at rank " + std::to_string(rs.rank));
-  // Optimizer step: Adam over this rank's shard, memory-bound: reads gradients (2 B), fp32
-  // master weights and two moments (12 B), writes them back (12 B) and the 16-bit weights (2 B).
+  // Optimizer step: Adam over this rank's shard, memory-bound: the stack's bytes per local
+  // parameter (fused AdamW reads the gradient, fp32 master and two moments, writes them back
+  // and the 16-bit weights: 28 B with 16-bit gradients, 30 with fp32 ones).
   for (auto& rs : states) {
     double params = 0;
     for (std::int64_t k = 0; k < v; ++k) {
@@ -642,7 +836,8 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
     }
     if (rs.last_dp) rs.pending.push_back(*rs.last_dp);
     SegmentCost opt;
-    opt.time = cm_.time(memory_kernel(MemoryClass::optimizer, params * 28.0));
+    opt.time = cm_.time(
+        memory_kernel(MemoryClass::optimizer, params * opt_.stack.optimizer_bytes_per_param));
     const auto id = compute(rs, "optimizer", opt, false);
     trace_.info[id.value].kind = "optimizer";
   }

@@ -10,6 +10,7 @@
 #include "model/model_spec.hpp"
 #include "parallel/parallel_config.hpp"
 #include "parallel/placement.hpp"
+#include "stack/stack.hpp"
 #include "strategy/comm_model.hpp"
 #include "strategy/trace.hpp"
 
@@ -26,9 +27,11 @@ struct TrainingJob {
 enum class CpComm : std::uint8_t { ring, all_gather };
 
 struct StrategyOptions {
-  // PyTorch DDP's bucket_cap_mb default (25 MiB); Megatron-LM's default bucket is 40M elements
-  // (80 MB in bf16), settable here.
-  double bucket_bytes = 25.0 * 1024 * 1024;
+  // The software stack: kernels, TP overlap, interference, gradient dtype and buckets, optimizer.
+  Stack stack = default_stack();
+  std::optional<bool> tp_overlap;  // --tp-overlap: overrides the stack's default
+  // Gradient bucket bytes; unset: the stack's bucket (Megatron-Core max(40 M, 1 M × DP) params).
+  std::optional<double> bucket_bytes;
   CpComm cp_comm = CpComm::ring;
   // Token imbalance across EP ranks: the busiest rank's experts get (1 + imbalance)× the mean.
   double expert_imbalance = 0;
@@ -47,6 +50,13 @@ std::int64_t microbatches_per_step(const TrainingJob& job, const Mesh& mesh);
 // balancing stages by time and memory). Contiguous chunks minimising the slowest one.
 std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chunks, double layer_s,
                                           double first_extra_s, double last_extra_s);
+
+// Whether TP communication overlap runs: the stack has a method, it is on (by the stack or
+// --tp-overlap), and sequence parallelism is on with tp > 1 (only AG/RS are overlapped).
+bool tp_overlap_active(const StrategyOptions& options, const ParallelConfig& config);
+
+// Gradient bucket bytes of a stack at data-parallel degree `dp` for a `dtype` job.
+double stack_bucket_bytes(const Stack& stack, std::int64_t dp, DType dtype);
 
 // `ranks`: the ranks to simulate (every rank, or one representative per pipeline stage).
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,

@@ -105,6 +105,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
 
   TrainingResult r;
   r.gpus = gpus;
+  r.stack = setup.strategy.stack.name;
+  r.tp_overlap = tp_overlap_active(setup.strategy, cfg);
   const Placement placement(mesh, setup.rank_order);
   // A TP group that spans nodes puts its per-layer collectives on the network: allowed, flagged.
   if (mesh.tp > 1) {
@@ -168,7 +170,17 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   r.microbatches = r.trace.microbatches;
   r.simulated_ranks = ranks.size();
   r.ops = r.trace.graph.op_count();
-  Replay<Simulator> replay(r.trace.graph, sim);
+  std::optional<ReplayInterference> interference;
+  if (setup.strategy.stack.interference.on) {
+    auto& in = interference.emplace();
+    in.slowdown.reserve(r.trace.info.size());
+    in.holds_sms.reserve(r.trace.info.size());
+    for (const auto& info : r.trace.info) {
+      in.slowdown.push_back(info.slowdown);
+      in.holds_sms.push_back(info.comm && info.holds_sms);
+    }
+  }
+  Replay<Simulator> replay(r.trace.graph, sim, nullptr, interference ? &*interference : nullptr);
   r.replay = replay.run();
 
   const Time step = r.replay.makespan;
@@ -184,12 +196,21 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   for (auto rank : ranks) {
     auto b = breakdown_of(r.trace, r.replay, rank, ops_of[rank], step);
     b.stage = placement.coord_of(rank).pp;
+    // Compute time lost to interference: how much longer the compute ops ran than alone.
+    for (const auto i : ops_of[rank]) {
+      const auto& info = r.trace.info[i];
+      if (info.comm || info.slowdown <= 1.0F) continue;
+      const auto& t = r.replay.ops[i];
+      const Time nominal = r.trace.graph.op(OpId{i}).duration;
+      if (t.end - t.start > nominal) b.interference_s += (t.end - t.start - nominal).seconds();
+    }
     r.ranks.push_back(std::move(b));
   }
   const double n = static_cast<double>(r.ranks.size());
   for (const auto& b : r.ranks) {
     r.compute_s += b.compute_s / n;
     r.bubble_s += b.bubble_s / n;
+    r.interference_s += b.interference_s / n;
     for (const auto& [k, v] : b.exposed_s) r.exposed_comm_s[k] += v / n;
     for (const auto& [k, v] : b.exposed_by_op_s) r.exposed_comm_by_op_s[k] += v / n;
     for (const auto& [k, v] : b.comm_bytes) r.comm_bytes_per_gpu[k] += v / n;

@@ -26,6 +26,12 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
     const auto nodes = static_cast<std::int32_t>(r.required("nodes").positive_integer());
     const auto workload = r.required("workload").string();
     TrainingSetup s;
+    // Each case runs on the stack its source used, with that stack's documented settings.
+    const auto stack_ref = r.required("stack");
+    const auto* stack = bundled_stack(stack_ref.string());
+    if (!stack) stack_ref.fail("no bundled stack '" + stack_ref.string() + "'");
+    s.strategy.stack = *stack;
+    s.strategy.tp_overlap = r.required("tp_overlap").boolean();
     const auto mesh = r.required("mesh");
     s.config.mesh = parse_mesh(mesh.string(), path + ":" + mesh.path());
     s.job.seq = r.required("seq").positive_integer();
@@ -37,9 +43,11 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
     s.job.dtype = *dtype;
     s.config.zero = static_cast<std::int32_t>(r.required("zero").integer());
     const auto rc = r.required("recompute");
-    const auto recompute = parse_recompute(rc.string());
-    if (!recompute) rc.fail("expected none, selective or full");
-    s.config.recompute = *recompute;
+    if (!stack->policy(rc.string()))
+      rc.fail("stack '" + stack->name + "' has no recompute policy '" + rc.string() + "'");
+    const auto policy = recompute_policy(*stack, rc.string());
+    s.config.recompute = policy.mode;
+    s.config.recompute_ops = policy.ops;
     s.job.flash_attention = r.required("attention").string() == "flash";
     const auto sched = r.required("schedule");
     s.config.schedule = parse_schedule(sched.string(), path + ":" + sched.path());
@@ -55,13 +63,14 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
     if (!only.empty() && row.name.find(only) == std::string::npos) continue;
     // SC21 predates sequence parallelism (Korthikanti et al. 2022).
     s.config.sp = row.group != "megatron-sc21-a100" && s.config.mesh.tp > 1;
-    s.memory.recipe = default_recipe(s.job.dtype);
+    s.memory.recipe = stack_recipe(*stack, s.job.dtype);
     const auto topo = load_topology(root + "/topologies/" + topo_name, {.nodes = nodes});
     const auto model = load_model(root + "/workloads/models/" + workload);
     const auto res = simulate_training(topo, model, s);
     const double peak = ComputeModel(topo.gpu).peak_flops(s.job.dtype) / 1e12;
     row.simulated = (s.config.recompute == Recompute::full ? res.hfu : res.mfu) * peak;
-    row.detail = fmt::format("{} | {} | {} | {:.2f} | {:.1f}% | {:.2f} / {:.2f} / {:.2f}",
+    row.detail = fmt::format("{} | {} | {} | {} | {:.2f} | {:.1f}% | {:.2f} / {:.2f} / {:.2f}",
+                             stack->name + (*s.strategy.tp_overlap ? " +tp-overlap" : ""),
                              to_string(s.config.mesh), to_string(s.config.schedule),
                              name_of(s.config.recompute), res.step_time_s,
                              100 * res.bubble_fraction, res.exposed_comm_s.at("tp"),

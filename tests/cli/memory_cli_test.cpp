@@ -25,8 +25,8 @@ TEST_CASE("memory: the seed's 70B model state over 64 GPUs") {
   // GB, ZeRO-3 ≈ 17.5 GB per GPU.
   const std::pair<int, double> rows[] = {{0, 1120}, {1, 293.1}, {2, 155.3}, {3, 17.5}};
   for (const auto& [zero, gb] : rows) {
-    const auto j = memory_json("--workload " + model("dense-70b") + " --mesh dp=64 --zero " +
-                               std::to_string(zero));
+    const auto j = memory_json("--stack ideal --workload " + model("dense-70b") +
+                               " --mesh dp=64 --zero " + std::to_string(zero));
     INFO("zero " << zero);
     CHECK(j["model_state_bytes"].get<double>() / 1e9 == doctest::Approx(gb).epsilon(0.001));
     CHECK(j["fits"] == (zero == 3));
@@ -110,7 +110,15 @@ TEST_CASE("memory: bad input gives one error line and exit 2") {
       {"--mesh dp=2 --seq 128 --dtype int4",
        "error: --dtype: 'int4': expected one of fp32, bf16, fp16, fp8\n"},
       {"--mesh dp=2 --seq 128 --recompute some",
-       "error: --recompute: 'some': expected none, selective or full\n"},
+       "error: --recompute: stack 'megatron' has no policy 'some' (its policies: none, selective, "
+       "full)\n"},
+      {"--mesh dp=2 --seq 128 --stack torchtitan --recompute layer",
+       "error: --recompute: stack 'torchtitan' has no policy 'layer' (its policies: none, op, "
+       "full)\n"},
+      {"--mesh dp=2 --seq 128 --stack nemo",
+       "error: nemo: is neither a bundled stack (deepspeed, ideal, megatron, torchtitan, "
+       "torchtitan-compile) nor a stack file that exists\n"},
+      {"--mesh dp=2 --seq 128 --tp-overlap maybe", "error: --tp-overlap: "},
       {"--mesh dp=2 --seq 128 --gpu V100", "error: --gpu: unknown GPU 'V100' (known: "},
       {"--mesh dp=2 --mode serve --context 10",
        "error: --mesh: a serving replica is tp=..,pp=.. "

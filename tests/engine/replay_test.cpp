@@ -92,3 +92,49 @@ TEST_CASE("dependencies must point to earlier ops") {
   auto s = g.add_stream(0, StreamKind::compute);
   CHECK_THROWS_AS(g.add_op(s, "self", Time::ns(1), {OpId{0}}), std::logic_error);
 }
+
+TEST_CASE("interference: a compute op slows while a collective that holds SMs runs beside it") {
+  // compute: k, 10 µs of work, slowdown 2 while comm runs; comm: c, 4 µs from t = 0 (holds SMs).
+  // 0..4 µs: k at half rate does 2 µs of work; 4..12 µs: the 8 µs left at full rate → ends at 12.
+  OpGraph g;
+  auto cs = g.add_stream(0, StreamKind::compute);
+  auto ts = g.add_stream(0, StreamKind::tp);
+  auto other = g.add_stream(1, StreamKind::compute);  // another rank: not slowed
+  auto k = g.add_op(cs, "k", Time::us(10));
+  auto c = g.add_op(ts, "c", Time::us(4));
+  auto o = g.add_op(other, "o", Time::us(10));
+  ReplayInterference in;
+  in.slowdown = {2.0F, 1.0F, 2.0F};
+  in.holds_sms = {false, true, false};
+  Simulator sim;
+  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  CHECK(r.ops[c.value].end == Time::us(4));
+  CHECK(r.ops[k.value].end == Time::us(12));
+  CHECK(r.ops[o.value].end == Time::us(10));
+
+  // A collective on copy engines (holds no SMs) slows nothing.
+  in.holds_sms = {false, false, false};
+  Simulator sim2;
+  auto r2 = Replay<Simulator>(g, sim2, nullptr, &in).run();
+  CHECK(r2.ops[k.value].end == Time::us(10));
+}
+
+TEST_CASE("interference: a collective starting mid-kernel slows only the overlapped part") {
+  // k: 10 µs; c waits for d (3 µs on another comm stream of the same rank, holding no SMs) and
+  // runs 3..5 µs holding SMs; slowdown 1.5: 0..3 full (3 done), 3..5 at 2/3 (4/3 done),
+  // then 10 − 3 − 4/3 = 17/3 µs at full → ends at 5 + 17/3 = 32/3 µs.
+  OpGraph g;
+  auto cs = g.add_stream(0, StreamKind::compute);
+  auto ps = g.add_stream(0, StreamKind::pp);
+  auto ts = g.add_stream(0, StreamKind::tp);
+  auto k = g.add_op(cs, "k", Time::us(10));
+  auto d = g.add_op(ps, "d", Time::us(3));
+  auto c = g.add_op(ts, "c", Time::us(2), {d});
+  ReplayInterference in;
+  in.slowdown = {1.5F, 1.0F, 1.0F};
+  in.holds_sms = {false, false, true};
+  Simulator sim;
+  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  CHECK(r.ops[c.value].start == Time::us(3));
+  CHECK(r.ops[k.value].end.seconds() == doctest::Approx(32.0 / 3.0 * 1e-6).epsilon(1e-9));
+}

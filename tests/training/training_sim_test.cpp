@@ -27,9 +27,13 @@ class FreeComm : public CommModel {
   }
 };
 
+// The seed checks and the engine tests run the ideal stack (the seed articles' arithmetic: 16-bit
+// gradients, one fused kernel per op, no interference); the stack tests say which they run.
 TrainingSetup setup(const std::string& mesh, std::int64_t seq, std::int64_t gbs,
-                    std::int32_t zero = 0) {
+                    std::int32_t zero = 0, const std::string& stack = "ideal") {
   TrainingSetup s;
+  s.strategy.stack = *bundled_stack(stack);
+  s.memory.recipe = stack_recipe(s.strategy.stack, DType::bf16);
   s.job = {seq, gbs, 1, DType::bf16, true};
   s.config.mesh = parse_mesh(mesh, "--mesh");
   s.config.sp = s.config.mesh.tp > 1;
@@ -57,6 +61,7 @@ TEST_CASE("seed: GPipe idle fraction of the forward schedule, from the simulated
     const Placement pl(cfg.mesh);
     FreeComm comm;
     StrategyOptions opt;
+    opt.stack = *bundled_stack("ideal");
     opt.chunk_layers = {8, 8, 8, 8};
     const TrainingJob job{2048, micro, 1, DType::bf16, true};
     auto trace = build_trace(m, job, cfg, pl, cm, comm, opt, {0, 1, 2, 3});
@@ -205,4 +210,81 @@ TEST_CASE("invalid meshes get one precise error") {
   CHECK_THROWS_WITH_AS(simulate_training(topo, m, s),
                        "--stage-layers: gives 2 stages; the mesh has 1 (pp × virtual stages)",
                        Error);
+}
+
+namespace {
+
+// Every collective takes its bytes over 100 GB/s (a ring-exchange step its fraction of that):
+// times that can be derived by hand.
+class BandwidthComm : public CommModel {
+ public:
+  OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
+           std::vector<OpId> deps) override {
+    return g.add_op(s, std::move(name), Time::from_seconds_ceil(r.call.bytes * r.fraction / 100e9),
+                    std::move(deps));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("TP overlap: the all-gather and reduce-scatter hide behind their GEMMs' chunks") {
+  const auto m = bundled("llama3.1-8b");
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const ComputeModel cm(topo.gpu);
+  ParallelConfig cfg;
+  cfg.mesh = parse_mesh("dp=4,tp=2", "--mesh");
+  cfg.sp = true;
+  const Placement pl(cfg.mesh);
+  BandwidthComm comm;
+  StrategyOptions opt;  // megatron: userbuffers, RS in 4 splits on 132 − 24 SMs
+  opt.tp_overlap = true;
+  const TrainingJob job{4096, 4, 1, DType::bf16, true};
+  auto trace = build_trace(m, job, cfg, pl, cm, comm, opt, {0});
+  Simulator sim;
+  const auto r = Replay<Simulator>(trace.graph, sim).run();
+  auto at = [&](const std::string& name) {
+    for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i)
+      if (trace.graph.op(OpId{i}).name == name) return r.ops[i];
+    FAIL("no op " << name);
+    return OpTiming{};
+  };
+  // The TP buffer is 4096 tokens × 4096 × 2 B = 32 MiB; the ring exchange's one step (t = 2)
+  // moves it in 32 MiB / 100 GB/s = 335.5 µs, beside the local chunk's GEMM.
+  const double step = 4096.0 * 4096 * 2 / 100e9;
+  const auto ag = at("F0.L0.qkv.ag1"), g0 = at("F0.L0.qkv.agemm0"), g1 = at("F0.L0.qkv.agemm1");
+  CHECK(ag.start == g0.start);  // both start when the norm ends
+  CHECK((ag.end - ag.start).seconds() == doctest::Approx(step).epsilon(1e-6));
+  // The second chunk's GEMM waits for whichever ends last: exposed = max(0, step − chunk GEMM).
+  CHECK(g1.start == std::max(g0.end, ag.end));
+  const double chunk = (g0.end - g0.start).seconds();
+  CHECK((g1.start - g0.end).seconds() ==
+        doctest::Approx(std::max(0.0, step - chunk)).epsilon(1e-6));
+  // Reduce-scatter after out_proj in 4 chunks: only the last chunk's RS (32 MiB / 4 over
+  // 100 GB/s) is left after the last GEMM chunk, if each GEMM chunk covers the RS before it.
+  const auto rs2 = at("F0.L0.out.rs2"), rs3 = at("F0.L0.out.rs3"), last = at("F0.L0.out.rgemm3"),
+             mid = at("F0.L0.mid");
+  CHECK(rs3.start == std::max(last.end, rs2.end));  // chunk 3's RS after its GEMM and RS 2
+  CHECK((rs3.end - rs3.start).seconds() == doctest::Approx(step / 4).epsilon(1e-6));
+  CHECK(mid.start == rs3.end);
+  // Without overlap the whole all-gather is exposed before one GEMM.
+  opt.tp_overlap = false;
+  auto plain = build_trace(m, job, cfg, pl, cm, comm, opt, {0});
+  Simulator sim2;
+  const auto r2 = Replay<Simulator>(plain.graph, sim2).run();
+  CHECK(r2.makespan > r.makespan);
+}
+
+TEST_CASE("stacks: gradients travel in the stack's dtype; interference is reported") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  auto ideal = setup("dp=8", 4096, 8, 0, "ideal");
+  auto mg = setup("dp=8", 4096, 8, 0, "megatron");
+  const auto a = simulate_training(topo, m, ideal), b = simulate_training(topo, m, mg);
+  // Megatron reduces bf16 gradients in fp32: twice the ideal stack's 2·(7/8)·2 bytes·Ψ.
+  CHECK(b.comm_bytes_per_gpu.at("dp") == doctest::Approx(2.0 * 7 / 8 * 4 * 8.030261248e9));
+  CHECK(b.comm_bytes_per_gpu.at("dp") == doctest::Approx(2 * a.comm_bytes_per_gpu.at("dp")));
+  CHECK(b.stack == "megatron");
+  CHECK(a.interference_s == 0);  // ideal: off
+  CHECK(b.interference_s > 0);   // the gradient all-reduces run beside backward GEMMs
+  CHECK(b.interference_s < b.compute_s);
 }

@@ -91,6 +91,9 @@ Json training_json(const TrainingResult& r) {
   j["mfu"] = r.mfu;
   j["hfu"] = r.hfu;
   j["compute_s"] = r.compute_s;
+  j["interference_s"] = r.interference_s;
+  j["stack"] = r.stack;
+  j["tp_overlap"] = r.tp_overlap;
   j["bubble_s"] = r.bubble_s;
   j["bubble_fraction"] = r.bubble_fraction;
   j["exposed_comm_s"] = map(r.exposed_comm_s);
@@ -131,7 +134,14 @@ void JobArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--mesh", mesh, "dp=..,tp=..,pp=..,cp=..,ep=..")->required();
   cmd->add_option("--zero", zero, "0 DDP, 1, 2, 3 (= FSDP)");
   cmd->add_option("--reshard-after-forward", reshard, "ZeRO-3/FSDP2: on or off");
-  cmd->add_option("--recompute", recompute, "none, selective or full");
+  cmd->add_option("--recompute", recompute,
+                  "The stack's policy (none, selective, full, or the stack's own names such as "
+                  "torchtitan's op); default the stack's");
+  cmd->add_option("--stack", stack,
+                  "Software stack: megatron (default), torchtitan, torchtitan-compile, deepspeed, "
+                  "ideal, or a stack file (workloads/stacks/*.json)");
+  cmd->add_option("--tp-overlap", tp_overlap,
+                  "TP communication overlap on or off (default: the stack's; needs SP)");
   cmd->add_option("--seq", seq, "Sequence length (tokens)");
   cmd->add_option("--gbs", gbs, "Global batch (sequences); default dp × mbs");
   cmd->add_option("--mbs", mbs, "Micro-batch (sequences); default 1");
@@ -151,9 +161,12 @@ JobArgs::Resolved JobArgs::resolve() const {
   cfg.zero = zero;
   cfg.sp = sp.empty() ? cfg.mesh.tp > 1 : on_off(sp, "--sp");
   cfg.reshard_after_forward = on_off(reshard, "--reshard-after-forward");
-  const auto rc = parse_recompute(recompute);
-  if (!rc) throw Error("", "--recompute", "'" + recompute + "': expected none, selective or full");
-  cfg.recompute = *rc;
+  r.stack = resolve_stack(stack);
+  if (!tp_overlap.empty()) r.tp_overlap = on_off(tp_overlap, "--tp-overlap");
+  const auto policy =
+      recompute_policy(r.stack, recompute.empty() ? r.stack.default_recompute : recompute);
+  cfg.recompute = policy.mode;
+  cfg.recompute_ops = policy.ops;
   cfg.schedule = parse_schedule(schedule, "--schedule");
   r.flash_attention = attention == "flash";
   if (!r.flash_attention && attention != "unfused")
@@ -176,7 +189,9 @@ TrainingSetup training_setup(const JobArgs::Resolved& job) {
   TrainingSetup setup;
   setup.job = {job.seq, job.global_batch, job.micro_batch, job.dtype, job.flash_attention};
   setup.config = job.config;
-  setup.memory.recipe = default_recipe(job.dtype);
+  setup.memory.recipe = stack_recipe(job.stack, job.dtype);
+  setup.strategy.stack = job.stack;
+  setup.strategy.tp_overlap = job.tp_overlap;
   return setup;
 }
 

@@ -53,7 +53,8 @@ ResolvedGpu resolve_gpu(const std::string& gpu, const std::string& topology, std
 struct JobArgs {
   std::string workload, mesh;
   std::int32_t zero = 0;
-  std::string recompute = "none", dtype, sp, schedule = "1f1b", attention = "flash", reshard = "on";
+  std::string recompute, dtype, sp, schedule = "1f1b", attention = "flash", reshard = "on",
+                                    stack = "megatron", tp_overlap;
   std::int64_t seq = 0, gbs = 0, mbs = 0;
 
   void add_to(CLI::App* cmd);
@@ -64,6 +65,8 @@ struct JobArgs {
     std::int64_t seq = 0, global_batch = 0, micro_batch = 1;
     DType dtype = DType::bf16;
     bool flash_attention = true;
+    Stack stack;
+    std::optional<bool> tp_overlap;
   };
   // Loads the workload and applies the flags over the job file's values. The global batch
   // defaults to dp × micro-batch (one micro-batch per replica) when neither gives it.

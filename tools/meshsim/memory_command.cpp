@@ -86,7 +86,7 @@ int run_memory(const MemoryArgs& a) {
           "sequence)",
           kv_token / 1e6, kv_token * static_cast<double>(job.context) / 1e9);
   } else {
-    opt.recipe = default_recipe(dtype);
+    opt.recipe = stack_recipe(job_flags.stack, dtype);
     opt.flash_attention = job_flags.flash_attention;
     TrainingMemoryJob job;
     job.dtype = dtype;

@@ -14,7 +14,8 @@ namespace meshsim::cli {
 namespace {
 
 struct OpsArgs {
-  std::string workload, gpu, topology, dtype = "bf16", pass = "forward", calibration;
+  std::string workload, gpu, topology, dtype = "bf16", pass = "forward", calibration,
+                                       stack = "megatron";
   std::int32_t nodes = 0;
   std::int64_t tokens = 0, tp = 1, context = 0, decode = 0, layer = -1;
   bool json = false;
@@ -39,6 +40,8 @@ int run_ops(const OpsArgs& a) {
   q.context = a.context;
   q.decode = a.decode;
   q.layer = a.layer;
+  const Stack stack = resolve_stack(a.stack);
+  q.stack = &stack;
   const auto report = ops_report(workload.model, cm, q);
   if (a.json)
     std::cout << to_json(report).dump(2) << "\n";
@@ -67,6 +70,9 @@ Runner add_ops_command(CLI::App& app) {
                   "Attention as one decode step of B sequences of --context tokens each");
   cmd->add_option("--layer", a->layer, "Layer index (default: first, or first MoE layer)");
   cmd->add_option("--calibration", a->calibration, "Calibration profile (JSON)");
+  cmd->add_option("--stack", a->stack,
+                  "Software stack whose kernels are listed (default megatron; ideal: the "
+                  "catalogue's fused kernels)");
   cmd->add_flag("--json", a->json, "Print one JSON document");
   return [a] { return run_ops(*a); };
 }

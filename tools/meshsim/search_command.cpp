@@ -26,7 +26,7 @@ namespace {
 struct SearchArgs {
   ClusterArgs cluster;
   std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep, report,
-                               scaling = "strong", calibration;
+                               scaling = "strong", calibration, stack = "megatron", tp_overlap;
   std::int64_t seq = 0, gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
   bool allow_tp_across_nodes = false;
@@ -110,7 +110,8 @@ Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
             {"zero", c.config.zero},
             {"schedule", to_string(c.config.schedule)},
             {"mbs", c.micro_batch},
-            {"recompute", name_of(c.config.recompute)}};
+            {"recompute", name_of(c.config.recompute)},
+            {"stack", e.result.stack.empty() ? c.stack : e.result.stack}};
   if (!e.error.empty()) {
     j["error"] = e.error;
     return j;
@@ -206,7 +207,22 @@ int run_search_command(const SearchArgs& a) {
                 "'" + a.emit + "': expected megatron, torchtitan, accelerate or torchrun");
   SearchOptions opt;
   opt.threads = a.threads;
-  opt.memory.recipe = default_recipe(job.dtype);
+  {
+    // One stack, or several to compare (every layout on each).
+    std::vector<std::string> names;
+    for (std::size_t pos = 0;;) {
+      const auto comma = a.stack.find(',', pos);
+      names.push_back(
+          a.stack.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    for (const auto& n : names) opt.stacks.push_back(resolve_stack(n));
+    opt.strategy.stack = opt.stacks.front();
+    if (opt.stacks.size() == 1) opt.stacks.clear();
+    if (!a.tp_overlap.empty()) opt.strategy.tp_overlap = on_off(a.tp_overlap, "--tp-overlap");
+  }
+  opt.memory.recipe = stack_recipe(opt.strategy.stack, job.dtype);
   if (!a.sweep.empty()) return run_sweep(a, model, job, space, opt);
 
   auto topo = a.cluster.load();
@@ -231,15 +247,20 @@ int run_search_command(const SearchArgs& a) {
                 << (done == total ? "\n" : "") << std::flush;
     };
   SearchResult r;
-  r.enumeration =
-      enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, opt.memory);
+  r.enumeration = enumerate_search(topo, model, job, space, opt);
   r.results = evaluate_distributed(world.w, topo, model, job, r.enumeration.kept, opt);
   if (world.w.rank != 0) return 0;
   rank_results(r.results);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string heuristic_why;
-  const auto heuristic =
+  auto heuristic =
       seed_heuristic(model, job, gpus, topo.gpus_per_node(), topo.gpu, opt.memory, &heuristic_why);
+  if (!opt.stacks.empty()) heuristic.stack = opt.strategy.stack.name;
+  for (const auto& p : opt.strategy.stack.recompute)
+    if (heuristic.config.recompute != Recompute::none && p.mode == heuristic.config.recompute) {
+      heuristic.config.recompute_ops = p.ops;
+      break;
+    }
   std::size_t heuristic_rank = 0;
   for (std::size_t i = 0; i < r.results.size(); ++i)
     if (r.results[i].error.empty() && r.results[i].candidate.label() == heuristic.label())
@@ -248,6 +269,8 @@ int run_search_command(const SearchArgs& a) {
   if (heuristic_rank == 0) {
     SearchOptions one;
     one.profile = opt.profile;
+    one.strategy = opt.strategy;
+    one.memory = opt.memory;
     auto ev = evaluate_candidates(topo, model, job, {heuristic}, one);
     heuristic_eval = std::move(ev.front());
   }
@@ -298,6 +321,7 @@ int run_search_command(const SearchArgs& a) {
   if (a.cluster.json) {
     Json j;
     j["candidates"] = en.total;
+    j["stack"] = opt.strategy.stack.name;
     Json rej = Json::object();
     for (const auto& [k, v] : en.rejected) rej[k] = v;
     j["rejected"] = rej;
@@ -315,6 +339,10 @@ int run_search_command(const SearchArgs& a) {
                            model.name, std::filesystem::path(a.cluster.topology).stem().string(),
                            gpus, topo.gpu.model, job.seq, job.global_batch, name_of(job.dtype));
   std::cout << "# kernel model: " << ComputeModel(topo.gpu, opt.profile).describe() << "\n";
+  std::string stacks;
+  for (const auto& st : opt.stacks) stacks += (stacks.empty() ? "" : ", ") + st.name;
+  std::cout << (opt.stacks.empty() ? "# stack: " + opt.strategy.stack.name + "\n"
+                                   : "# stacks compared: " + stacks + "\n");
   std::string rejected;
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
   std::cout << fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,
@@ -430,6 +458,9 @@ Runner add_search_command(CLI::App& app) {
     cmd->add_option(flag, *var, "Pin this dimension");
   cmd->add_option("--zero", a->zero, "Pin the ZeRO stage");
   cmd->add_option("--recompute", a->recompute, "Pin recompute: none, selective or full");
+  cmd->add_option("--stack", a->stack,
+                  "Software stack (default megatron), or several to compare: megatron,torchtitan");
+  cmd->add_option("--tp-overlap", a->tp_overlap, "TP communication overlap on or off");
   cmd->add_option("--schedule", a->schedule, "Pin the schedule: 1f1b, interleaved:V, zb, gpipe");
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");
   cmd->add_option("--top", a->top, "Candidates to print (default 10)")->check(positive_count());

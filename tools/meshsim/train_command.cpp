@@ -25,7 +25,7 @@ struct TrainArgs {
   std::string stage_layers, trace, report, degrade_link, rank_order = "tp-cp-dp-pp",
                                                          cp_comm = "ring", straggler, calibration;
   bool full = false;
-  double bucket_mb = 25, expert_imbalance = 0, input_stall_s = 0, storage_GBps = 0, mtbf_hours = 0,
+  double bucket_mb = 0, expert_imbalance = 0, input_stall_s = 0, storage_GBps = 0, mtbf_hours = 0,
          restart_s = -1, checkpoint_interval_s = 0;
 };
 
@@ -65,8 +65,8 @@ int run_train(const TrainArgs& a) {
   setup.rank_order = parse_rank_order(a.rank_order, "--rank-order");
   setup.full = a.full;
   if (!a.stage_layers.empty()) setup.strategy.chunk_layers = parse_layers(a.stage_layers);
-  if (a.bucket_mb <= 0) throw Error("", "--bucket-mb", "must be positive");
-  setup.strategy.bucket_bytes = a.bucket_mb * 1024 * 1024;
+  if (a.bucket_mb < 0) throw Error("", "--bucket-mb", "must be positive");
+  if (a.bucket_mb > 0) setup.strategy.bucket_bytes = a.bucket_mb * 1024 * 1024;
   if (a.cp_comm == "ring")
     setup.strategy.cp_comm = CpComm::ring;
   else if (a.cp_comm == "allgather")
@@ -151,6 +151,9 @@ int run_train(const TrainArgs& a) {
                            std::filesystem::path(a.cluster.topology).stem().string(), r.gpus,
                            topo.gpu.model);
   std::cout << "# kernel model: " << ComputeModel(topo.gpu, setup.profile).describe() << "\n";
+  std::cout << fmt::format("# stack: {} (TP overlap {}, interference {})\n", r.stack,
+                           r.tp_overlap ? "on" : "off",
+                           setup.strategy.stack.interference.on ? "modelled" : "off");
   std::cout << fmt::format(
       "# {}, ZeRO-{}, sp {}, schedule {}, recompute {}; seq {}, global batch {}, micro-batch {} "
       "({} micro-batches per step), {}\n",
@@ -170,6 +173,8 @@ int run_train(const TrainArgs& a) {
       "{:<22}{:.1f}  MFU {:.1f}% (model FLOPs)  HFU {:.1f}% (with recompute)\n",
       "model TFLOP/s/GPU", r.model_tflops_per_gpu, 100 * r.mfu, 100 * r.hfu);
   std::cout << fmt::format("{:<22}{:.4f} s ({})\n", "compute", r.compute_s, pct(r.compute_s, step));
+  if (r.interference_s > 0)
+    std::cout << fmt::format("{:<22}{:.4f} s of it\n", "  slowed by comm", r.interference_s);
   std::cout << fmt::format("{:<22}{:.4f} s ({})\n", "bubble / waiting", r.bubble_s,
                            pct(r.bubble_s, step));
   for (const auto& [g, v] : r.exposed_comm_s)

@@ -1,0 +1,252 @@
+#include "stack/stack.hpp"
+
+#include <filesystem>
+
+#include "core/enum_names.hpp"
+#include "core/error.hpp"
+
+namespace meshsim {
+
+std::string_view name_of(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
+std::optional<Recompute> parse_recompute(std::string_view s) {
+  return parse_by_name<Recompute>(kAllRecompute, s);
+}
+
+std::string_view name_of(TpOverlapMethod m) {
+  switch (m) {
+    case TpOverlapMethod::none:
+      return "none";
+    case TpOverlapMethod::userbuffers:
+      return "userbuffers";
+    case TpOverlapMethod::async_tp:
+      return "async_tp";
+  }
+  return "?";
+}
+
+const RecomputePolicy* Stack::policy(std::string_view n) const {
+  for (const auto& p : recompute)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+const OpKernels* Stack::kernels_of(std::string_view op) const {
+  const auto it = op_kernels.find(op);
+  return it == op_kernels.end() ? nullptr : &it->second;
+}
+
+bool Stack::unfused(std::string_view gemm) const {
+  for (const auto& g : unfused_gemms)
+    if (g == gemm) return true;
+  return false;
+}
+
+namespace {
+
+std::int32_t small_count(const JsonRef& v, std::int64_t lo, std::int64_t hi) {
+  const auto n = v.integer();
+  if (n < lo || n > hi)
+    v.fail("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return static_cast<std::int32_t>(n);
+}
+
+double factor(const JsonRef& v) {
+  const double x = v.positive_number();
+  if (x > 1000) v.fail("must be a factor in (0, 1000]");
+  return x;
+}
+
+std::vector<std::string> strings(const JsonRef& v) {
+  std::vector<std::string> out;
+  for (const auto& e : v.array()) out.push_back(e.string());
+  return out;
+}
+
+template <class E, class Range>
+E enum_value(const JsonRef& v, const Range& all, std::string_view what) {
+  const auto s = v.string();
+  for (E e : all)
+    if (name_of(e) == s) return e;
+  v.fail("unknown " + std::string(what) + " '" + s + "' (known: " + joined_names(all) + ")");
+}
+
+OpKernels read_op_kernels(const JsonRef& ref) {
+  ObjectReader r(ref);
+  OpKernels k;
+  if (auto v = r.optional("forward_kernels")) k.forward_kernels = small_count(*v, 1, 64);
+  if (auto v = r.optional("forward_bytes_factor")) k.forward_bytes_factor = factor(*v);
+  if (auto v = r.optional("backward_kernels")) k.backward_kernels = small_count(*v, 1, 64);
+  if (auto v = r.optional("backward_bytes_factor")) k.backward_bytes_factor = factor(*v);
+  if (auto v = r.optional("kernel_class"))
+    k.kernel_class = enum_value<MemoryClass>(*v, kAllMemoryClasses, "kernel class");
+  r.finish();
+  return k;
+}
+
+TpOverlap read_tp_overlap(const JsonRef& ref) {
+  ObjectReader r(ref);
+  TpOverlap t;
+  t.method =
+      enum_value<TpOverlapMethod>(r.required("method"), kAllTpOverlapMethods, "TP overlap method");
+  t.on = r.required("on").boolean();
+  if (auto v = r.optional("rs_splits")) t.rs_splits = small_count(*v, 0, 64);
+  if (auto v = r.optional("rs_sms")) t.rs_sms = small_count(*v, 0, 256);
+  if (auto v = r.optional("ag_sms")) t.ag_sms = small_count(*v, 0, 256);
+  if (auto v = r.optional("bulk_sms")) t.bulk_sms = small_count(*v, 0, 256);
+  if (t.method == TpOverlapMethod::none && t.on) r.self().fail("'on' is true but method is none");
+  if (t.method == TpOverlapMethod::userbuffers && t.rs_splits < 2)
+    r.self().fail("userbuffers pipelines the reduce-scatter in rs_splits >= 2 chunks");
+  r.finish();
+  return t;
+}
+
+Interference read_interference(const JsonRef& ref) {
+  ObjectReader r(ref);
+  Interference i;
+  i.on = r.required("on").boolean();
+  if (auto v = r.optional("nccl_sms")) i.nccl_sms = small_count(*v, 0, 256);
+  if (auto v = r.optional("hbm_bytes_per_wire_byte")) i.hbm_bytes_per_wire_byte = factor(*v);
+  r.finish();
+  return i;
+}
+
+DataParallel read_data_parallel(const JsonRef& ref) {
+  ObjectReader r(ref);
+  DataParallel d;
+  d.bucket_min_params = r.required("bucket_min_params").positive_number();
+  if (auto v = r.optional("bucket_params_per_rank"))
+    d.bucket_params_per_rank = v->non_negative_number();
+  auto reduce_dtype = [](const JsonRef& v) {
+    const auto t = enum_value<DType>(v, kAllDTypes, "dtype");
+    if (t == DType::fp8) v.fail("gradients are not reduced in fp8");
+    return t;
+  };
+  const auto dt = r.required("grad_reduce_dtype");
+  if (dt.raw().is_object()) {
+    // By training dtype; every training dtype must be named, so none falls to a silent default.
+    ObjectReader by(dt);
+    for (DType t : kAllDTypes) d.grad_reduce_by_dtype[t] = reduce_dtype(by.required(name_of(t)));
+    by.finish();
+  } else {
+    d.grad_reduce_default = reduce_dtype(dt);
+  }
+  r.finish();
+  return d;
+}
+
+StateBytes read_state(const JsonRef& ref) {
+  ObjectReader r(ref);
+  StateBytes s;
+  auto bytes = [&](std::string_view key, double& out) {
+    const auto v = r.required(key);
+    out = v.non_negative_number();
+    if (out > 64) v.fail("more than 64 bytes per parameter");
+  };
+  bytes("weight", s.weight);
+  bytes("grad", s.grad);
+  bytes("master", s.master);
+  bytes("optimizer", s.optimizer);
+  r.finish();
+  return s;
+}
+
+RecomputePolicy read_policy(const JsonRef& ref) {
+  ObjectReader r(ref);
+  RecomputePolicy p;
+  p.name = r.required("name").string();
+  if (p.name.empty()) r.self().fail("a policy needs a name");
+  p.description = r.required("description").string();
+  p.mode = enum_value<Recompute>(r.required("mode"), kAllRecompute, "recompute mode");
+  if (auto v = r.optional("ops")) {
+    if (p.mode != Recompute::selective) v->fail("only a selective policy lists ops");
+    p.ops = strings(*v);
+  }
+  r.finish();
+  return p;
+}
+
+}  // namespace
+
+Stack read_stack(const JsonRef& ref) {
+  ObjectReader r(ref);
+  Stack s;
+  s.file = ref.file();
+  s.name = r.required("name").string();
+  if (s.name.empty()) r.required("name").fail("must not be empty");
+  s.description = r.required("description").string();
+  for (const auto& e : r.required("sources").non_empty_array()) s.sources.push_back(e.string());
+  if (auto k = r.optional("kernels")) {
+    ObjectReader kr(*k);
+    if (auto u = kr.optional("unfused_gemms")) s.unfused_gemms = strings(*u);
+    if (auto ops = kr.optional("ops")) {
+      if (!ops->raw().is_object()) ops->fail("must be an object of catalogue op names");
+      for (const auto& [key, value] : ops->raw().items())
+        s.op_kernels[key] = read_op_kernels(ops->child(key));
+    }
+    kr.finish();
+  }
+  s.tp_overlap = read_tp_overlap(r.required("tp_overlap"));
+  s.interference = read_interference(r.required("interference"));
+  s.data_parallel = read_data_parallel(r.required("data_parallel"));
+  s.state = read_state(r.required("state_bytes_per_param"));
+  {
+    const auto v = r.required("optimizer_bytes_per_param");
+    s.optimizer_bytes_per_param = v.positive_number();
+    if (s.optimizer_bytes_per_param > 256) v.fail("more than 256 bytes per parameter");
+  }
+  const auto policies = r.required("recompute").non_empty_array();
+  for (const auto& p : policies) {
+    auto policy = read_policy(p);
+    if (s.policy(policy.name)) p.child("name").fail("policy '" + policy.name + "' is given twice");
+    s.recompute.push_back(std::move(policy));
+  }
+  const auto def = r.required("default_recompute");
+  s.default_recompute = def.string();
+  if (!s.policy(s.default_recompute))
+    def.fail("names no policy of this stack ('" + s.default_recompute + "')");
+  r.finish();
+  return s;
+}
+
+Stack load_stack(const std::string& path) {
+  const Json doc = load_json_file(path);
+  return read_stack(JsonRef::root(doc, path));
+}
+
+Stack resolve_stack(const std::string& name_or_file) {
+  if (const auto* s = bundled_stack(name_or_file)) return *s;
+  if (!std::filesystem::exists(name_or_file)) {
+    std::string known;
+    for (const auto& n : bundled_stack_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(name_or_file, "",
+                "is neither a bundled stack (" + known + ") nor a stack file that exists");
+  }
+  return load_stack(name_or_file);
+}
+
+RecomputePolicy recompute_policy(const Stack& stack, std::string_view name) {
+  if (const auto* p = stack.policy(name)) return *p;
+  // none / selective / full: the stack's first policy of that mode.
+  if (const auto mode = parse_recompute(name))
+    for (const auto& p : stack.recompute)
+      if (p.mode == *mode) return p;
+  if (name == "none") return RecomputePolicy{"none", "no recomputation", Recompute::none, {}};
+  std::string known;
+  for (const auto& p : stack.recompute) known += (known.empty() ? "" : ", ") + p.name;
+  throw Error("", "--recompute",
+              "stack '" + stack.name + "' has no policy '" + std::string(name) +
+                  "' (its policies: " + known + ")");
+}
+
+}  // namespace meshsim

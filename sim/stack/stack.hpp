@@ -1,0 +1,139 @@
+#pragma once
+// A training software stack as data (workloads/stacks/*.json): how Megatron-Core, torchtitan,
+// DeepSpeed (or an ideal stack) really run a layer. What each bundled stack says, with its
+// sources, is in ../shared/reference/software-stacks.md and the README; the values in the files
+// come from the stacks' code, docs and published microbenchmarks, never from fitting an
+// end-to-end run.
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compute/dtype.hpp"
+#include "compute/kernel.hpp"
+#include "core/json_reader.hpp"
+
+namespace meshsim {
+
+enum class Recompute { none, selective, full };
+inline constexpr std::array kAllRecompute{Recompute::none, Recompute::selective, Recompute::full};
+std::string_view name_of(Recompute r);
+std::optional<Recompute> parse_recompute(std::string_view s);
+
+// How the stack runs one catalogue op that a fused stack runs as one kernel: eager PyTorch's
+// composite RMSNorm is eight kernels moving about ten times the fused kernel's bytes.
+struct OpKernels {
+  std::int32_t forward_kernels = 1;
+  double forward_bytes_factor = 1.0;  // HBM bytes of all the kernels / the fused kernel's
+  std::int32_t backward_kernels = 1;
+  double backward_bytes_factor = 1.0;
+  std::optional<MemoryClass> kernel_class;  // of each unfused kernel; default: the op's class
+};
+
+// Tensor-parallel communication overlap (only with sequence parallelism: the all-gathers and
+// reduce-scatters around the column- and row-parallel GEMMs; a plain TP all-reduce is never
+// overlapped — Transformer Engine issue #746).
+enum class TpOverlapMethod { none, userbuffers, async_tp };
+inline constexpr std::array kAllTpOverlapMethods{
+    TpOverlapMethod::none, TpOverlapMethod::userbuffers, TpOverlapMethod::async_tp};
+std::string_view name_of(TpOverlapMethod m);
+
+struct TpOverlap {
+  TpOverlapMethod method = TpOverlapMethod::none;
+  bool on = false;  // on unless the user says --tp-overlap off
+  // A reduce-scatter after a GEMM: the GEMM split into `rs_splits` chunks along M, the RS of
+  // chunk i overlapping chunk i+1; the last chunk's RS is exposed. Its CTAs take `rs_sms` SMs.
+  // async TP splits into tp chunks instead (rs_splits 0 there).
+  std::int32_t rs_splits = 4;
+  std::int32_t rs_sms = 0;
+  // An all-gather before a GEMM: ring exchange of tp chunks, each GEMM chunk on the chunk that
+  // has arrived; on copy engines (TE ring exchange, symmetric-memory copies): `ag_sms` SMs.
+  std::int32_t ag_sms = 0;
+  // Backward bulk overlaps (TE qkv/fc1 dgrad and wgrad): the collective runs beside the whole
+  // GEMM on `bulk_sms` SMs. 0 with method none.
+  std::int32_t bulk_sms = 0;
+};
+
+// Compute/communication interference: while a collective's kernels run on a GPU they hold SMs
+// and move HBM bytes, so the compute kernels beside them run slower.
+struct Interference {
+  bool on = false;
+  std::int32_t nccl_sms = 0;  // SMs (CTAs) a plain NCCL collective occupies
+  // HBM bytes per byte a collective sends: it reads what it sends and writes what it receives.
+  double hbm_bytes_per_wire_byte = 2.0;
+};
+
+struct DataParallel {
+  // Gradient buckets of max(bucket_min_params, bucket_params_per_rank × dp) parameters
+  // (Megatron-Core: max(40 M, 1 M × DP)).
+  double bucket_min_params = 0;
+  double bucket_params_per_rank = 0;
+  // The dtype gradients are reduced in, by the training dtype (Megatron: fp32 for bf16 runs,
+  // bf16 for its FP8 recipes); a dtype not listed reduces in `grad_reduce_default`.
+  std::map<DType, DType> grad_reduce_by_dtype;
+  DType grad_reduce_default = DType::bf16;
+  DType grad_reduce(DType training) const {
+    const auto it = grad_reduce_by_dtype.find(training);
+    return it == grad_reduce_by_dtype.end() ? grad_reduce_default : it->second;
+  }
+};
+
+// Bytes per parameter of model state (before sharding).
+struct StateBytes {
+  double weight = 2, grad = 2, master = 4, optimizer = 8;
+};
+
+struct RecomputePolicy {
+  std::string name;  // the stack's own name ("selective", "op", "layer", "full")
+  std::string description;
+  Recompute mode = Recompute::none;
+  // selective: catalogue ops (or GEMM parts "qkv_proj.k") whose forward re-runs before the
+  // layer's backward and whose stored tensors are dropped (an attention core keeps its Q, K, V
+  // inputs, as a checkpointed core attention does).
+  std::vector<std::string> ops;
+};
+
+struct Stack {
+  std::string name, file, description;
+  std::vector<std::string> sources;
+  // Catalogue GEMMs the stack runs as one GEMM per part (torchtitan's separate wq, wk, wv and
+  // w1, w3 linears); the rest run fused as the catalogue has them.
+  std::vector<std::string> unfused_gemms;
+  std::map<std::string, OpKernels, std::less<>> op_kernels;  // by catalogue op name
+  TpOverlap tp_overlap;
+  Interference interference;
+  DataParallel data_parallel;
+  StateBytes state;
+  // The optimizer step's HBM bytes per local parameter (fused AdamW: 28–30, derived in
+  // software-stacks.md §3).
+  double optimizer_bytes_per_param = 28;
+  std::vector<RecomputePolicy> recompute;  // the policies the stack offers
+  std::string default_recompute;
+
+  const RecomputePolicy* policy(std::string_view name) const;
+  const OpKernels* kernels_of(std::string_view op) const;
+  bool unfused(std::string_view gemm) const;
+  double grad_reduce_bytes(DType training) const {
+    return bytes_of(data_parallel.grad_reduce(training));
+  }
+};
+
+Stack read_stack(const JsonRef& ref);
+Stack load_stack(const std::string& path);
+
+// The stacks compiled into the library (workloads/stacks/*.json), by name; `default_stack()` is
+// megatron.
+std::vector<std::string> bundled_stack_names();
+const Stack* bundled_stack(std::string_view name);
+const Stack& default_stack();
+// A bundled name, else a file path; an unknown name that is not a file is an Error naming both.
+Stack resolve_stack(const std::string& name_or_file);
+
+// The policy a user's --recompute names (the stack's names, or none/selective/full mapped to the
+// stack's policy of that mode); an Error lists the stack's names.
+RecomputePolicy recompute_policy(const Stack& stack, std::string_view name);
+
+}  // namespace meshsim

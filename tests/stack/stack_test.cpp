@@ -1,0 +1,199 @@
+// The software-stack loader and what each stack changes in the trace and memory: hand-derived
+// numbers from the stacks' files and ../shared/reference/software-stacks.md.
+#include "stack/stack.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "compute/compute_model.hpp"
+#include "json_mutation.hpp"
+#include "memory/memory_model.hpp"
+#include "model/model_loader.hpp"
+#include "model/op_catalogue.hpp"
+#include "strategy/layer_plan.hpp"
+#include "strategy/trace_builder.hpp"
+#include "test_paths.hpp"
+
+using namespace meshsim;
+using meshsim::test::source_path;
+
+namespace {
+
+Stack stack_from(const std::string& text) {
+  return read_stack(JsonRef::root(parse_json_text(text, "s.json"), "s.json"));
+}
+
+const char* kMinimal = R"({"name": "x", "description": "d", "sources": ["s"],
+  "tp_overlap": {"method": "none", "on": false}, "interference": {"on": false},
+  "data_parallel": {"bucket_min_params": 1000, "grad_reduce_dtype": "bf16"},
+  "state_bytes_per_param": {"weight": 2, "grad": 2, "master": 4, "optimizer": 8},
+  "optimizer_bytes_per_param": 28,
+  "recompute": [{"name": "none", "mode": "none", "description": "d"}],
+  "default_recompute": "none"})";
+
+std::string error_of(const std::string& text) {
+  try {
+    stack_from(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+ModelSpec model(const std::string& name) {
+  return load_model(source_path("workloads/models/" + name + ".json"));
+}
+
+}  // namespace
+
+TEST_CASE("every bundled stack loads and names what it assumes") {
+  const std::vector<std::string> names{"deepspeed", "ideal", "megatron", "torchtitan",
+                                       "torchtitan-compile"};
+  CHECK(bundled_stack_names() == names);
+  for (const auto& n : names) {
+    const auto& s = *bundled_stack(n);
+    CHECK(s.name == n);
+    CHECK(!s.sources.empty());
+    CHECK(s.policy(s.default_recompute) != nullptr);
+    // The compiled-in copy is the file.
+    CHECK(load_stack(source_path("workloads/stacks/" + n + ".json")).description == s.description);
+  }
+  CHECK(default_stack().name == "megatron");
+}
+
+TEST_CASE("the stacks' documented gradient dtypes and model-state bytes") {
+  const auto& mg = *bundled_stack("megatron");
+  // Megatron: fp32 for bf16 runs, bf16 for its FP8 recipes, fp16 for fp16 (arguments.py).
+  CHECK(mg.grad_reduce_bytes(DType::bf16) == 4);
+  CHECK(mg.grad_reduce_bytes(DType::fp8) == 2);
+  CHECK(mg.grad_reduce_bytes(DType::fp16) == 2);
+  // dist_optimizer.md: bf16 params + fp32 grads = 6 bytes, + 12 of optimizer state: 18.
+  CHECK(stack_recipe(mg, DType::bf16).per_param() == 18);
+  CHECK(stack_recipe(mg, DType::fp8).per_param() == 19);  // + the fp8 weight copy
+  CHECK(bundled_stack("torchtitan")->grad_reduce_bytes(DType::bf16) == 4);
+  CHECK(bundled_stack("deepspeed")->grad_reduce_bytes(DType::bf16) == 2);
+  CHECK(stack_recipe(*bundled_stack("torchtitan"), DType::bf16).per_param() == 16);
+  // Megatron's bucket: max(40 M, 1 M × DP) parameters in the reduction dtype.
+  CHECK(stack_bucket_bytes(mg, 8, DType::bf16) == 40e6 * 4);
+  CHECK(stack_bucket_bytes(mg, 64, DType::bf16) == 64e6 * 4);
+}
+
+TEST_CASE("the stack loader is strict: one error naming the file and the field") {
+  CHECK(stack_from(kMinimal).name == "x");
+  std::string t = kMinimal;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = t;
+    s.replace(s.find(from), from.size(), to);
+    return error_of(s);
+  };
+  CHECK(with(R"("name": "x",)", R"("name": "x", "colour": 1,)")
+            .starts_with("s.json:/colour: unknown key 'colour'"));
+  CHECK(with(R"("default_recompute": "none")", R"("default_recompute": "op")")
+            .starts_with("s.json:/default_recompute: names no policy"));
+  CHECK(with(R"("method": "none", "on": false)", R"("method": "nccl", "on": false)")
+            .starts_with("s.json:/tp_overlap/method: unknown TP overlap method 'nccl'"));
+  CHECK(with(R"("method": "none", "on": false)", R"("method": "none", "on": true)") ==
+        "s.json:/tp_overlap: 'on' is true but method is none");
+  CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": {"bf16": "fp32"})")
+            .starts_with("s.json:/data_parallel/grad_reduce_dtype: missing required field"));
+  CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": "fp8")") ==
+        "s.json:/data_parallel/grad_reduce_dtype: gradients are not reduced in fp8");
+  CHECK(with(R"("mode": "none", "description": "d")",
+             R"("mode": "none", "description": "d", "ops": ["rope"])") ==
+        "s.json:/recompute/0/ops: only a selective policy lists ops");
+  CHECK(with(R"("optimizer_bytes_per_param": 28)", R"("optimizer_bytes_per_param": -1)")
+            .starts_with("s.json:/optimizer_bytes_per_param: "));
+}
+
+TEST_CASE("recompute names resolve to the stack's policies") {
+  const auto& tt = *bundled_stack("torchtitan");
+  CHECK(recompute_policy(tt, "op").mode == Recompute::selective);
+  CHECK(recompute_policy(tt, "selective").name == "op");  // the stack's selective policy
+  CHECK(recompute_policy(tt, "full").mode == Recompute::full);
+  CHECK_THROWS_WITH(recompute_policy(tt, "layer"),
+                    "--recompute: stack 'torchtitan' has no policy 'layer' (its policies: none, "
+                    "op, full)");
+  CHECK(resolve_stack(source_path("workloads/stacks/deepspeed.json")).name == "deepspeed");
+  CHECK_THROWS_AS(resolve_stack("no-such-stack"), Error);
+}
+
+TEST_CASE("mutants of the bundled stacks load or fail cleanly") {
+  Rng rng(7);
+  for (const auto& n : bundled_stack_names()) {
+    const auto path = source_path("workloads/stacks/" + n + ".json");
+    const Json original = load_json_file(path);
+    int errors = 0;
+    for (int i = 0; i < 200; ++i) {
+      Json doc = original;
+      for (std::uint64_t k = 0, m = 1 + rng.below(3); k < m; ++k) meshsim::test::mutate(doc, rng);
+      try {
+        const auto s = read_stack(JsonRef::root(doc, path));
+        for (auto d : kAllDTypes) CHECK(s.grad_reduce_bytes(d) > 0);
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        CHECK(msg.find('\n') == std::string::npos);
+        CHECK(msg.starts_with(path));
+        ++errors;
+      }
+    }
+    CHECK(errors > 20);
+  }
+}
+
+TEST_CASE("an eager RMSNorm is priced as its kernels") {
+  // torchtitan's composite nn.RMSNorm: 8 elementwise kernels moving 10× the fused kernel's bytes
+  // (fused: read x, write y = 4 B per element; composite: 40, software-stacks.md §1.2/§1.5).
+  const auto m = model("llama3.1-8b");
+  LayerShape shape;
+  shape.seq = 4096;
+  const auto ops = layer_ops(m, 0, shape, {});
+  const OpSpec& norm = ops.front();
+  REQUIRE(norm.name == "input_norm");
+  const double elems = 4096.0 * 4096;
+  CHECK(norm.forward.bytes == 4 * elems);
+  const ComputeModel cm(*find_gpu("H100-SXM5-80GB"));
+  const auto eager = price_op(norm, {cm, *bundled_stack("torchtitan"), nullptr, {}});
+  const double each = cm.seconds(memory_kernel(MemoryClass::elementwise, 40 * elems / 8));
+  CHECK(eager.forward.time.seconds() == doctest::Approx(8 * each).epsilon(1e-6));
+  // Megatron (TE) runs it as the catalogue's one norm kernel.
+  const auto fused = price_op(norm, {cm, *bundled_stack("megatron"), nullptr, {}});
+  CHECK(fused.forward.time.seconds() == doctest::Approx(cm.seconds(norm.forward)).epsilon(1e-6));
+  CHECK(eager.forward.time > fused.forward.time * 3);
+  // torchtitan's separate wq, wk, wv: three GEMMs of N = 4096, 1024, 1024 instead of one 6144.
+  const OpSpec& qkv = ops[1];
+  REQUIRE(qkv.name == "qkv_proj");
+  const auto parts = price_op(qkv, {cm, *bundled_stack("torchtitan"), nullptr, {}});
+  const double sum = cm.seconds(gemm_kernel({4096, 4096, 4096, 1}, DType::bf16)) +
+                     2 * cm.seconds(gemm_kernel({4096, 1024, 4096, 1}, DType::bf16));
+  CHECK(parts.forward.time.seconds() == doctest::Approx(sum).epsilon(1e-6));
+}
+
+TEST_CASE("a GEMM beside a collective is slowed by the SMs its CTAs take") {
+  // One wave: 132 tiles of 128×256 on a 132-SM H100. An all-gather's 24 CTAs leave 108 SMs, so
+  // the throughput share alone costs 132/108 = 1.22×; wave quantization can cost up to 2× (the
+  // NVIDIA forum case of software-stacks.md §2.2).
+  const auto gpu = *find_gpu("H100-SXM5-80GB");
+  REQUIRE(gpu.sm_count == 132);
+  const auto fewer = gpu_with_sms_taken(gpu, 24);
+  CHECK(fewer.sm_count == 108);
+  CHECK(fewer.peak_flops.at("bf16") == doctest::Approx(gpu.peak_flops.at("bf16") * 108 / 132));
+  const ComputeModel cm(gpu), cm_fewer(fewer);
+  const auto k = gemm_kernel({128 * 12, 256 * 11, 8192, 1}, DType::bf16);
+  const double factor = cm_fewer.model_seconds(k) / cm.model_seconds(k);
+  CHECK(factor >= 132.0 / 108.0 - 1e-9);
+  CHECK(factor <= 2.0);
+  // The plan carries it: the segment's interfered time is its time × that factor.
+  OpSpec op;
+  op.name = "g";
+  op.forward = k;
+  const auto c = price_op(op, {cm, *bundled_stack("megatron"), &cm_fewer, {}});
+  CHECK(c.forward.interfered.seconds() ==
+        doctest::Approx(c.forward.time.seconds() * factor).epsilon(1e-6));
+  // Memory-bound kernels keep their time (HBM bandwidth is not an SM share).
+  OpSpec add;
+  add.name = "attention_residual";
+  add.forward = memory_kernel(MemoryClass::elementwise, 1e8);
+  const auto a = price_op(add, {cm, *bundled_stack("megatron"), &cm_fewer, {}});
+  CHECK(a.forward.interfered == a.forward.time);
+}

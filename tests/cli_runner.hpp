@@ -1,11 +1,13 @@
 #pragma once
 // Runs the built meshsim CLI as a user would and captures exit code, stdout and stderr.
+#include <doctest/doctest.h>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -38,6 +40,13 @@ inline CliResult run_cli(const std::string& args) {
   r.err = ss.str();
   std::filesystem::remove(err_file);
   return r;
+}
+
+// A command that must succeed, its stdout parsed as JSON (args end with --json).
+inline nlohmann::json run_cli_json(const std::string& args) {
+  const auto r = run_cli(args);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return nlohmann::json::parse(r.out);
 }
 
 }  // namespace meshsim::test

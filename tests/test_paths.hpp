@@ -9,6 +9,10 @@ inline std::string source_path(const std::string& rel) {
 inline std::string topology_path(const std::string& name) {
   return source_path("topologies/" + name);
 }
+// A bundled model file by name ("llama3.1-8b").
+inline std::string model_path(const std::string& name) {
+  return source_path("workloads/models/" + name + ".json");
+}
 inline const char* cli_path() {
   return MESHSIM_CLI;
 }

@@ -47,32 +47,32 @@ void add_row(OpsReport& r, const ComputeModel& cm, const std::string& name, cons
   r.rows.push_back(std::move(row));
 }
 
+// The pass's rows of one op (or GEMM part): forward, or dgrad and wgrad.
+void add_passes(OpsReport& r, const ComputeModel& cm, const std::string& name,
+                const Kernel& forward, const Kernel& dgrad, const Kernel& wgrad, bool ends) {
+  if (!r.request.backward) {
+    add_row(r, cm, name, "forward", forward, ends);
+  } else {
+    add_row(r, cm, name, "dgrad", dgrad, ends);
+    add_row(r, cm, name, "wgrad", wgrad, ends);
+  }
+}
+
 // One op as the stack runs it: its GEMM parts, or its eager kernels priced as the trace prices
 // them (strategy/layer_plan.hpp).
 void add_stack_op(OpsReport& r, const ComputeModel& cm, const OpSpec& op, bool ends) {
   const Stack& st = *r.request.stack;
-  if (op.forward.kind == KernelKind::gemm && !op.gemm_parts.empty() && st.unfused(op.name)) {
+  if (runs_as_parts(op, st)) {
     for (const auto& [part, columns] : op.gemm_parts) {
       const auto k = gemm_part_kernels(op, columns);
-      const auto name = op.name + "." + part;
-      if (!r.request.backward) {
-        add_row(r, cm, name, "forward", k.forward, ends);
-      } else {
-        add_row(r, cm, name, "dgrad", k.backward_input, ends);
-        add_row(r, cm, name, "wgrad", k.backward_weight, ends);
-      }
+      add_passes(r, cm, op.name + "." + part, k.forward, k.backward_input, k.backward_weight, ends);
     }
     return;
   }
   const OpKernels* split = st.kernels_of(op.name);
   const Kernel& k = r.request.backward ? op.backward_input : op.forward;
   if (!split || k.kind != KernelKind::memory_bound) {
-    if (!r.request.backward) {
-      add_row(r, cm, op.name, "forward", op.forward, ends);
-    } else {
-      add_row(r, cm, op.name, "dgrad", op.backward_input, ends);
-      add_row(r, cm, op.name, "wgrad", op.backward_weight, ends);
-    }
+    add_passes(r, cm, op.name, op.forward, op.backward_input, op.backward_weight, ends);
     return;
   }
   const auto cost = price_op(op, PlanPricing{cm, st, nullptr, {}});
@@ -94,14 +94,10 @@ void add_stack_op(OpsReport& r, const ComputeModel& cm, const OpSpec& op, bool e
 
 void add_ops(OpsReport& r, const ComputeModel& cm, const std::vector<OpSpec>& ops, bool ends) {
   for (const auto& op : ops) {
-    if (r.request.stack) {
+    if (r.request.stack)
       add_stack_op(r, cm, op, ends);
-    } else if (!r.request.backward) {
-      add_row(r, cm, op.name, "forward", op.forward, ends);
-    } else {
-      add_row(r, cm, op.name, "dgrad", op.backward_input, ends);
-      add_row(r, cm, op.name, "wgrad", op.backward_weight, ends);
-    }
+    else
+      add_passes(r, cm, op.name, op.forward, op.backward_input, op.backward_weight, ends);
   }
 }
 

@@ -86,40 +86,35 @@ void rank_results(std::vector<EvaluatedCandidate>& results) {
   });
 }
 
+void apply_stack_policy(Candidate& c, const Stack& stack) {
+  const auto* p =
+      c.config.recompute == Recompute::none ? nullptr : stack.policy_for(c.config.recompute);
+  c.config.recompute_ops = p ? p->ops : std::vector<std::string>{};
+}
+
 Enumeration enumerate_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,
                              const SearchSpace& space, const SearchOptions& options) {
-  struct {
-    Enumeration enumeration;
-  } r;
   const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
-  // The stack's selective policy is the one a selective candidate runs.
-  auto with_policies = [](std::vector<Candidate>& kept, const Stack& stack, bool tag) {
-    for (auto& c : kept) {
-      if (tag) c.stack = stack.name;
-      if (c.config.recompute == Recompute::none) continue;
-      for (const auto& p : stack.recompute)
-        if (p.mode == c.config.recompute) {
-          c.config.recompute_ops = p.ops;
-          break;
-        }
-    }
-  };
   if (options.stacks.empty()) {
-    r.enumeration = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space,
-                                         options.memory);
-    with_policies(r.enumeration.kept, options.strategy.stack, false);
-  } else {
-    for (const auto& st : options.stacks) {
-      MemoryOptions mo = options.memory;
-      mo.recipe = stack_recipe(st, job.dtype);
-      auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, mo);
-      with_policies(e.kept, st, true);
-      r.enumeration.total += e.total;
-      for (const auto& [why, n] : e.rejected) r.enumeration.rejected[why] += n;
-      r.enumeration.kept.insert(r.enumeration.kept.end(), e.kept.begin(), e.kept.end());
-    }
+    auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space,
+                                  options.memory);
+    for (auto& c : e.kept) apply_stack_policy(c, options.strategy.stack);
+    return e;
   }
-  return std::move(r.enumeration);
+  Enumeration out;
+  for (const auto& st : options.stacks) {
+    MemoryOptions mo = options.memory;
+    mo.recipe = stack_recipe(st, job.dtype);
+    auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, mo);
+    for (auto& c : e.kept) {
+      c.stack = st.name;
+      apply_stack_policy(c, st);
+    }
+    out.total += e.total;
+    for (const auto& [why, n] : e.rejected) out.rejected[why] += n;
+    out.kept.insert(out.kept.end(), e.kept.begin(), e.kept.end());
+  }
+  return out;
 }
 
 SearchResult run_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,

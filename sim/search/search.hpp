@@ -46,6 +46,9 @@ struct SearchResult {
   std::vector<EvaluatedCandidate> results;  // ranked; failed evaluations last
 };
 
+// The stack's policy for the recompute mode `c` runs (its selective ops).
+void apply_stack_policy(Candidate& c, const Stack& stack);
+
 // The candidates of a search: every valid layout (on each of options.stacks when given), with
 // each stack's policy for the recompute mode a candidate runs.
 Enumeration enumerate_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,

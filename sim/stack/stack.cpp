@@ -1,5 +1,6 @@
 #include "stack/stack.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/enum_names.hpp"
@@ -41,15 +42,19 @@ const RecomputePolicy* Stack::policy(std::string_view n) const {
   return nullptr;
 }
 
+const RecomputePolicy* Stack::policy_for(Recompute mode) const {
+  for (const auto& p : recompute)
+    if (p.mode == mode) return &p;
+  return nullptr;
+}
+
 const OpKernels* Stack::kernels_of(std::string_view op) const {
   const auto it = op_kernels.find(op);
   return it == op_kernels.end() ? nullptr : &it->second;
 }
 
 bool Stack::unfused(std::string_view gemm) const {
-  for (const auto& g : unfused_gemms)
-    if (g == gemm) return true;
-  return false;
+  return std::ranges::find(unfused_gemms, gemm) != unfused_gemms.end();
 }
 
 namespace {
@@ -76,8 +81,7 @@ std::vector<std::string> strings(const JsonRef& v) {
 template <class E, class Range>
 E enum_value(const JsonRef& v, const Range& all, std::string_view what) {
   const auto s = v.string();
-  for (E e : all)
-    if (name_of(e) == s) return e;
+  if (const auto e = parse_by_name<E>(all, s)) return *e;
   v.fail("unknown " + std::string(what) + " '" + s + "' (known: " + joined_names(all) + ")");
 }
 
@@ -239,8 +243,7 @@ RecomputePolicy recompute_policy(const Stack& stack, std::string_view name) {
   if (const auto* p = stack.policy(name)) return *p;
   // none / selective / full: the stack's first policy of that mode.
   if (const auto mode = parse_recompute(name))
-    for (const auto& p : stack.recompute)
-      if (p.mode == *mode) return p;
+    if (const auto* p = stack.policy_for(*mode)) return *p;
   if (name == "none") return RecomputePolicy{"none", "no recomputation", Recompute::none, {}};
   std::string known;
   for (const auto& p : stack.recompute) known += (known.empty() ? "" : ", ") + p.name;

@@ -114,6 +114,8 @@ struct Stack {
   std::string default_recompute;
 
   const RecomputePolicy* policy(std::string_view name) const;
+  // The stack's first policy of `mode` (what a search's selective or full candidate runs).
+  const RecomputePolicy* policy_for(Recompute mode) const;
   const OpKernels* kernels_of(std::string_view op) const;
   bool unfused(std::string_view gemm) const;
   double grad_reduce_bytes(DType training) const {

@@ -62,12 +62,20 @@ void add_kernel(SegmentCost& s, const Kernel& k, const PlanPricing& p, double sl
   s.hardware_flops += k.flops;
 }
 
+}  // namespace
+
+bool runs_as_parts(const OpSpec& op, const Stack& stack) {
+  return op.forward.kind == KernelKind::gemm && !op.gemm_parts.empty() && stack.unfused(op.name);
+}
+
+namespace {
+
 // A pass of an op: its kernel, or the stack's split of it.
 SegmentCost pass_cost(const OpSpec& op, const Kernel& k, int pass, const PlanPricing& p,
                       double slowdown) {
   SegmentCost s;
   if (k.empty()) return s;
-  if (k.kind == KernelKind::gemm && !op.gemm_parts.empty() && p.stack.unfused(op.name)) {
+  if (k.kind == KernelKind::gemm && runs_as_parts(op, p.stack)) {
     for (const auto& [part, columns] : op.gemm_parts) {
       const auto pk = gemm_part_kernels(op, columns);
       add_kernel(s,
@@ -146,7 +154,7 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
         }
     }
     if (is_tp_gemm(op)) {
-      if (!op.gemm_parts.empty() && pricing.stack.unfused(op.name)) {
+      if (runs_as_parts(op, pricing.stack)) {
         for (const auto& [part, columns] : op.gemm_parts) {
           const auto pk = gemm_part_kernels(op, columns);
           p.tp_gemms[i].push_back(

@@ -56,6 +56,9 @@ struct LayerPlan {
 // Segment of a catalogue op, by its name.
 Seg segment_of(const OpSpec& op);
 
+// Whether the stack runs this fused GEMM as one GEMM per part (torchtitan's wq, wk, wv).
+bool runs_as_parts(const OpSpec& op, const Stack& stack);
+
 // One op's kernels as the stack runs them (GEMM parts, eager kernel splits).
 struct OpKernelCost {
   SegmentCost forward, dgrad, wgrad;

@@ -193,7 +193,6 @@ class Builder {
   std::int64_t microbatches_ = 1;
   bool sp_ = false, zb_ = false, overlap_ = false;
   double grad_bytes_ = 2, bucket_bytes_ = 0;
-  double rs_slow_ = 1.0;  // the straggler factor of the rank being built
   // The GPU with a collective's SMs taken: a plain NCCL collective (interference), userbuffers'
   // pipelined reduce-scatter, the bulk overlaps.
   std::optional<ComputeModel> cm_nccl_, cm_rs_, cm_bulk_;
@@ -266,7 +265,7 @@ Time Builder::gemm_time(const Kernel& k, std::int64_t chunks, const ComputeModel
   if (chunks > 1) {
     c = gemm_kernel({(k.gemm.m + chunks - 1) / chunks, k.gemm.n, k.gemm.k, k.gemm.batch}, k.dtype);
   }
-  double t = cm_.seconds(c) * rs_slow_;
+  double t = cm_.seconds(c);
   if (fewer_sms) {
     const double alone = cm_.model_seconds(c);
     if (alone > 0) t *= std::max(1.0, fewer_sms->model_seconds(c) / alone);
@@ -289,11 +288,7 @@ OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t) {
   SegmentCost c;
   c.time = t;
   c.interfered = t;  // priced with the SMs its own collective takes
-  const double saved = rs.slow;
-  rs.slow = 1.0;  // gemm_time applied the straggler factor already
-  const auto id = compute(rs, name, c, false);
-  rs.slow = saved;
-  return id;
+  return compute(rs, name, c, false);
 }
 
 void Builder::overlapped_segment(RankState& rs, const std::string& name, const SegmentCost& seg,
@@ -302,7 +297,6 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   const auto& ov = opt_.stack.tp_overlap;
   const auto group = pl_.group(rs.rank, GroupKind::tp);
   const std::int64_t t = mesh_.tp;
-  rs_slow_ = rs.slow;
   Time used;
   // All-gather before: a ring exchange of t chunks; GEMM chunk j runs on the chunk that has
   // arrived while chunk j + 1 travels (TE ring exchange; async TP's pipelined all-gather). The
@@ -336,10 +330,8 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   // The segment's other kernels (norms, RoPE, activation, the GEMMs not overlapped), with the
   // segment's FLOPs.
   SegmentCost rest = seg;
-  const Time whole = Time::from_seconds_ceil(seg.time.seconds() * rs.slow);
-  const Time left = whole > used ? whole - used : Time::zero();
-  const double scale = seg.time > Time::zero() ? left.seconds() / whole.seconds() : 0.0;
-  rest.time = Time::from_seconds_ceil(seg.time.seconds() * scale);
+  rest.time = seg.time > used ? seg.time - used : Time::zero();
+  const double scale = seg.time > Time::zero() ? rest.time.seconds() / seg.time.seconds() : 0.0;
   rest.interfered = Time::from_seconds_ceil(seg.interfered.seconds() * scale);
   compute(rs, name, rest, recompute);
   if (o.rs_role) {

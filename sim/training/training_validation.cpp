@@ -43,11 +43,11 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
     s.job.dtype = *dtype;
     s.config.zero = static_cast<std::int32_t>(r.required("zero").integer());
     const auto rc = r.required("recompute");
-    if (!stack->policy(rc.string()))
+    const auto* policy = stack->policy(rc.string());
+    if (!policy)
       rc.fail("stack '" + stack->name + "' has no recompute policy '" + rc.string() + "'");
-    const auto policy = recompute_policy(*stack, rc.string());
-    s.config.recompute = policy.mode;
-    s.config.recompute_ops = policy.ops;
+    s.config.recompute = policy->mode;
+    s.config.recompute_ops = policy->ops;
     s.job.flash_attention = r.required("attention").string() == "flash";
     const auto sched = r.required("schedule");
     s.config.schedule = parse_schedule(sched.string(), path + ":" + sched.path());

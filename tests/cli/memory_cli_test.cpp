@@ -11,12 +11,10 @@ using nlohmann::json;
 
 namespace {
 std::string model(const std::string& name) {
-  return source_path("workloads/models/" + name + ".json");
+  return meshsim::test::model_path(name);
 }
 json memory_json(const std::string& args) {
-  const auto r = run_cli("memory " + args + " --json");
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  return json::parse(r.out);
+  return meshsim::test::run_cli_json("memory " + args + " --json");
 }
 }  // namespace
 
@@ -134,4 +132,14 @@ TEST_CASE("memory: bad input gives one error line and exit 2") {
   r = run_cli("memory --workload /nonexistent.json --mesh dp=1");
   CHECK(r.exit_code == 2);
   CHECK(r.err == "error: /nonexistent.json: cannot open file\n");
+}
+
+TEST_CASE("memory: a bad stack file is one error line naming the file and field, exit 2") {
+  // A model file is not a stack: its first unknown key is named with the file.
+  const auto bad = model("llama3.1-8b");
+  const auto r = run_cli("memory --workload " + bad + " --mesh dp=2 --seq 128 --stack " + bad);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.starts_with("error: " + bad + ":/"));
+  CHECK(r.err.find('\n') == r.err.size() - 1);
 }

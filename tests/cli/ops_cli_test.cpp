@@ -12,12 +12,10 @@ using nlohmann::json;
 
 namespace {
 std::string model(const std::string& name) {
-  return source_path("workloads/models/" + name + ".json");
+  return meshsim::test::model_path(name);
 }
 json ops_json(const std::string& args) {
-  const auto r = run_cli("ops " + args + " --json");
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  return json::parse(r.out);
+  return meshsim::test::run_cli_json("ops " + args + " --json");
 }
 }  // namespace
 

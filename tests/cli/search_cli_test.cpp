@@ -2,7 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "cli_runner.hpp"
@@ -203,4 +205,21 @@ TEST_CASE("search: counts must be positive, not silently defaulted") {
     CHECK(r.exit_code == 2);
     CHECK(r.err.starts_with(message));
   }
+}
+
+TEST_CASE("search --stack a,b tries every layout on each stack and names it") {
+  const auto j = meshsim::test::run_cli_json(
+      "search --topology " + topology_path("pcie-8gpu.json") + " --workload " +
+      source_path("workloads/models/llama3.1-8b.json") +
+      " --seq 4096 --gbs 32 --tp 1 --pp 1 --stack megatron,ideal --json");
+  std::set<std::string> stacks;
+  for (const auto& r : j["results"]) stacks.insert(r["stack"].get<std::string>());
+  CHECK(stacks == std::set<std::string>{"ideal", "megatron"});
+  // The same layout on the ideal stack is faster: no interference, 16-bit gradients.
+  std::map<std::string, double> step;
+  for (const auto& r : j["results"])
+    if (r["label"].get<std::string>().starts_with("tp=1 pp=1 cp=1 dp=8 ep=1 zero=3 1f1b mbs=1"))
+      step[r["stack"].get<std::string>()] = r["step_time_s"].get<double>();
+  REQUIRE(step.size() == 2);
+  CHECK(step["ideal"] < step["megatron"]);
 }

@@ -21,9 +21,7 @@ const std::string kServe70b = "serve --topology " + source_path("topologies/dgx-
                               " --workload " + source_path("workloads/models/llama3.1-70b.json");
 
 json serve_json(const std::string& args) {
-  const auto r = run_cli(args + " --json");
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-  return json::parse(r.out);
+  return meshsim::test::run_cli_json(args + " --json");
 }
 
 std::string slurp(const std::string& path) {

@@ -26,10 +26,11 @@ namespace {
 struct SearchArgs {
   ClusterArgs cluster;
   std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep, report,
-                               scaling = "strong", calibration, stack = "megatron", tp_overlap;
+                               scaling = "strong", calibration, tp_overlap;
   std::int64_t seq = 0, gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
   bool allow_tp_across_nodes = false;
+  std::vector<std::string> stacks{"megatron"};  // --stack a,b
 };
 
 SearchSpace space_of(const SearchArgs& a) {
@@ -209,15 +210,7 @@ int run_search_command(const SearchArgs& a) {
   opt.threads = a.threads;
   {
     // One stack, or several to compare (every layout on each).
-    std::vector<std::string> names;
-    for (std::size_t pos = 0;;) {
-      const auto comma = a.stack.find(',', pos);
-      names.push_back(
-          a.stack.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
-    }
-    for (const auto& n : names) opt.stacks.push_back(resolve_stack(n));
+    for (const auto& n : a.stacks) opt.stacks.push_back(resolve_stack(n));
     opt.strategy.stack = opt.stacks.front();
     if (opt.stacks.size() == 1) opt.stacks.clear();
     if (!a.tp_overlap.empty()) opt.strategy.tp_overlap = on_off(a.tp_overlap, "--tp-overlap");
@@ -256,11 +249,7 @@ int run_search_command(const SearchArgs& a) {
   auto heuristic =
       seed_heuristic(model, job, gpus, topo.gpus_per_node(), topo.gpu, opt.memory, &heuristic_why);
   if (!opt.stacks.empty()) heuristic.stack = opt.strategy.stack.name;
-  for (const auto& p : opt.strategy.stack.recompute)
-    if (heuristic.config.recompute != Recompute::none && p.mode == heuristic.config.recompute) {
-      heuristic.config.recompute_ops = p.ops;
-      break;
-    }
+  apply_stack_policy(heuristic, opt.strategy.stack);
   std::size_t heuristic_rank = 0;
   for (std::size_t i = 0; i < r.results.size(); ++i)
     if (r.results[i].error.empty() && r.results[i].candidate.label() == heuristic.label())
@@ -458,8 +447,9 @@ Runner add_search_command(CLI::App& app) {
     cmd->add_option(flag, *var, "Pin this dimension");
   cmd->add_option("--zero", a->zero, "Pin the ZeRO stage");
   cmd->add_option("--recompute", a->recompute, "Pin recompute: none, selective or full");
-  cmd->add_option("--stack", a->stack,
-                  "Software stack (default megatron), or several to compare: megatron,torchtitan");
+  cmd->add_option("--stack", a->stacks,
+                  "Software stack (default megatron), or several to compare: megatron,torchtitan")
+      ->delimiter(',');
   cmd->add_option("--tp-overlap", a->tp_overlap, "TP communication overlap on or off");
   cmd->add_option("--schedule", a->schedule, "Pin the schedule: 1f1b, interleaved:V, zb, gpipe");
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");

@@ -3,6 +3,7 @@
 // and all its dependencies have finished. Produces per-op start/end times.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -29,9 +30,16 @@ struct ReplayResult {
 // 1/slowdown of its rate (the collective's CTAs hold SMs the kernel would use). Its remaining
 // work is carried across every change, so an op half-overlapped is slowed for half its time.
 // Both vectors are indexed by OpId; slowdown 1 (or an empty vector) leaves an op alone.
+//
+// Link sharing between collectives (the folded replay, whose collectives have fixed prices):
+// a fixed-duration communication op with a share key >= 0 progresses, while other such ops run
+// on its rank, at rate share(self, others) (the keys of the others; 1: no common link), re-rated
+// whenever one starts or ends.
 struct ReplayInterference {
-  std::vector<float> slowdown;  // compute ops
-  std::vector<bool> holds_sms;  // communication ops
+  std::vector<float> slowdown;          // compute ops
+  std::vector<bool> holds_sms;          // communication ops
+  std::vector<std::int32_t> share_key;  // communication ops; -1 (or absent): not shared
+  std::function<double(std::int32_t self, std::vector<std::int32_t> others)> share;
 };
 
 template <class Sim>
@@ -63,6 +71,7 @@ class Replay {
       std::sort(ranks.begin(), ranks.end());
       ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
       compute_streams_.assign(ranks.size(), {});
+      sharing_.assign(ranks.size(), {});
       comm_active_.assign(ranks.size(), 0);
       for (std::uint32_t i = 0; i < g_.stream_count(); ++i) {
         const auto& st = g_.stream(StreamId{i});
@@ -101,10 +110,16 @@ class Replay {
     if (inter_ && holds(id, st)) change_load(s, +1);
     if (op.start) {
       op.start(id, [this, id] { finish(id); });
-    } else if (inter_ && slowable(id, st)) {
+    } else if (inter_ && (slowable(id, st) || shares(id, st))) {
       auto& run = running_[s.value];
       run = Running{id, static_cast<double>(op.duration.picoseconds()), sim_.now(), 1.0, {}};
-      reschedule(s);
+      if (shares(id, st)) {
+        auto& on_rank = sharing_[rank_of_stream_[s.value]];
+        on_rank.push_back(s.value);
+        for (auto other : on_rank) refresh(StreamId{other});
+      } else {
+        reschedule(s);
+      }
     } else {
       sim_.schedule_after(op.duration, [this, id] { finish(id); });
     }
@@ -127,32 +142,51 @@ class Replay {
     return st.kind == StreamKind::compute && id.value < inter_->slowdown.size() &&
            inter_->slowdown[id.value] > 1.0F;
   }
+  bool shares(OpId id, const Stream& st) const {
+    return st.kind != StreamKind::compute && inter_->share && id.value < inter_->share_key.size() &&
+           inter_->share_key[id.value] >= 0;
+  }
+  double rate_of(StreamId s) const {
+    const auto& run = running_[s.value];
+    const auto r = rank_of_stream_[s.value];
+    if (g_.stream(s).kind == StreamKind::compute)
+      return comm_active_[r] > 0 ? 1.0 / static_cast<double>(inter_->slowdown[run.op.value]) : 1.0;
+    std::vector<std::int32_t> others;
+    for (auto other : sharing_[r])
+      if (other != s.value) others.push_back(inter_->share_key[running_[other].op.value]);
+    return others.empty() ? 1.0 : inter_->share(inter_->share_key[run.op.value], std::move(others));
+  }
   void reschedule(StreamId s) {
     auto& run = running_[s.value];
-    const auto r = rank_of_stream_[s.value];
-    run.rate =
-        comm_active_[r] > 0 ? 1.0 / static_cast<double>(inter_->slowdown[run.op.value]) : 1.0;
+    run.rate = rate_of(s);
     run.since = sim_.now();
     const auto left =
         static_cast<std::int64_t>(std::ceil(std::max(0.0, run.remaining_ps) / run.rate));
     const OpId id = run.op;
     run.event = sim_.schedule_after(Time::ps(left), [this, id, s] {
       running_[s.value] = Running{};
+      if (shares(id, g_.stream(s))) {
+        auto& on_rank = sharing_[rank_of_stream_[s.value]];
+        on_rank.erase(std::find(on_rank.begin(), on_rank.end(), s.value));
+        for (auto other : on_rank) refresh(StreamId{other});
+      }
       finish(id);
     });
+  }
+  // Brings a running op's remaining work up to now and reschedules it at its current rate.
+  void refresh(StreamId s) {
+    auto& run = running_[s.value];
+    run.remaining_ps -= static_cast<double>((sim_.now() - run.since).picoseconds()) * run.rate;
+    sim_.cancel(run.event);
+    reschedule(s);
   }
   void change_load(StreamId comm_stream, int delta) {
     const auto r = rank_of_stream_[comm_stream.value];
     const int before = comm_active_[r];
     comm_active_[r] += delta;
     if ((before > 0) == (comm_active_[r] > 0)) return;  // the rate changes only at 0 ↔ 1
-    for (auto cs : compute_streams_[r]) {
-      auto& run = running_[cs];
-      if (!run.active()) continue;
-      run.remaining_ps -= static_cast<double>((sim_.now() - run.since).picoseconds()) * run.rate;
-      sim_.cancel(run.event);
-      reschedule(StreamId{cs});
-    }
+    for (auto cs : compute_streams_[r])
+      if (running_[cs].active()) refresh(StreamId{cs});
   }
 
   void finish(OpId id) {
@@ -181,6 +215,7 @@ class Replay {
   const ReplayInterference* inter_ = nullptr;
   std::vector<std::size_t> rank_of_stream_;
   std::vector<std::vector<std::uint32_t>> compute_streams_;
+  std::vector<std::vector<std::uint32_t>> sharing_;  // per rank: streams running a shared op
   std::vector<int> comm_active_;
   std::vector<Running> running_;
 };

@@ -49,7 +49,7 @@ std::vector<MemoryBreakdown> params_only_stages(const ModelSpec& model,
     auto& b = out[static_cast<std::size_t>(s)];
     b.stage = s;
     b.activations_modeled = false;
-    add_model_state(b, *model.declared_params / d(mesh.tp * mesh.pp), d(mesh.dense_replicas()),
+    add_model_state(b, *model.declared_params / d(mesh.tp * mesh.pp), d(mesh.shard_group()),
                     config.zero, options.recipe);
     b.communication = d(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
                       options.nccl_bytes_per_group;
@@ -201,7 +201,8 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
       if (model.tied_embeddings && mesh.pp > 1)
         params.dense += d(model.vocab) * d(model.hidden) / d(mesh.tp);
     }
-    add_model_state(b, params.dense, d(mesh.dense_replicas()), config.zero, recipe);
+    // Dense state is sharded over the shard group (all DP × CP ranks, or an HSDP sub-group).
+    add_model_state(b, params.dense, d(mesh.shard_group()), config.zero, recipe);
     add_model_state(b, params.expert, d(mesh.expert_replicas()), config.zero, recipe);
 
     b.activations = act_per_mb * microbatches_in_flight(config.schedule, mesh.pp, s, microbatches);
@@ -209,7 +210,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
       // FSDP/ZeRO-3 gathers each layer's full weights: the current layer and the prefetched
       // next one, plus the layer's unsharded gradients before their reduce-scatter. Without
       // resharding after forward, every layer's gathered weights stay until its backward.
-      const double n = d(mesh.dense_replicas());
+      const double n = d(mesh.shard_group());
       const double gathered =
           config.reshard_after_forward
               ? 2.0 * max_layer_params * recipe.weight_bytes

@@ -39,12 +39,19 @@ Mesh parse_mesh(std::string_view text, const std::string& where) {
       m.cp = v;
     else if (name == "ep")
       m.ep = v;
+    else if (name == "fsdp")
+      m.fsdp = v;
     else
-      return fail("unknown degree '" + std::string(name) + "' (known: dp, tp, pp, cp, ep)");
+      return fail("unknown degree '" + std::string(name) + "' (known: dp, tp, pp, cp, ep, fsdp)");
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
   }
   if (m.world() > (std::int64_t{1} << 24)) return fail("more than 16M ranks");
+  if (m.fsdp > 0 && m.dp % m.fsdp != 0)
+    return fail("fsdp=" + std::to_string(m.fsdp) + " must divide dp=" + std::to_string(m.dp) +
+                " (dp is the whole data-parallel degree: dp=512,fsdp=128 shards over 128 ranks "
+                "and replicates 4 times)");
+  if (m.fsdp == m.dp) m.fsdp = 0;  // a shard group of all of DP is plain ZeRO/FSDP
   if ((m.dp * m.cp) % m.ep != 0)
     return fail("ep=" + std::to_string(m.ep) + " must divide dp·cp = " +
                 std::to_string(m.dp * m.cp) + " (expert parallelism is folded into DP × CP)");
@@ -54,7 +61,7 @@ Mesh parse_mesh(std::string_view text, const std::string& where) {
 std::string to_string(const Mesh& m) {
   return "dp=" + std::to_string(m.dp) + " tp=" + std::to_string(m.tp) +
          " pp=" + std::to_string(m.pp) + " cp=" + std::to_string(m.cp) +
-         " ep=" + std::to_string(m.ep);
+         " ep=" + std::to_string(m.ep) + (m.fsdp > 0 ? " fsdp=" + std::to_string(m.fsdp) : "");
 }
 
 }  // namespace meshsim

@@ -53,6 +53,9 @@ void check_mesh(const ModelSpec& model, const ParallelConfig& config, const Mesh
   }
   if (config.sp && m.tp == 1) fail("--sp", "sequence parallelism needs tp > 1");
   if (config.zero < 0 || config.zero > 3) fail("--zero", "must be 0, 1, 2 or 3");
+  if (m.fsdp > 0 && config.zero == 0)
+    fail("--mesh", "fsdp=" + s(m.fsdp) +
+                       " shards ZeRO/FSDP state over a sub-group; it needs --zero 1, 2 or 3");
   if (job.global_batch > 0 && job.global_batch % (m.dp * job.micro_batch) != 0)
     fail("--gbs", "global batch " + s(job.global_batch) +
                       " is not a multiple of dp × micro-batch = " + s(m.dp * job.micro_batch));

@@ -22,6 +22,10 @@ std::string_view name_of(GroupKind k) {
       return "edp";
     case GroupKind::pp:
       return "pp";
+    case GroupKind::shard:
+      return "shard";
+    case GroupKind::replica:
+      return "replica";
   }
   return "?";
 }
@@ -109,11 +113,13 @@ std::vector<std::int32_t> Placement::group(std::int64_t rank, GroupKind kind) co
     case GroupKind::pp:
       vary(MeshDim::pp);
       break;
-    case GroupKind::edp: {
-      // Same position inside its EP block, across the blocks: the ranks that hold the same
-      // experts and reduce their gradients together.
+    case GroupKind::edp:
+    case GroupKind::replica: {
+      // Same position inside its block (an EP block; a shard group), across the blocks: the
+      // ranks that hold the same experts, or the same shard, and reduce their gradients together.
       const std::int64_t e = c.cp + mesh_.cp * c.dp;
-      for (std::int64_t i = e % mesh_.ep; i < mesh_.cp * mesh_.dp; i += mesh_.ep) {
+      const std::int64_t block = kind == GroupKind::edp ? mesh_.ep : mesh_.shard_group();
+      for (std::int64_t i = e % block; i < mesh_.cp * mesh_.dp; i += block) {
         RankCoord x = c;
         x.cp = i % mesh_.cp;
         x.dp = i / mesh_.cp;
@@ -122,11 +128,16 @@ std::vector<std::int32_t> Placement::group(std::int64_t rank, GroupKind kind) co
       break;
     }
     case GroupKind::dp_cp:
-    case GroupKind::ep: {
-      // Combined index e = cp + cp_size · dp; EP groups are blocks of ep consecutive e.
+    case GroupKind::ep:
+    case GroupKind::shard: {
+      // Combined index e = cp + cp_size · dp; EP groups are blocks of ep consecutive e, shard
+      // groups blocks of fsdp · cp.
       const std::int64_t e = c.cp + mesh_.cp * c.dp;
-      const std::int64_t first = kind == GroupKind::ep ? e - e % mesh_.ep : 0;
-      const std::int64_t count = kind == GroupKind::ep ? mesh_.ep : mesh_.cp * mesh_.dp;
+      const std::int64_t block = kind == GroupKind::ep      ? mesh_.ep
+                                 : kind == GroupKind::shard ? mesh_.shard_group()
+                                                            : mesh_.cp * mesh_.dp;
+      const std::int64_t first = e - e % block;
+      const std::int64_t count = block;
       for (std::int64_t i = first; i < first + count; ++i) {
         RankCoord x = c;
         x.cp = i % mesh_.cp;

@@ -25,7 +25,10 @@ struct RankCoord {
 // The groups a rank communicates in.
 // dp_cp: the DP × CP ranks that reduce dense gradients; edp: the ranks that hold the same
 // experts (expert data parallelism, dp·cp/ep of them).
-enum class GroupKind : std::uint8_t { tp, cp, dp, dp_cp, ep, edp, pp };
+// shard / replica (HSDP, Mesh::fsdp): the dp_cp ranks a dense ZeRO/FSDP shard is spread over
+// (blocks of fsdp · cp consecutive combined indices), and the ranks holding the same shard
+// (the same position in every block).
+enum class GroupKind : std::uint8_t { tp, cp, dp, dp_cp, ep, edp, pp, shard, replica };
 std::string_view name_of(GroupKind k);
 
 class Placement {
@@ -35,6 +38,7 @@ class Placement {
                                                                 MeshDim::dp, MeshDim::pp});
 
   const Mesh& mesh() const { return mesh_; }
+  const std::array<MeshDim, 4>& order() const { return order_; }
   std::int64_t world() const { return mesh_.world(); }
   RankCoord coord_of(std::int64_t rank) const;
   std::int64_t rank_of(const RankCoord& c) const;

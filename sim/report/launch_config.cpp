@@ -20,6 +20,10 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
     s += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
                      m.layers / (mesh.pp * c.schedule.virtual_stages));
   if (c.zero >= 1) s += " --use-distributed-optimizer --overlap-param-gather";
+  // HSDP: Megatron-Core shards the distributed optimizer within each of these instances and
+  // all-reduces across them (megatron/training/arguments.py).
+  if (c.zero >= 1 && mesh.fsdp > 0)
+    s += fmt::format(" --num-distributed-optimizer-instances {}", mesh.dp / mesh.fsdp);
   s += " --overlap-grad-reduce";
   if (c.recompute == Recompute::full)
     s += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
@@ -35,6 +39,8 @@ std::string torchtitan_toml(const ParallelConfig& c, const LaunchJob& j) {
   // FSDP2 the shard degree.
   const auto& mesh = c.mesh;
   const bool shard = c.zero >= 1;
+  // HSDP: FSDP2 shards over `fsdp` of the data-parallel ranks and replicates across the rest.
+  const std::int64_t shard_degree = mesh.fsdp > 0 ? mesh.fsdp : mesh.dp;
   const char* schedule = "1F1B";
   switch (c.schedule.kind) {
     case ScheduleKind::gpipe:
@@ -67,9 +73,9 @@ std::string torchtitan_toml(const ParallelConfig& c, const LaunchJob& j) {
       "local_batch_size = {}\n\n"
       "[activation_checkpoint]\n"
       "mode = \"{}\"\n",
-      shard ? 1 : mesh.dp, shard ? mesh.dp : 1, c.reshard_after_forward ? "always" : "never",
-      mesh.tp, mesh.pp, mesh.cp, mesh.ep, schedule, j.micro_batch, j.seq, j.global_batch,
-      j.global_batch / mesh.dp, name_of(c.recompute));
+      shard ? mesh.dp / shard_degree : mesh.dp, shard ? shard_degree : 1,
+      c.reshard_after_forward ? "always" : "never", mesh.tp, mesh.pp, mesh.cp, mesh.ep, schedule,
+      j.micro_batch, j.seq, j.global_batch, j.global_batch / mesh.dp, name_of(c.recompute));
   return s;
 }
 
@@ -82,6 +88,11 @@ std::string accelerate_yaml(const ModelSpec& m, const ParallelConfig& c, const L
         "# Accelerate's FSDP2 plugin cannot express tp={} pp={} cp={} ep={}; this is the data-"
         "parallel part only (use --emit megatron or torchtitan for the whole layout)\n",
         mesh.tp, mesh.pp, mesh.cp, mesh.ep);
+  if (mesh.fsdp > 0)
+    s += fmt::format(
+        "# HSDP (shard over {} data-parallel ranks, {} replicas) is not written here; this file "
+        "shards over all of them (use --emit torchtitan or megatron for HSDP)\n",
+        mesh.fsdp, mesh.dp / mesh.fsdp);
   const bool fsdp = c.zero >= 1;
   s += fmt::format(
       "compute_environment: LOCAL_MACHINE\n"

@@ -12,8 +12,9 @@ std::string Candidate::label() const {
   const auto& m = config.mesh;
   return "tp=" + std::to_string(m.tp) + " pp=" + std::to_string(m.pp) +
          " cp=" + std::to_string(m.cp) + " dp=" + std::to_string(m.dp) +
-         " ep=" + std::to_string(m.ep) + " zero=" + std::to_string(config.zero) + " " +
-         to_string(config.schedule) + " mbs=" + std::to_string(micro_batch) +
+         " ep=" + std::to_string(m.ep) + (m.fsdp > 0 ? " fsdp=" + std::to_string(m.fsdp) : "") +
+         " zero=" + std::to_string(config.zero) + " " + to_string(config.schedule) +
+         " mbs=" + std::to_string(micro_batch) +
          " recompute=" + std::string(name_of(config.recompute)) +
          (stack.empty() ? "" : " stack=" + stack);
 }
@@ -125,6 +126,23 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                   found = true;
                   lowest_zero = zero;
                   e.kept.push_back(c);
+                  // HSDP: a layout that needs ZeRO-3 also runs with the smallest shard group
+                  // (in DP ranks) that fits, replicated across the rest: its all-gathers and
+                  // reduce-scatters span fewer ranks, plus one all-reduce of the shard per step.
+                  if (zero == 3 && dp > 1 && !space.no_hsdp)
+                    for (auto f : divisors(dp)) {
+                      if (f < 2 || f == dp) continue;
+                      ++e.total;
+                      Candidate h = c;
+                      h.config.mesh.fsdp = f;
+                      if (worst_stage(training_memory_per_stage(model, mj, h.config, mo)).total() >
+                          capacity) {
+                        reject("HSDP shard group too small to fit");
+                        continue;
+                      }
+                      e.kept.push_back(h);
+                      break;
+                    }
                 }
               }
             }

@@ -29,6 +29,7 @@ struct SearchSpace {
   std::optional<Recompute> recompute;
   std::optional<Schedule> schedule;
   bool allow_tp_across_nodes = false;
+  bool no_hsdp = false;  // --no-hsdp: ZeRO-3 layouts shard over all DP ranks only
   std::vector<std::int64_t> micro_batches{1, 2, 4};
   std::int64_t max_cp = 16;
 };
@@ -49,7 +50,8 @@ struct Enumeration {
 // `gpus_per_node` bounds TP unless TP may cross nodes. Memory is checked with the memory model
 // against `gpu.hbm_bytes`; among candidates differing only in ZeRO stage (or recompute policy),
 // the lowest stage (least recomputation) that fits dominates the others: it does strictly less
-// communication (or compute) for the same layout.
+// communication (or compute) for the same layout. A layout kept at ZeRO-3 is also kept as HSDP
+// with the smallest shard group that fits (Mesh::fsdp), unless `no_hsdp`.
 Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, std::int64_t gpus,
                                  std::int64_t gpus_per_node, const GpuSpec& gpu,
                                  const SearchSpace& space, const MemoryOptions& memory);

@@ -42,7 +42,7 @@ Json to_json(const EvaluatedCandidate& e) {
   const auto& m = c.config.mesh;
   const auto& r = e.result;
   return {
-      {"mesh", {m.dp, m.tp, m.pp, m.cp, m.ep}},
+      {"mesh", {m.dp, m.tp, m.pp, m.cp, m.ep, m.fsdp}},
       {"zero", c.config.zero},
       {"sp", c.config.sp},
       {"reshard", c.config.reshard_after_forward},
@@ -73,7 +73,7 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
   EvaluatedCandidate e;
   auto& c = e.candidate;
   const auto& m = j["mesh"];
-  c.config.mesh = {m[0], m[1], m[2], m[3], m[4]};
+  c.config.mesh = {m[0], m[1], m[2], m[3], m[4], m[5]};
   c.config.zero = j["zero"];
   c.config.sp = j["sp"];
   c.config.reshard_after_forward = j["reshard"];

@@ -1,6 +1,7 @@
 #include "strategy/comm_model.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/error.hpp"
 
@@ -36,7 +37,11 @@ bool trivial(const CollectiveCall& c) {
 
 FoldedComm::FoldedComm(const Topology& topo, const Placement& placement, CommContext& context,
                        std::size_t max_copies)
-    : topo_(topo), placement_(placement), ctx_(context), max_copies_(max_copies) {}
+    : topo_(topo),
+      placement_(placement),
+      ctx_(context),
+      max_copies_(max_copies),
+      f_(context.folded) {}
 
 std::vector<std::vector<std::int32_t>> FoldedComm::copies(const CommRequest& r) {
   const auto& rep = r.call.ranks;
@@ -62,41 +67,214 @@ std::vector<std::vector<std::int32_t>> FoldedComm::copies(const CommRequest& r) 
   return out;
 }
 
-Time FoldedComm::price(const CommRequest& r) {
-  if (trivial(r.call)) return Time::zero();
-  const auto key = std::make_tuple(static_cast<int>(r.kind), static_cast<int>(r.call.op),
-                                   r.call.ranks, r.call.bytes, algo_key(r.algo), r.fraction);
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+std::vector<CollectivePlan> FoldedComm::plans_of(const FoldedPrices::Priced& p) {
+  std::vector<CollectivePlan> plans;
+  for (const auto& ranks : copies(p.request)) {
+    CollectiveCall call = p.request.call;
+    call.ranks = ranks;
+    auto plan = plan_collective(topo_, ctx_.router, call, p.algo, p.protocol);
+    if (!plan)
+      throw Error(
+          "", "",
+          "collective plan failed for a copy of " + std::string(name_of(p.request.call.op)));
+    plans.push_back(scaled(std::move(*plan), p.request.fraction));
+  }
+  return plans;
+}
+
+std::int32_t FoldedComm::index_of(const CommRequest& r) {
+  if (trivial(r.call)) return -1;
+  const auto& m = placement_.mesh();
+  std::array<int, 4> order{};
+  for (std::size_t d = 0; d < 4; ++d) order[d] = static_cast<int>(placement_.order()[d]);
+  const FoldedPrices::Key key{{m.dp, m.tp, m.pp, m.cp, m.ep},
+                              order,
+                              static_cast<int>(r.kind),
+                              static_cast<int>(r.call.op),
+                              r.call.ranks,
+                              r.call.bytes,
+                              algo_key(r.algo),
+                              r.fraction,
+                              ctx_.calibration,
+                              max_copies_};
+  if (auto it = f_.index.find(key); it != f_.index.end()) return it->second;
   const auto best =
       price_collective(topo_, ctx_.router, r.call, r.algo, &ctx_.alone, &ctx_.scratch);
+  FoldedPrices::Priced p;
+  p.request = r;
+  p.algo = best.algo;
+  p.protocol = best.protocol;
+  const FoldedPrices::ShapeKey shape_key{std::get<0>(key),
+                                         std::get<1>(key),
+                                         std::get<2>(key),
+                                         std::get<3>(key),
+                                         r.call.ranks,
+                                         static_cast<int>(best.algo),
+                                         static_cast<int>(best.protocol),
+                                         max_copies_};
+  const auto known = f_.shape_index.find(shape_key);
+  const auto i = static_cast<std::int32_t>(f_.priced.size());
+  if (known == f_.shape_index.end()) {
+    p.shape = static_cast<std::int32_t>(f_.shapes.size());
+    f_.shape_index.emplace(shape_key, p.shape);
+    f_.shapes.emplace_back().example = i;
+  } else {
+    p.shape = known->second;
+  }
+  const auto plans = plans_of(p);
   auto& sim = ctx_.scratch.sim;
   const Time start = sim.now();
   Time rep_end = start;
-  std::vector<CollectivePlan> plans;
-  for (const auto& ranks : copies(r)) {
-    CollectiveCall call = r.call;
-    call.ranks = ranks;
-    auto plan = plan_collective(topo_, ctx_.router, call, best.algo, best.protocol);
-    if (!plan)
-      throw Error("", "",
-                  "collective plan failed for a copy of " + std::string(name_of(r.call.op)));
-    plans.push_back(scaled(std::move(*plan), r.fraction));
-  }
-  for (std::size_t i = 0; i < plans.size(); ++i)
-    run_collective(ctx_.scratch.net, sim, plans[i], [&sim, &rep_end, i] {
-      if (i == 0) rep_end = sim.now();
+  for (std::size_t c = 0; c < plans.size(); ++c) {
+    run_collective(ctx_.scratch.net, sim, plans[c], [&sim, &rep_end, c] {
+      if (c == 0) rep_end = sim.now();
     });
+  }
   sim.run();
-  Time t = rep_end - start;
-  if (ctx_.calibration)
-    t = calibrated_collective_time(*ctx_.calibration, topo_, r.call, best.time, t);
-  cache_.emplace(key, t);
+  p.alone = rep_end - start;
+  p.latency = plans.front().latency;
+  p.price = ctx_.calibration
+                ? calibrated_collective_time(*ctx_.calibration, topo_, r.call, best.time, p.alone)
+                : p.alone;
+  f_.priced.push_back(std::move(p));
+  f_.index.emplace(key, i);
+  return i;
+}
+
+Time FoldedComm::price(const CommRequest& r) {
+  const auto i = index_of(r);
+  return i < 0 ? Time::zero() : f_.priced[static_cast<std::size_t>(i)].price;
+}
+
+std::int32_t FoldedComm::collective_of(OpId op) const {
+  return op.value < op_collective_.size() ? op_collective_[op.value] : -1;
+}
+
+void FoldedComm::mark(const std::vector<std::uint32_t>& links) {
+  if (f_.mark.size() != topo_.directed_edge_count()) f_.mark.assign(topo_.directed_edge_count(), 0);
+  ++f_.epoch;
+  for (auto l : links) f_.mark[l] = f_.epoch;
+}
+
+bool FoldedComm::marked(const FlowLinks& links) const {
+  return std::any_of(links.begin(), links.end(),
+                     [&](const LinkUse& u) { return f_.mark[u.link] == f_.epoch; });
+}
+
+const std::vector<FoldedPrices::Phase>& FoldedComm::phases_of(std::int32_t shape) {
+  auto& p = f_.shapes[static_cast<std::size_t>(shape)];
+  if (!p.phases.empty()) return p.phases;
+  if (!f_.solver) {
+    f_.capacity.resize(topo_.directed_edge_count());
+    for (std::uint32_t l = 0; l < f_.capacity.size(); ++l)
+      f_.capacity[l] = ctx_.scratch.net.capacity_Bps(l);
+    f_.solver.emplace(f_.capacity.size());
+  }
+  // Planned at one canonical size, so the rates (which do not depend on sizes) come out
+  // bit-identical whichever collective of the shape was priced first.
+  auto canonical = f_.priced[static_cast<std::size_t>(p.example)];
+  canonical.request.call.bytes = 1 << 30;
+  canonical.request.fraction = 1.0;
+  const auto plans = plans_of(canonical);
+  // Only the copies' flows that cross one of the representative's links compete with it
+  // directly; the others (copies in other nodes, other pipeline stages) are left out of the
+  // sharing solves, which keeps them small (their effect through third links is second order).
+  p.rep_links.clear();
+  for (const auto& phase : plans.front().phases)
+    for (const auto& f : phase)
+      for (const auto& use : f.links) p.rep_links.push_back(use.link);
+  std::sort(p.rep_links.begin(), p.rep_links.end());
+  p.rep_links.erase(std::unique(p.rep_links.begin(), p.rep_links.end()), p.rep_links.end());
+  mark(p.rep_links);
+  for (std::size_t ph = 0; ph < plans.front().phases.size(); ++ph) {
+    FoldedPrices::Phase phase;
+    phase.first = static_cast<std::uint32_t>(f_.flow_table.size());
+    for (const auto& f : plans.front().phases[ph]) phase.rep_bytes.push_back(f.bytes);
+    for (std::size_t c = 0; c < plans.size(); ++c)
+      for (const auto& f : plans[c].phases[ph]) {
+        if (c > 0 && !marked(f.links)) continue;
+        f_.flow_table.push_back(f.links);
+        f_.flow_link_uses += f.links.size();
+      }
+    phase.end = static_cast<std::uint32_t>(f_.flow_table.size());
+    p.phases.push_back(std::move(phase));
+  }
+  for (auto& phase : p.phases) phase.alone_s = phase_s(phase, {});
+  return p.phases;
+}
+
+double FoldedComm::phase_s(const FoldedPrices::Phase& phase,
+                           const std::vector<std::uint32_t>& background) {
+  f_.flows.clear();
+  for (auto f = phase.first; f < phase.end; ++f) f_.flows.push_back(f);
+  f_.flows.insert(f_.flows.end(), background.begin(), background.end());
+  f_.rates.resize(f_.flow_table.size());
+  f_.solver->solve(f_.flows, f_.flow_table, f_.capacity, f_.rates);
+  double t = 0;
+  for (std::size_t i = 0; i < phase.rep_bytes.size(); ++i)
+    t = std::max(t, phase.rep_bytes[i] / f_.rates[phase.first + i]);
   return t;
+}
+
+double FoldedComm::share(std::int32_t self, std::vector<std::int32_t> others) {
+  const auto& pa = f_.priced[static_cast<std::size_t>(self)];
+  if (pa.alone <= pa.latency) return 1.0;
+  std::vector<std::int32_t> key{pa.shape};
+  for (auto o : others) key.push_back(f_.priced[static_cast<std::size_t>(o)].shape);
+  std::sort(key.begin() + 1, key.end());
+  auto it = f_.flow_rates.find(key);
+  if (it == f_.flow_rates.end()) it = f_.flow_rates.emplace(key, flow_rate(key)).first;
+  if (it->second >= 1.0) return 1.0;
+  // The replay slows the whole op at one rate; its α term is not slowed.
+  const double lat = pa.latency.seconds(), flows = (pa.alone - pa.latency).seconds();
+  return (lat + flows) / (lat + flows / it->second);
+}
+
+double FoldedComm::flow_rate(const std::vector<std::int32_t>& shapes) {
+  // The flow table grows with every shape shared across a search; past ~64 MB of link uses it
+  // starts over (phases are rebuilt on demand, rates already worked out are kept).
+  if (f_.flow_link_uses > (std::size_t{4} << 20)) {
+    for (auto& sh : f_.shapes) sh.phases.clear();
+    f_.flow_table.clear();
+    f_.flow_link_uses = 0;
+  }
+  // Each neighbour, with all its copies, is on the links in its heaviest phase (a neighbour that
+  // overlaps a shorter op does so mostly there); the op's phases are rated among the neighbours'
+  // flows that cross its representative's links by max-min fairness at that instant, against
+  // the same phases alone.
+  const auto self = shapes.front();
+  std::vector<std::uint32_t> background;
+  for (std::size_t k = 1; k < shapes.size(); ++k) {
+    const auto& phases = phases_of(shapes[k]);
+    if (phases.empty()) continue;
+    const auto heaviest =
+        std::max_element(phases.begin(), phases.end(),
+                         [](const FoldedPrices::Phase& x, const FoldedPrices::Phase& y) {
+                           return x.alone_s < y.alone_s;
+                         });
+    for (auto f = heaviest->first; f < heaviest->end; ++f) background.push_back(f);
+  }
+  const auto& own = phases_of(self);
+  mark(f_.shapes[static_cast<std::size_t>(self)].rep_links);
+  std::erase_if(background, [&](std::uint32_t f) { return !marked(f_.flow_table[f]); });
+  if (background.empty()) return 1.0;
+  double t_alone = 0, t_shared = 0;
+  for (const auto& phase : own) {
+    t_alone += phase.alone_s;
+    t_shared += phase_s(phase, background);
+  }
+  return t_shared > 0 && t_alone > 0 ? std::clamp(t_alone / t_shared, 1e-3, 1.0) : 1.0;
 }
 
 OpId FoldedComm::add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
                      std::vector<OpId> deps) {
-  return g.add_op(s, std::move(name), price(r), std::move(deps));
+  const auto i = index_of(r);
+  const OpId id = g.add_op(s, std::move(name),
+                           i < 0 ? Time::zero() : f_.priced[static_cast<std::size_t>(i)].price,
+                           std::move(deps));
+  if (op_collective_.size() <= id.value) op_collective_.resize(id.value + 1, -1);
+  op_collective_[id.value] = i;
+  return id;
 }
 
 FullComm::FullComm(const Topology& topo, Simulator& sim, FlowNetwork& net, CommContext& context)

@@ -4,9 +4,16 @@
 //  - FoldedComm: only representative ranks are simulated; each collective is priced once with
 //    every concurrent copy of it on the cluster running at the same time (all TP groups' all-
 //    reduces, all pipelines' sends of one stage), so contention among copies is in the price,
-//    and the op gets that fixed duration. Prices are cached.
+//    and the op gets that fixed duration. Prices are cached. Different collectives that overlap
+//    in time on a rank (TP beside DP beside PP, an FSDP all-gather beside a reduce-scatter)
+//    share links through `share`: max-min fairness rates each one's flows among the others'
+//    (every copy of each), once per set of shapes, and the replay runs it at that rate while
+//    they overlap (engine/replay.hpp ReplayInterference). Assumptions (README "Training"): only
+//    flows crossing the representative's links compete with it; a neighbour is in its heaviest
+//    phase.
 //  - FullComm: every rank is simulated; a collective starts on the shared flow network when the
 //    last member reaches it, and contends with whatever else is on the links at that moment.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -34,6 +41,56 @@ struct CommRequest {
   bool sender_only = false;    // point-to-point: only the sender has an op
 };
 
+// The folded model's priced collectives and link-sharing rates, kept with the context so that
+// the layouts of a search that share a mesh share them too. A collective's copies depend on the
+// placement, so a key holds the mesh and rank order as well as the call. Every cached value is a
+// function of its key alone, so results do not depend on what was cached before.
+struct FoldedPrices {
+  // One phase of a collective with every copy's flows, for link sharing: flows [first, end) of
+  // the flow table, the representative's first.
+  struct Phase {
+    std::uint32_t first = 0, end = 0;
+    std::vector<double> rep_bytes;  // the representative's flows
+    double alone_s = 0;             // its time alone at max-min rates
+  };
+  // What link sharing depends on: the groups, their flows and the algorithm, not the bytes
+  // (max-min rates do not depend on sizes, and every flow of a plan scales with the message).
+  struct Shape {
+    std::int32_t example = 0;              // a priced collective of this shape
+    std::vector<std::uint32_t> rep_links;  // the representative's, sorted (with `phases`)
+    std::vector<Phase> phases;             // filled when first shared
+  };
+  struct Priced {
+    CommRequest request;
+    CollectiveAlgo algo = CollectiveAlgo::ring;
+    Protocol protocol = Protocol::simple;
+    Time alone;    // the representative's time, its copies running
+    Time latency;  // of it, the α term before the flows start
+    Time price;    // `alone` corrected by a calibration profile
+    std::int32_t shape = 0;
+  };
+  // Placement (mesh, rank order), kind, op, ranks, then bytes, requested algorithm, fraction,
+  // calibration and copies bound.
+  using Key = std::tuple<std::array<std::int64_t, 5>, std::array<int, 4>, int, int,
+                         std::vector<std::int32_t>, double, int, double, const void*, std::size_t>;
+  // Placement, kind, op, ranks, the algorithm and protocol used, copies bound.
+  using ShapeKey = std::tuple<std::array<std::int64_t, 5>, std::array<int, 4>, int, int,
+                              std::vector<std::int32_t>, int, int, std::size_t>;
+  std::map<Key, std::int32_t> index;
+  std::vector<Priced> priced;
+  std::map<ShapeKey, std::int32_t> shape_index;
+  std::vector<Shape> shapes;
+  std::map<std::vector<std::int32_t>, double> flow_rates;  // by shapes {self, sorted others}
+  std::vector<double> capacity;                            // per directed link, payload bytes/s
+  std::optional<MaxMinSolver> solver;
+  std::vector<FlowLinks> flow_table;  // every shared phase's flows
+  std::size_t flow_link_uses = 0;     // summed sizes of flow_table (bounded: see share)
+  std::vector<std::uint32_t> flows;   // scratch for one solve
+  std::vector<double> rates;
+  std::vector<std::uint32_t> mark;  // per link: `epoch` when in the marked set
+  std::uint32_t epoch = 0;
+};
+
 // Routing and pricing state for one cluster, reusable across simulations in one thread (a
 // search evaluates hundreds of layouts on the same cluster): the router's route cache, the
 // scratch flow network and the prices of collectives run alone.
@@ -42,6 +99,7 @@ struct CommContext {
   Router router;
   PricingScratch scratch;
   CollectiveCostCache alone;
+  FoldedPrices folded;
   // Measured collective fits (a calibration profile's); null: the model alone.
   const LinkCalibration* calibration = nullptr;
 };
@@ -62,16 +120,33 @@ class FoldedComm : public CommModel {
   OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
            std::vector<OpId> deps) override;
   Time price(const CommRequest& r);
-  std::size_t prices() const { return cache_.size(); }
+  std::size_t prices() const { return f_.priced.size(); }
+
+  // The priced collective an op added here stands for (-1: none, or a collective of no time).
+  std::int32_t collective_of(OpId op) const;
+  // Collective `self`'s rate (0, 1] while `others` run beside it on the same ranks, every copy
+  // of each running: 1 when no link carries two of them. Cached per set.
+  double share(std::int32_t self, std::vector<std::int32_t> others);
 
  private:
   std::vector<std::vector<std::int32_t>> copies(const CommRequest& r);
+  std::vector<CollectivePlan> plans_of(const FoldedPrices::Priced& p);
+  const std::vector<FoldedPrices::Phase>& phases_of(std::int32_t shape);
+  // The representative's time in `phase` with the `background` flows (flow table indices) on the
+  // links: its slowest flow's bytes over its max-min rate.
+  double phase_s(const FoldedPrices::Phase& phase, const std::vector<std::uint32_t>& background);
+  void mark(const std::vector<std::uint32_t>& links);  // the set `marked` tests against
+  bool marked(const FlowLinks& links) const;           // crosses a marked link
+  // The flow rate of shape shapes[0] beside shapes[1..] (sorted), in (0, 1].
+  double flow_rate(const std::vector<std::int32_t>& shapes);
+  std::int32_t index_of(const CommRequest& r);
 
   const Topology& topo_;
   const Placement& placement_;
   CommContext& ctx_;
   std::size_t max_copies_;
-  std::map<std::tuple<int, int, std::vector<std::int32_t>, double, int, double>, Time> cache_;
+  FoldedPrices& f_;                          // ctx_.folded
+  std::vector<std::int32_t> op_collective_;  // by OpId
   std::map<GroupKind, std::vector<std::vector<std::int32_t>>> groups_;
 };
 

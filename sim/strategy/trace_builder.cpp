@@ -154,6 +154,8 @@ class Builder {
   void attention(RankState& rs, const std::string& name, const SegmentCost& seg, bool backward,
                  bool recompute, std::uint64_t inst);
   void gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst);
+  // The group dense ZeRO/FSDP state is sharded over: all DP × CP ranks, or an HSDP shard group.
+  GroupKind shard_kind() const { return mesh_.fsdp > 0 ? GroupKind::shard : GroupKind::dp_cp; }
   void reduce_grads(RankState& rs, std::int64_t chunk, std::int64_t first, std::int64_t count,
                     bool last_mb, OpId after, std::uint64_t inst, bool with_ends);
   std::uint64_t instance(std::int64_t mb, std::int64_t layer, int pass) const {
@@ -455,11 +457,10 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
                       (layer == m_.layers - 1 ? costs_.head.params : 0.0);
   std::vector<OpId> deps;
   if (rs.layer_done.size() >= 2) deps.push_back(rs.layer_done[rs.layer_done.size() - 2]);
-  if (mesh_.dense_replicas() > 1)
-    rs.pending.push_back(comm(rs, rs.dpg, "L" + std::to_string(layer) + ".fsdp_ag",
-                              GroupKind::dp_cp, CollectiveOp::all_gather,
-                              pl_.group(rs.rank, GroupKind::dp_cp), (p.dense_params + ends) * 2,
-                              deps, inst));
+  if (mesh_.shard_group() > 1)
+    rs.pending.push_back(comm(rs, rs.dpg, "L" + std::to_string(layer) + ".fsdp_ag", shard_kind(),
+                              CollectiveOp::all_gather, pl_.group(rs.rank, shard_kind()),
+                              (p.dense_params + ends) * 2, deps, inst));
   if (p.expert_params > 0 && mesh_.expert_replicas() > 1)
     rs.pending.push_back(comm(rs, rs.dpg, "L" + std::to_string(layer) + ".fsdp_ag_experts",
                               GroupKind::edp, CollectiveOp::all_gather,
@@ -584,9 +585,23 @@ void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, st
   }
   if (with_ends) dense += end_params(g) * grad_bytes_;
   const std::string n = "grads.c" + std::to_string(g) + ".L" + std::to_string(first);
-  if (mesh_.dense_replicas() > 1 && dense > 0)
-    rs.last_dp = comm(rs, rs.dp, n, GroupKind::dp_cp, op, pl_.group(rs.rank, GroupKind::dp_cp),
-                      dense, {after}, inst);
+  if (mesh_.dense_replicas() > 1 && dense > 0) {
+    if (cfg_.zero >= 1 && mesh_.fsdp > 0) {
+      // HSDP: reduce-scatter inside the shard group, then all-reduce each shard across the
+      // groups that hold it (torchtitan's HSDP; Megatron-Core's distributed-optimizer instances).
+      OpId ready = after;
+      if (mesh_.shard_group() > 1)
+        ready =
+            rs.last_dp.emplace(comm(rs, rs.dp, n, GroupKind::shard, op,
+                                    pl_.group(rs.rank, GroupKind::shard), dense, {after}, inst));
+      rs.last_dp = comm(rs, rs.dp, n + ".replicas", GroupKind::replica, CollectiveOp::all_reduce,
+                        pl_.group(rs.rank, GroupKind::replica),
+                        dense / static_cast<double>(mesh_.shard_group()), {ready}, inst + 2);
+    } else {
+      rs.last_dp = comm(rs, rs.dp, n, GroupKind::dp_cp, op, pl_.group(rs.rank, GroupKind::dp_cp),
+                        dense, {after}, inst);
+    }
+  }
   if (mesh_.expert_replicas() > 1 && expert > 0)
     rs.last_dp = comm(rs, rs.dp, n + ".experts", GroupKind::edp, op,
                       pl_.group(rs.rank, GroupKind::edp), expert, {after}, inst + 1);
@@ -782,16 +797,16 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
     }
     // ZeRO-1/2 (Megatron's distributed optimizer with --overlap-param-gather): each layer's
     // updated weights are all-gathered at the start of the step, before its first forward.
-    if (cfg_.zero >= 1 && cfg_.zero <= 2 && mesh_.dense_replicas() > 1) {
+    if (cfg_.zero >= 1 && cfg_.zero <= 2 && mesh_.shard_group() > 1) {
       for (std::int64_t k = 0; k < v; ++k) {
         const std::int64_t gc = k * mesh_.pp + rs.coord.pp;
         for (std::int64_t l = first_layer(gc);
              l < first_layer(gc) + chunk_layers_[static_cast<std::size_t>(gc)]; ++l) {
           const double bytes =
               (plan(l).dense_params + (l == first_layer(gc) ? end_params(gc) : 0)) * 2;
-          rs.param_gather[l] = comm(rs, rs.dpg, "params.L" + std::to_string(l), GroupKind::dp_cp,
-                                    CollectiveOp::all_gather, pl_.group(r, GroupKind::dp_cp), bytes,
-                                    {}, instance(-3, l, 0));
+          rs.param_gather[l] = comm(rs, rs.dpg, "params.L" + std::to_string(l), shard_kind(),
+                                    CollectiveOp::all_gather, pl_.group(r, shard_kind()), bytes, {},
+                                    instance(-3, l, 0));
         }
       }
     }
@@ -821,7 +836,7 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
       for (std::int64_t l = first_layer(gc);
            l < first_layer(gc) + chunk_layers_[static_cast<std::size_t>(gc)]; ++l)
         params += plan(l).dense_params /
-                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.dense_replicas()) : 1.0) +
+                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.shard_group()) : 1.0) +
                   plan(l).expert_params /
                       (cfg_.zero >= 1 ? static_cast<double>(mesh_.expert_replicas()) : 1.0);
       params += end_params(gc);

@@ -18,6 +18,8 @@ std::string report_group(GroupKind g) {
     case GroupKind::dp:
     case GroupKind::dp_cp:
     case GroupKind::edp:
+    case GroupKind::shard:
+    case GroupKind::replica:
       return "dp";
     default:
       return std::string(name_of(g));
@@ -137,10 +139,14 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   // Only the full replay runs flows during the step; folded prices come from the context.
   std::optional<FlowNetwork> net;
   std::unique_ptr<CommModel> comm;
-  if (setup.full)
+  FoldedComm* folded = nullptr;
+  if (setup.full) {
     comm = std::make_unique<FullComm>(topo, sim, net.emplace(topo, sim), *context);
-  else
-    comm = std::make_unique<FoldedComm>(topo, placement, *context);
+  } else {
+    auto f = std::make_unique<FoldedComm>(topo, placement, *context);
+    folded = f.get();
+    comm = std::move(f);
+  }
   MemoryOptions mo = setup.memory;
   mo.flash_attention = job.flash_attention;
   auto memory_of = [&](const std::vector<std::int64_t>& chunks) {
@@ -179,6 +185,17 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
       in.slowdown.push_back(info.slowdown);
       in.holds_sms.push_back(info.comm && info.holds_sms);
     }
+  }
+  // Folded collectives that overlap on a rank share links as the full replay's flows do (a
+  // property of the network, so on in every stack).
+  if (folded) {
+    auto& in = interference ? *interference : interference.emplace();
+    in.share_key.reserve(r.trace.info.size());
+    for (std::uint32_t i = 0; i < r.trace.info.size(); ++i)
+      in.share_key.push_back(r.trace.info[i].comm ? folded->collective_of(OpId{i}) : -1);
+    in.share = [folded](std::int32_t self, std::vector<std::int32_t> others) {
+      return folded->share(self, std::move(others));
+    };
   }
   Replay<Simulator> replay(r.trace.graph, sim, nullptr, interference ? &*interference : nullptr);
   r.replay = replay.run();

@@ -9,6 +9,7 @@
 
 #include "cli_runner.hpp"
 
+using meshsim::test::model_path;
 using meshsim::test::run_cli;
 using meshsim::test::source_path;
 using meshsim::test::topology_path;
@@ -91,6 +92,44 @@ TEST_CASE("search: on PCIe-only GPUs the winner keeps TP <= 2 and says why") {
   CHECK(text.out.find("best per TP degree: tp=1") != std::string::npos);
   // The same bytes with one thread and with two.
   CHECK(run_cli(args + " --threads 1").out == text.out);
+}
+
+TEST_CASE("search: the same bytes at any thread count where collectives share links") {
+  // Four nodes: ZeRO-3 all-gathers, reduce-scatters, TP and pipeline traffic overlap, so the
+  // folded link-sharing rates (cached per worker, in whatever order its layouts come) decide
+  // step times; they must not depend on which layout a worker met first.
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 4 --workload " + model_path("llama3.1-8b") +
+                           " --seq 2048 --gbs 32 --top 400 --json --threads ";
+  const auto one = run_cli(args + "1");
+  REQUIRE_MESSAGE(one.exit_code == 0, one.err);
+  CHECK(json::parse(one.out)["evaluated"].get<int>() > 300);
+  CHECK(run_cli(args + "2").out == one.out);
+  CHECK(run_cli(args + "3").out == one.out);
+}
+
+TEST_CASE("search: a layout that needs ZeRO-3 is also tried as HSDP, unless --no-hsdp") {
+  // 70B on 64 GPUs, TP 1 × CP 8 × DP 8: ZeRO-3 over DP × CP (64 ranks) fits, and so does HSDP
+  // with 4 of the 8 DP ranks per shard group (shard over 32); 2 (over 16) does not.
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 8 --workload " + model_path("llama3.1-70b") +
+                           " --seq 8192 --gbs 64 --tp 1 --cp 8 --pp 1 --json";
+  const auto r = run_cli(args);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  int hsdp = 0;
+  for (const auto& c : j["results"])
+    if (c["label"].get<std::string>().find(" fsdp=4 zero=3") != std::string::npos) {
+      ++hsdp;
+      CHECK(c["mesh"]["fsdp"] == 4);
+      CHECK(c["memory"]["total"].get<double>() < 80e9);
+    }
+  CHECK(hsdp > 0);
+  CHECK(j["rejected"]["HSDP shard group too small to fit"].get<int>() > 0);
+  const auto no = json::parse(run_cli(args + " --no-hsdp").out);
+  CHECK(no["evaluated"].get<int>() == j["evaluated"].get<int>() - hsdp);
+  for (const auto& c : no["results"])
+    CHECK(c["label"].get<std::string>().find("fsdp=") == std::string::npos);
 }
 
 TEST_CASE("search: --emit prints the winner as a launch configuration") {

@@ -41,7 +41,7 @@ TEST_CASE("train: the acceptance run prints every key with non-trivial values") 
   CHECK(j["exposed_comm_by_op_s"].size() >= 2);
   CHECK(j["memory"]["weights"].get<double>() > 0);
   CHECK(j["memory"]["activations"].get<double>() > 0);
-  CHECK(j["mesh"] == json({{"dp", 4}, {"tp", 8}, {"pp", 4}, {"cp", 4}, {"ep", 1}}));
+  CHECK(j["mesh"] == json({{"dp", 4}, {"tp", 8}, {"pp", 4}, {"cp", 4}, {"ep", 1}, {"fsdp", 4}}));
   CHECK(j["stage_layers"] == json({20, 20, 20, 20}));
   CHECK(j["ranks"].size() == 4);
 
@@ -65,6 +65,40 @@ TEST_CASE("train: the acceptance run prints every key with non-trivial values") 
   CHECK(complete > 1000);
   CHECK(names >= 4 * 2);
   std::filesystem::remove(trace);
+}
+
+TEST_CASE("train and memory: HSDP (--mesh ...,fsdp=N) shards over a sub-group") {
+  const std::string job = " --topology " + topology_path("dgx-h100-superpod.json") +
+                          " --nodes 8 --workload " +
+                          source_path("workloads/models/llama3.1-8b.json") +
+                          " --seq 4096 --gbs 64 --json --mesh dp=16,tp=2,pp=2";
+  const std::string common = " --zero 3" + job;
+  const auto hsdp = run_cli("train" + common + ",fsdp=4");
+  REQUIRE_MESSAGE(hsdp.exit_code == 0, hsdp.err);
+  const auto j = json::parse(hsdp.out);
+  CHECK(j["mesh"]["dp"] == 16);
+  CHECK(j["mesh"]["fsdp"] == 4);
+  // The shard's all-reduce across the 4 replicas is there; plain ZeRO-3 has none.
+  CHECK(j["exposed_comm_by_op_s"].contains("all_reduce"));
+  const auto plain = json::parse(run_cli("train" + common).out);
+  CHECK(plain["mesh"]["fsdp"] == 16);
+  CHECK_FALSE(plain["exposed_comm_by_op_s"].contains("all_reduce"));
+  // Memory: model state 4× that of sharding over all 16 (18 B/param on megatron: 16 + fp32
+  // gradient bytes, over 4 rather than 16 ranks).
+  const auto mem = json::parse(run_cli("memory" + common + ",fsdp=4").out);
+  const auto mem_plain = json::parse(run_cli("memory" + common).out);
+  CHECK(mem["model_state_bytes"].get<double>() ==
+        doctest::Approx(4 * mem_plain["model_state_bytes"].get<double>()));
+  CHECK(mem["mesh"]["fsdp"] == 4);
+  // HSDP without sharded state, and a shard group that does not divide DP, are errors.
+  auto bad = run_cli("train --zero 0" + job + ",fsdp=4");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err ==
+        "error: --mesh: fsdp=4 shards ZeRO/FSDP state over a sub-group; it needs --zero 1, 2 or "
+        "3\n");
+  bad = run_cli("train" + common + ",fsdp=3");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("fsdp=3 must divide dp=16") != std::string::npos);
 }
 
 TEST_CASE("train: text report and same bytes twice") {

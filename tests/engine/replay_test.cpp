@@ -138,3 +138,48 @@ TEST_CASE("interference: a collective starting mid-kernel slows only the overlap
   CHECK(r.ops[c.value].start == Time::us(3));
   CHECK(r.ops[k.value].end.seconds() == doctest::Approx(32.0 / 3.0 * 1e-6).epsilon(1e-9));
 }
+
+TEST_CASE("link sharing: overlapping collectives run at the rate the model gives each") {
+  // a (10 µs, key 0) and b (4 µs, key 1) start together on two comm streams of rank 0 and each
+  // runs at ½ while the other does: b ends at 8 µs (4 done), a has 4 of 10 done then and runs
+  // the last 6 alone → 14 µs. c on rank 1 is alone and keeps its 10 µs.
+  OpGraph g;
+  auto dp = g.add_stream(0, StreamKind::dp);
+  auto tp = g.add_stream(0, StreamKind::tp);
+  auto other = g.add_stream(1, StreamKind::dp);
+  auto a = g.add_op(dp, "a", Time::us(10));
+  auto b = g.add_op(tp, "b", Time::us(4));
+  auto c = g.add_op(other, "c", Time::us(10));
+  ReplayInterference in;
+  in.share_key = {0, 1, 0};
+  std::vector<std::vector<std::int32_t>> asked;
+  in.share = [&](std::int32_t self, std::vector<std::int32_t> others) {
+    others.insert(others.begin(), self);
+    asked.push_back(others);
+    return 0.5;
+  };
+  Simulator sim;
+  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  CHECK(r.ops[b.value].end == Time::us(8));
+  CHECK(r.ops[a.value].end == Time::us(14));
+  CHECK(r.ops[c.value].end == Time::us(10));
+  // Only ops of one rank are asked about each other, with the other's key.
+  for (const auto& q : asked) {
+    REQUIRE(q.size() == 2);
+    CHECK(q[0] != q[1]);
+  }
+
+  // Three at once on one rank: the rate the model gives for the pair of others applies.
+  OpGraph g3;
+  std::vector<OpId> ops;
+  for (auto k : {StreamKind::dp, StreamKind::tp, StreamKind::pp})
+    ops.push_back(g3.add_op(g3.add_stream(0, k), "x", Time::us(6)));
+  ReplayInterference in3;
+  in3.share_key = {0, 1, 2};
+  in3.share = [](std::int32_t, std::vector<std::int32_t> others) {
+    return others.size() == 2 ? 1.0 / 3.0 : 0.5;
+  };
+  Simulator sim3;
+  auto r3 = Replay<Simulator>(g3, sim3, nullptr, &in3).run();
+  for (auto id : ops) CHECK(r3.ops[id.value].end == Time::us(18));
+}

@@ -49,6 +49,17 @@ TEST_CASE("seed: model state of a 70B model (ZeRO paper's 2 + 2 + 12 bytes per p
   CHECK(train(m, "dp=64", 3).model_state() == doctest::Approx(17.5e9));
 }
 
+TEST_CASE("HSDP: model state is 16Ψ over the shard group, not over all of DP") {
+  const auto m = seventy_b();
+  // ZeRO-3 over a shard group of 8 of the 64 DP ranks: 16Ψ/8 = 140 GB; of 16: 70 GB; ×cp 2:
+  // the shard group is fsdp · cp = 16, 70 GB.
+  CHECK(train(m, "dp=64,fsdp=8", 3).model_state() == doctest::Approx(16 * 70e9 / 8));
+  CHECK(train(m, "dp=64,fsdp=16", 3).model_state() == doctest::Approx(16 * 70e9 / 16));
+  CHECK(train(m, "dp=32,cp=2,fsdp=8", 3).model_state() == doctest::Approx(16 * 70e9 / 16));
+  // ZeRO-1 over 8: 4Ψ + 12Ψ/8.
+  CHECK(train(m, "dp=64,fsdp=8", 1).model_state() == doctest::Approx(4 * 70e9 + 12 * 70e9 / 8));
+}
+
 TEST_CASE("precision recipes are byte counts per state") {
   CHECK(default_recipe(DType::bf16).per_param() == 16);
   CHECK(default_recipe(DType::fp8).per_param() == 17);  // + the fp8 weight copy

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "model/model_loader.hpp"
 #include "parallel/mesh_rules.hpp"
+#include "parallel/placement.hpp"
 #include "test_paths.hpp"
 
 using namespace meshsim;
@@ -21,7 +22,7 @@ TEST_CASE("mesh parsing") {
   CHECK_THROWS_WITH_AS(parse_mesh("dp=0", "--mesh"),
                        "--mesh: 'dp=0': degree '0' of dp is not a positive integer", Error);
   CHECK_THROWS_WITH_AS(parse_mesh("dp=2,xp=2", "--mesh"),
-                       "--mesh: 'dp=2,xp=2': unknown degree 'xp' (known: dp, tp, pp, cp, ep)",
+                       "--mesh: 'dp=2,xp=2': unknown degree 'xp' (known: dp, tp, pp, cp, ep, fsdp)",
                        Error);
   CHECK_THROWS_WITH_AS(parse_mesh("dp=2,dp=4", "--mesh"), "--mesh: 'dp=2,dp=4': dp is given twice",
                        Error);
@@ -83,4 +84,50 @@ TEST_CASE("mesh rules, one precise error each") {
         "CP rank two chunks)");
   CHECK(err(llama, "dp=4", {4096, 10, 1, true}) ==
         "--gbs: global batch 10 is not a multiple of dp × micro-batch = 4");
+}
+
+TEST_CASE("HSDP: fsdp shards over a sub-group of DP, replicated across the rest") {
+  // dp=8, fsdp=2, cp=2, tp=2: shard groups are fsdp · cp = 4 consecutive combined (cp, dp)
+  // indices; 8 · 2 / 4 = 4 replicas of each shard.
+  const auto m = parse_mesh("tp=2,cp=2,dp=8,fsdp=2", "--mesh");
+  CHECK(m.dp == 8);
+  CHECK(m.fsdp == 2);
+  CHECK(m.world() == 32);
+  CHECK(m.shard_group() == 4);
+  CHECK(m.shard_replicas() == 4);
+  CHECK(to_string(m) == "dp=8 tp=2 pp=1 cp=2 ep=1 fsdp=2");
+  CHECK(parse_mesh("dp=8,tp=2,cp=2,fsdp=2", "--mesh") == m);  // round trip of the text form
+  // Plain ZeRO: the shard group is all of DP × CP.
+  const auto plain = parse_mesh("tp=2,cp=2,dp=8", "--mesh");
+  CHECK(plain.shard_group() == 16);
+  CHECK(plain.shard_replicas() == 1);
+  CHECK(parse_mesh("dp=8,fsdp=8", "--mesh").fsdp == 0);  // all of DP: plain ZeRO/FSDP
+  CHECK_THROWS_WITH_AS(parse_mesh("dp=4,fsdp=128", "--mesh"),
+                       "--mesh: 'dp=4,fsdp=128': fsdp=128 must divide dp=4 (dp is the whole "
+                       "data-parallel degree: dp=512,fsdp=128 shards over 128 ranks and "
+                       "replicates 4 times)",
+                       Error);
+  CHECK_THROWS_AS(parse_mesh("dp=6,fsdp=4", "--mesh"), Error);
+
+  // Ranks (tp innermost, then cp, then dp): rank = tp + 2·cp + 4·dp. Rank 0's shard group is
+  // dp 0–1 × cp 0–1 at tp 0; its replicas are the same (cp, dp mod 2) position in the other
+  // three groups.
+  const Placement pl(m);
+  CHECK(pl.group(0, GroupKind::shard) == std::vector<std::int32_t>{0, 2, 4, 6});
+  CHECK(pl.group(0, GroupKind::replica) == std::vector<std::int32_t>{0, 8, 16, 24});
+  CHECK(pl.group(11, GroupKind::shard) == std::vector<std::int32_t>{9, 11, 13, 15});
+  CHECK(pl.group(11, GroupKind::replica) == std::vector<std::int32_t>{3, 11, 19, 27});
+  CHECK(pl.all_groups(GroupKind::shard).size() == 8);    // 4 per TP rank
+  CHECK(pl.all_groups(GroupKind::replica).size() == 8);  // 4 positions per TP rank
+
+  // HSDP needs sharded state.
+  const auto llama = load_model(source_path("workloads/models/llama3.1-70b.json"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=8,fsdp=4", "--mesh");
+  CHECK_THROWS_WITH_AS(check_mesh(llama, c, {}),
+                       "--mesh: fsdp=4 shards ZeRO/FSDP state over a sub-group; it needs --zero 1, "
+                       "2 or 3",
+                       Error);
+  c.zero = 3;
+  CHECK_NOTHROW(check_mesh(llama, c, {}));
 }

@@ -46,6 +46,11 @@ DType dtype_flag(const std::string& v, const std::string& flag) {
   throw Error("", flag, "'" + v + "': expected one of " + joined_names(kAllDTypes));
 }
 
+Json mesh_json(const Mesh& m) {
+  return {{"dp", m.dp}, {"tp", m.tp}, {"pp", m.pp},
+          {"cp", m.cp}, {"ep", m.ep}, {"fsdp", m.fsdp > 0 ? m.fsdp : m.dp}};
+}
+
 Json memory_json(const MemoryBreakdown& b) {
   return {{"weights", b.weights},     {"gradients", b.gradients},
           {"optimizer", b.optimizer}, {"activations", b.activations},
@@ -131,7 +136,9 @@ void write_report(const std::string& path, HtmlReport report, const Topology& to
 
 void JobArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--workload", workload, "Model or job file (workloads/)")->required();
-  cmd->add_option("--mesh", mesh, "dp=..,tp=..,pp=..,cp=..,ep=..")->required();
+  cmd->add_option("--mesh", mesh,
+                  "dp=..,tp=..,pp=..,cp=..,ep=.. (fsdp=N: HSDP, shard over N of the dp ranks)")
+      ->required();
   cmd->add_option("--zero", zero, "0 DDP, 1, 2, 3 (= FSDP)");
   cmd->add_option("--reshard-after-forward", reshard, "ZeRO-3/FSDP2: on or off");
   cmd->add_option("--recompute", recompute,

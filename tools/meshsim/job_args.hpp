@@ -20,6 +20,9 @@ bool on_off(const std::string& value, const std::string& flag);
 DType dtype_flag(const std::string& value, const std::string& flag);
 // DESIGN.md's per-category memory keys, in bytes.
 Json memory_json(const MemoryBreakdown& b);
+// {"dp", "tp", "pp", "cp", "ep", "fsdp"}: fsdp is the DP ranks a ZeRO/FSDP shard is spread over
+// (dp unless HSDP).
+Json mesh_json(const Mesh& m);
 
 // "7,8,8,7" → {7, 8, 8, 7}: positive integers up to `max`; otherwise Error("", flag,
 // "'TEXT': expected WHAT").

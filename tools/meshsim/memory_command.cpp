@@ -114,11 +114,7 @@ int run_memory(const MemoryArgs& a) {
   const double capacity = gpu.hbm_bytes.as_double();
   const bool fits = b.total() <= capacity;
   j["mode"] = a.mode;
-  j["mesh"] = {{"dp", cfg.mesh.dp},
-               {"tp", cfg.mesh.tp},
-               {"pp", cfg.mesh.pp},
-               {"cp", cfg.mesh.cp},
-               {"ep", cfg.mesh.ep}};
+  j["mesh"] = mesh_json(cfg.mesh);
   j["per_gpu_bytes"] = memory_json(b);
   j["model_state_bytes"] = b.model_state();
   j["total_bytes"] = b.total();

@@ -30,6 +30,7 @@ struct SearchArgs {
   std::int64_t seq = 0, gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
   bool allow_tp_across_nodes = false;
+  bool no_hsdp = false;
   std::vector<std::string> stacks{"megatron"};  // --stack a,b
 };
 
@@ -58,6 +59,7 @@ SearchSpace space_of(const SearchArgs& a) {
   }
   if (!a.schedule.empty()) s.schedule = parse_schedule(a.schedule, "--schedule");
   s.allow_tp_across_nodes = a.allow_tp_across_nodes;
+  s.no_hsdp = a.no_hsdp;
   return s;
 }
 
@@ -102,12 +104,7 @@ Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
   const auto& c = e.candidate;
   Json j = {{"rank", rank},
             {"label", c.label()},
-            {"mesh",
-             {{"dp", c.config.mesh.dp},
-              {"tp", c.config.mesh.tp},
-              {"pp", c.config.mesh.pp},
-              {"cp", c.config.mesh.cp},
-              {"ep", c.config.mesh.ep}}},
+            {"mesh", mesh_json(c.config.mesh)},
             {"zero", c.config.zero},
             {"schedule", to_string(c.config.schedule)},
             {"mbs", c.micro_batch},
@@ -453,6 +450,8 @@ Runner add_search_command(CLI::App& app) {
   cmd->add_option("--tp-overlap", a->tp_overlap, "TP communication overlap on or off");
   cmd->add_option("--schedule", a->schedule, "Pin the schedule: 1f1b, interleaved:V, zb, gpipe");
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");
+  cmd->add_flag("--no-hsdp", a->no_hsdp,
+                "Do not try ZeRO-3 layouts as HSDP (shard over a sub-group of DP)");
   cmd->add_option("--top", a->top, "Candidates to print (default 10)")->check(positive_count());
   cmd->add_option("--csv", a->csv, "Write every evaluated candidate as CSV");
   cmd->add_option("--report", a->report, "Write an HTML report with plots");

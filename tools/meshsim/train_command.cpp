@@ -122,8 +122,7 @@ int run_train(const TrainArgs& a) {
     Json j = training_json(r);
     j["memory"]["gpu_bytes"] = topo.gpu.hbm_bytes.as_double();
     j["memory"]["fits"] = r.memory.total() <= topo.gpu.hbm_bytes.as_double();
-    j["mesh"] = {
-        {"dp", mesh.dp}, {"tp", mesh.tp}, {"pp", mesh.pp}, {"cp", mesh.cp}, {"ep", mesh.ep}};
+    j["mesh"] = mesh_json(mesh);
     j["zero"] = setup.config.zero;
     j["schedule"] = to_string(setup.config.schedule);
     j["recompute"] = name_of(setup.config.recompute);
@@ -224,7 +223,9 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--report", a->report, "Write an HTML report with plots");
   cmd->add_option("--rank-order", a->rank_order, "Innermost first (default tp-cp-dp-pp)");
   cmd->add_option("--cp-comm", a->cp_comm, "Context parallel K/V: ring or allgather");
-  cmd->add_option("--bucket-mb", a->bucket_mb, "Gradient bucket in MiB (default 25)");
+  cmd->add_option(
+      "--bucket-mb", a->bucket_mb,
+      "Gradient bucket in MiB (default: the stack's, e.g. Megatron max(40M, 1M × DP) params)");
   cmd->add_option("--expert-imbalance", a->expert_imbalance,
                   "Extra tokens on the busiest EP rank (0.2 = 20 % above the mean)");
   cmd->add_option("--straggler", a->straggler, "RANK:FACTOR, a GPU computing FACTOR× slower");

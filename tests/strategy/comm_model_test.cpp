@@ -1,0 +1,65 @@
+#include "strategy/comm_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include "network/collective_plan.hpp"
+#include "test_paths.hpp"
+#include "topology/topology_loader.hpp"
+
+using namespace meshsim;
+using meshsim::test::topology_path;
+
+namespace {
+
+CommRequest request(GroupKind kind, CollectiveOp op, std::vector<std::int32_t> ranks,
+                    double bytes) {
+  CommRequest r;
+  r.kind = kind;
+  r.call = {op, std::move(ranks), bytes};
+  r.algo = CollectiveAlgo::ring;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("folded link sharing: the same ring twice halves its flow rate; disjoint links none") {
+  // Two nodes, tp=8 (a TP group is a node), pp=2 (stage 1 on the second node).
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), {.nodes = 2});
+  const Placement placement(parse_mesh("tp=8,pp=2", "--mesh"));
+  CommContext ctx(topo);
+  FoldedComm comm(topo, placement, ctx);
+  OpGraph g;
+  const auto tp = g.add_stream(0, StreamKind::tp);
+  const auto pp = g.add_stream(0, StreamKind::pp);
+  const auto ag =
+      request(GroupKind::tp, CollectiveOp::all_gather, {0, 1, 2, 3, 4, 5, 6, 7}, 64.0 * (1 << 20));
+  auto send = request(GroupKind::pp, CollectiveOp::send_recv, {0, 8}, 16.0 * (1 << 20));
+  send.algo.reset();
+  const auto a = comm.collective_of(comm.add(g, tp, "ag", ag, {}));
+  const auto s = comm.collective_of(comm.add(g, pp, "send", send, {}));
+  REQUIRE(a >= 0);
+  REQUIRE(s >= 0);
+  CHECK(a != s);
+
+  // Hand value: both rings cross the same links with the same weights, so max-min gives each
+  // half of every link and the flow phase takes twice as long; the α term (the plan's latency)
+  // is not slowed: rate = (α + F) / (α + 2F), F = price − α.
+  const auto priced = price_collective(topo, ctx.router, ag.call, ag.algo);
+  const auto plan = plan_collective(topo, ctx.router, ag.call, priced.algo, priced.protocol);
+  REQUIRE(plan);
+  const double alpha = plan->latency.seconds();
+  const double total = comm.price(ag).seconds();
+  const double flows = total - alpha;
+  REQUIRE(flows > 0);
+  CHECK(comm.share(a, {a}) == doctest::Approx(total / (alpha + 2 * flows)).epsilon(1e-6));
+
+  // NVLink (the TP ring) and the PCIe/NIC/InfiniBand path of the send share no link.
+  CHECK(comm.share(a, {s}) == 1.0);
+  CHECK(comm.share(s, {a}) == 1.0);
+  // With the send beside it too, the ring still only feels its twin.
+  CHECK(comm.share(a, {s, a}) == doctest::Approx(comm.share(a, {a})).epsilon(1e-12));
+  // A collective of no bytes has no price and no key.
+  auto empty = ag;
+  empty.call.bytes = 0;
+  CHECK(comm.collective_of(comm.add(g, tp, "empty", empty, {})) == -1);
+}

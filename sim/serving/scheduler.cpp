@@ -11,6 +11,13 @@ ReplicaScheduler::ReplicaScheduler(SchedulerOptions options, std::int64_t blocks
       static_cast<std::int64_t>(std::floor(options.watermark * static_cast<double>(blocks)));
 }
 
+std::int64_t ReplicaScheduler::admission_blocks(const RequestState& r, std::int64_t n) const {
+  // Reserve: the whole request (the output length stands for max_tokens, as benchmarks set it).
+  const std::int64_t tokens =
+      opt_.admission == Admission::reserve ? r.prompt + r.output : r.computed + n;
+  return pool_.blocks_for(tokens) - r.blocks;
+}
+
 void ReplicaScheduler::preempt(std::vector<RequestState>& reqs, std::size_t running_index) {
   const auto id = running_[running_index];
   auto& r = reqs[static_cast<std::size_t>(id)];
@@ -74,7 +81,9 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
       continue;
     }
     const std::int64_t n = std::min({r.pending(), budget, fits()});
-    const std::int64_t need = pool_.blocks_for(r.computed + n) - r.blocks;
+    // Reserved at admission: the blocks held already cover every token.
+    const std::int64_t need =
+        std::max<std::int64_t>(0, pool_.blocks_for(r.computed + n) - r.blocks);
     pool_.allocate(need);
     r.blocks += need;
     add(id, n);
@@ -88,7 +97,7 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     // Admission needs the whole first chunk to fit with the watermark left free (vLLM);
     // admitting a sliver of a prompt into a full cache only feeds preemption.
     const std::int64_t n = std::min(r.pending(), budget);
-    const std::int64_t need = pool_.blocks_for(r.computed + n) - r.blocks;
+    const std::int64_t need = admission_blocks(r, n);
     if (pool_.free() - need < watermark_blocks_) break;
     waiting_.pop_front();
     pool_.allocate(need);
@@ -138,8 +147,7 @@ bool ReplicaScheduler::has_runnable(const std::vector<RequestState>& reqs) const
   if (!waiting_.empty() && static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
     const auto& r = reqs[static_cast<std::size_t>(waiting_.front())];
     const auto n = std::min(r.pending(), opt_.max_batch_tokens);
-    if (pool_.free() - (pool_.blocks_for(r.computed + n) - r.blocks) >= watermark_blocks_)
-      return true;
+    if (pool_.free() - admission_blocks(r, n) >= watermark_blocks_) return true;
   }
   return false;
 }

@@ -19,12 +19,25 @@ namespace meshsim {
 // Defaults are vLLM's (v0.6 / V1 engine arguments): max_num_batched_tokens 8192 with chunked
 // prefill, max_num_seqs 256, block_size 16, gpu_memory_utilization 0.9, and the V0 block
 // manager's admission watermark of 1 % of the blocks.
+// Where the KV budget comes from (serving_sim kv_capacity): `fraction` of the whole HBM minus
+// the rest of the memory (vLLM's gpu_memory_utilization), or `fraction` of the memory left after
+// it (TensorRT-LLM's free_gpu_memory_fraction).
+enum class KvBudget { total_fraction, free_fraction };
+// Admission: optimistic (vLLM: admit while the first chunk fits, preempt by recompute when a
+// running sequence cannot grow), or reserve (TensorRT-LLM's GUARANTEED_NO_EVICT: admit only when
+// the blocks for the whole prompt + output are free, and hold them; nothing is ever preempted).
+enum class Admission { optimistic, reserve };
 struct SchedulerOptions {
   std::int64_t max_batch_tokens = 8192;
   std::int64_t max_seqs = 256;
   std::int64_t block_size = 16;
   double watermark = 0.01;
-  double gpu_memory_utilization = 0.9;
+  double gpu_memory_utilization = 0.9;  // the KV budget's fraction
+  KvBudget kv_budget = KvBudget::total_fraction;
+  Admission admission = Admission::optimistic;
+  // Decode-only batches up to the largest size run as the CUDA graph of the next captured size
+  // (the batch is padded to it); empty: no graphs.
+  std::vector<std::int64_t> cuda_graph_sizes;
 };
 
 struct RequestState {
@@ -83,6 +96,8 @@ class ReplicaScheduler {
 
  private:
   void preempt(std::vector<RequestState>& reqs, std::size_t running_index);
+  // Blocks admitting `r` with a first chunk of `n` tokens takes.
+  std::int64_t admission_blocks(const RequestState& r, std::int64_t n) const;
 
   SchedulerOptions opt_;
   BlockPool pool_;

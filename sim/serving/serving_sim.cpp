@@ -59,6 +59,7 @@ class Cluster {
       auto rep = std::make_unique<Replica>(setup.scheduler, capacity_.blocks);
       rep->gpus = replica_gpus(setup.shape, i);
       rep->cost = std::make_unique<StepCost>(topo, model, setup.shape, rep->gpus, compute_, comm);
+      rep->cost->set_cuda_graph_sizes(setup.scheduler.cuda_graph_sizes);
       rep->stage_busy.assign(static_cast<std::size_t>(setup.shape.pp), false);
       rep->stage_queue.resize(static_cast<std::size_t>(setup.shape.pp));
       if (setup.disaggregated()) {
@@ -566,14 +567,17 @@ KvCapacity kv_capacity(const Topology& topo, const ModelSpec& model, const Servi
   c.kv_bytes_per_token_rank =
       kv_bytes_per_token(model, shape.kv_dtype) / d(model.layers) * stage_layers * kv_share;
   const double hbm = topo.gpu.hbm_bytes.as_double();
-  const double room = hbm * setup.scheduler.gpu_memory_utilization - c.memory.total();
+  const double fraction = setup.scheduler.gpu_memory_utilization;
+  const double room = setup.scheduler.kv_budget == KvBudget::total_fraction
+                          ? hbm * fraction - c.memory.total()
+                          : fraction * (hbm - c.memory.total());
   const double tokens = std::floor(std::max(0.0, room) / c.kv_bytes_per_token_rank);
   c.blocks = static_cast<std::int64_t>(std::floor(tokens / d(c.block_size)));
   if (c.blocks < 1)
     throw Error("", "--mesh",
                 fmt::format("{} does not fit tp={} × pp={} on {}: weights {:.1f} GB and workspace "
                             "{:.1f} GB per GPU leave no room for a KV cache in {:.1f} GB × {} "
-                            "(gpu_memory_utilization)",
+                            "(the engine's KV memory fraction)",
                             model.name, shape.tp, shape.pp, topo.gpu.model, c.memory.weights / 1e9,
                             (c.memory.total() - c.memory.weights) / 1e9, hbm / 1e9,
                             setup.scheduler.gpu_memory_utilization));

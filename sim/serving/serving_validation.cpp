@@ -4,6 +4,7 @@
 #include "core/json_reader.hpp"
 #include "model/model_loader.hpp"
 #include "parallel/mesh.hpp"
+#include "serving/engine.hpp"
 #include "serving/serving_sim.hpp"
 #include "topology/topology_loader.hpp"
 
@@ -56,8 +57,18 @@ std::vector<ValidationRow> run_serving_cases(const std::string& path, const std:
     const Mesh mesh = parse_mesh(mesh_ref.string(), path + ":" + mesh_ref.path());
     s.shape.tp = mesh.tp;
     s.shape.pp = mesh.pp;
+    // The engine the source ran: its scheduler, KV budget and KV dtype rule; the case's own
+    // settings (each with its reading) override them.
+    const auto engine_ref = r.required("engine");
+    const auto engine = [&] {
+      const auto engine_name = engine_ref.string();
+      if (const auto* e = bundled_engine(engine_name)) return *e;
+      engine_ref.fail("'" + engine_name + "' is not a bundled engine");
+    }();
+    s.scheduler = engine.scheduler;
     if (auto v = r.optional("replicas")) s.replicas = v->positive_integer();
     if (auto v = r.optional("dtype")) s.shape.weight_dtype = dtype_of(*v);
+    s.shape.kv_dtype = default_kv_dtype(engine, s.shape.weight_dtype);
     if (auto v = r.optional("kv_dtype")) s.shape.kv_dtype = dtype_of(*v);
     if (auto v = r.optional("max_seqs")) s.scheduler.max_seqs = v->positive_integer();
     if (auto v = r.optional("max_batch_tokens"))

@@ -198,8 +198,20 @@ double StepCost::logits_gather_seconds(std::int64_t stage, std::int64_t sampled)
                                d(model_.vocab) * kActBytes);
 }
 
-double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
+void StepCost::set_cuda_graph_sizes(std::vector<std::int64_t> sizes) {
+  std::sort(sizes.begin(), sizes.end());
+  graph_sizes_ = std::move(sizes);
+}
+
+std::int64_t StepCost::padded_tokens(const BatchShape& batch) const {
   const std::int64_t tokens = batch.tokens();
+  if (!batch.prefill.empty() || tokens == 0) return tokens;
+  const auto it = std::lower_bound(graph_sizes_.begin(), graph_sizes_.end(), tokens);
+  return it == graph_sizes_.end() ? tokens : *it;
+}
+
+double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
+  const std::int64_t tokens = padded_tokens(batch);
   if (tokens == 0) return 0;
   const std::int64_t first = first_layer(stage);
   const std::int64_t n = stage_layers_[static_cast<std::size_t>(stage)];

@@ -59,6 +59,12 @@ class StepCost {
   // to one rank and sampling on the last.
   double ends_seconds(std::int64_t stage, const BatchShape& batch);
 
+  // CUDA-graph decode (engine profile): a decode-only batch of up to the largest size runs the
+  // graph captured for the next size up, so its GEMMs, norms and TP collectives cost that many
+  // tokens (the padding sequences attend to no context, so attention keeps the real batch).
+  void set_cuda_graph_sizes(std::vector<std::int64_t> sizes);
+  // The token count a batch's dense parts are priced at.
+  std::int64_t padded_tokens(const BatchShape& batch) const;
   const ReplicaShape& shape() const { return shape_; }
   const std::vector<std::int64_t>& stage_layers() const { return stage_layers_; }
   std::int64_t first_layer(std::int64_t stage) const;
@@ -82,6 +88,7 @@ class StepCost {
   const ComputeModel& compute_;
   CommContext& comm_;
   std::vector<std::int64_t> stage_layers_;
+  std::vector<std::int64_t> graph_sizes_;  // sorted
   std::int64_t heads_rank_ = 0, kv_heads_rank_ = 0;
   // Memoised by token count: dense layer time (for a dense and an MoE layer), all-reduce per
   // stage, send per stage.

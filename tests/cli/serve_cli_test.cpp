@@ -180,6 +180,10 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
       {" --mesh tp=8 --concurrency 4 --think-time exp:-1", "--think-time"},
       {" --mesh tp=8 --concurrency 100000 --traffic " + source_path("workloads/traffic/chat.csv"),
        "warm-up"},
+      {" --mesh tp=8 --rate 1 --engine sglang-9", "is neither a bundled engine (trtllm, vllm)"},
+      {" --mesh tp=8 --rate 1 --engine trtllm --watermark 0.05", "--watermark"},
+      {" --mesh tp=8 --rate 1 --engine " + source_path("workloads/models/llama3.1-8b.json"),
+       "llama3.1-8b.json:"},
   };
   for (const auto& [args, want] : cases) {
     const auto r = run_cli(kServe70b + args);
@@ -189,6 +193,30 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
     CHECK(r.err.find("error: ") == 0);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("serve --engine: TensorRT-LLM's profile: FP8 KV with FP8 weights, no preemption") {
+  const std::string args = kServe70b +
+                           " --mesh tp=8 --dtype fp8 --rate inf --requests 400 "
+                           "--prompt fixed:2048 --output fixed:512";
+  const auto vllm = serve_json(args);
+  const auto trt = serve_json(args + " --engine trtllm");
+  // vLLM keeps BF16 KV for an FP8 checkpoint (kv_cache_dtype auto); TensorRT-LLM's FP8 recipe
+  // stores FP8 KV: half the bytes per token.
+  CHECK(trt["kv_cache"]["bytes_per_token_per_gpu"].get<double>() ==
+        doctest::Approx(vllm["kv_cache"]["bytes_per_token_per_gpu"].get<double>() / 2));
+  CHECK(trt["kv_cache"]["block_size"] == 64);
+  CHECK(vllm["kv_cache"]["block_size"] == 16);
+  CHECK(trt["preemptions"] == 0);
+  CHECK(trt["completed"] == 400);
+  // --kv-dtype still overrides the engine's rule; the text output names the engine.
+  const auto bf16 = serve_json(args + " --engine trtllm --kv-dtype bf16");
+  CHECK(bf16["kv_cache"]["bytes_per_token_per_gpu"] == vllm["kv_cache"]["bytes_per_token_per_gpu"]);
+  const auto text = run_cli(args + " --engine trtllm");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("(fp8 weights, fp8 KV, engine trtllm)") != std::string::npos);
+  // An engine file works like a bundled name.
+  CHECK(serve_json(args + " --engine " + source_path("workloads/engines/trtllm.json")) == trt);
 }
 
 TEST_CASE("serve --concurrency: a closed loop of clients, warm-up left out, Little's law") {

@@ -28,11 +28,11 @@ TEST_CASE("serving accuracy: MLPerf Inference v4.1 Llama-2-70B on DGX H100") {
   }
   const double mape = sum / static_cast<double>(rows.size());
   MESSAGE("serving MAPE ", 100 * mape, " %");
-  // 64.9 % when written; 1,677 % since the measured kernel model (issue "Compute from measured
-  // kernels"): the simulated replicas now serve 16 % fewer tokens/s than the 75 req/s the server
-  // case offers, so its queue and TTFT grow without bound (see validation/serving.md). The
-  // ceiling guards that figure; it is not a target.
-  CHECK(mape < 18.0);
+  // 64.9 % when written; 1,677 % with the measured kernel model and vLLM's limits (the server
+  // queue grew without bound); 24.4 % since the cases run on the engine they used (trtllm:
+  // reserve-at-admission, FP8 KV, its KV budget) with the batch limits and output length of the
+  // primary sources. The ceiling guards that figure; it is not a target.
+  CHECK(mape < 0.27);
   if (const char* out = std::getenv("MESHSIM_WRITE_VALIDATION_TABLE")) {
     std::ofstream f(out);
     f << "# Serving: meshsim vs published\n\n"
@@ -46,19 +46,18 @@ TEST_CASE("serving accuracy: MLPerf Inference v4.1 Llama-2-70B on DGX H100") {
                        r.measured, r.unit, r.simulated, r.unit, 100 * r.error());
     f << fmt::format("\n| group | cases | MAPE |\n|---|---|---|\n| {} | {} | {:.1f}% |\n",
                      rows.front().group, rows.size(), 100 * mape);
-    f << "\nWith the ideal kernel model these rows were −13.8 % (offline) and −9.9 % (server) "
-         "throughput, TTFT p50 −48.5 % / p99 +179 %. The kernel model fitted to measured "
-         "kernels (validation/kernels.md) makes each replica slower: mostly the softened "
-         "roofline of the GEMM fit (mid-sized fp16 GEMMs near the ridge point are measured "
-         "slower than either bound; an FP8 decode batch of 256 sits near the FP8 ridge), then "
-         "the measured per-kernel costs (the decode-attention kernel's 19 µs was measured on "
-         "A100 FlashInfer, not on TensorRT-LLM's H100 kernels), each 1–10 % of a step. The "
-         "server case offers 75 requests/s, which the slower replicas no longer sustain, so its "
-         "queue grows through the run and TTFT is tens of seconds: the TTFT rows measure that "
-         "overload, not a latency. The published TPOT of 156 ms p50 says TensorRT-LLM ran "
-         "decode batches several times larger than the 256 sequences per replica assumed "
-         "(vLLM's default); the engine's real settings (issue \"Serving as the engines run "
-         "it\") are the next step. Nothing was tuned to these rows.\n";
+    f << "\nEach case runs on the engine profile its source used (`engine`: workloads/engines/). "
+         "Before engine profiles (vLLM's scheduler and limits: 256 sequences, optimistic "
+         "admission and its KV budget, output 265) the server case's replicas could not sustain "
+         "the offered 75 "
+         "requests/s and its TTFT rows were +4,000 % and +5,900 % (MAPE 1,677 %). With the "
+         "TensorRT-LLM profile (reserve-at-admission, KV in 0.9 of the free memory, FP8 KV), the "
+         "configs' batch limits (896 offline, 1024 server) and the logs' 290 output tokens per "
+         "sample, throughput is within 8 % and TTFT p99 within 20 %; TTFT p50 is 37 % and TPOT "
+         "37–42 % below the published values: the per-step CPU work, the BF16 LM head of the FP8 "
+         "checkpoint and sampling (issue \"Serving as the engines run it\", item 3) are not "
+         "modelled yet, and they weigh most on the decode steps. Nothing was tuned to these "
+         "rows.\n";
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
 #include "commands.hpp"
@@ -23,6 +24,7 @@
 #include "report/launch_config.hpp"
 #include "report/serving_report.hpp"
 #include "search/serving_search.hpp"
+#include "serving/engine.hpp"
 #include "serving/serving_sim.hpp"
 
 namespace meshsim::cli {
@@ -30,14 +32,15 @@ namespace {
 
 struct ServeArgs {
   ClusterArgs cluster;
-  std::string workload, mesh = "tp=1", disaggregate, dtype = "bf16", kv_dtype = "bf16", traffic,
-                        rate, prompt = "fixed:1024", output = "fixed:256",
-                        router = "least-outstanding", calibration, trace, report, emit,
-                        think_time = "0";
-  std::int64_t replicas = 1, requests = 1000, seed = 1, max_batch_tokens = 8192, max_seqs = 256,
-               block_size = 16, gpus = 0, concurrency = 0;
-  double burstiness = 1, slo_ttft = 2.0, slo_tpot = 0.2, gpu_memory_utilization = 0.9,
-         watermark = 0.01;
+  std::string workload, mesh = "tp=1", disaggregate, dtype = "bf16", traffic, rate,
+                        prompt = "fixed:1024", output = "fixed:256", router = "least-outstanding",
+                        calibration, trace, report, emit, think_time = "0", engine = "vllm";
+  std::int64_t replicas = 1, requests = 1000, seed = 1, gpus = 0, concurrency = 0;
+  double burstiness = 1, slo_ttft = 2.0, slo_tpot = 0.2;
+  // Unset: the engine profile's.
+  std::optional<std::string> kv_dtype;
+  std::optional<std::int64_t> max_batch_tokens, max_seqs, block_size;
+  std::optional<double> gpu_memory_utilization, watermark;
   bool search = false, requests_given = false;
 };
 
@@ -86,7 +89,7 @@ RouterPolicy router_flag(const std::string& v) {
   throw Error("", "--router", "'" + v + "': expected round-robin, least-outstanding or jsq-tokens");
 }
 
-ReplicaShape shape_of(const ServeArgs& a) {
+ReplicaShape shape_of(const ServeArgs& a, const EngineProfile& engine) {
   const Mesh m = parse_mesh(a.mesh, "--mesh");
   if (m.dp != 1 || m.cp != 1 || m.ep != 1)
     throw Error("", "--mesh",
@@ -95,7 +98,8 @@ ReplicaShape shape_of(const ServeArgs& a) {
   s.tp = m.tp;
   s.pp = m.pp;
   s.weight_dtype = dtype_flag(a.dtype, "--dtype");
-  s.kv_dtype = dtype_flag(a.kv_dtype, "--kv-dtype");
+  s.kv_dtype =
+      a.kv_dtype ? dtype_flag(*a.kv_dtype, "--kv-dtype") : default_kv_dtype(engine, s.weight_dtype);
   for (auto [dt, flag] :
        {std::pair{s.weight_dtype, "--dtype"}, std::pair{s.kv_dtype, "--kv-dtype"}})
     if (dt != DType::bf16 && dt != DType::fp16 && dt != DType::fp8)
@@ -206,7 +210,8 @@ int run_serve(const ServeArgs& a) {
   const auto workload = load_workload(a.workload);
   const auto& model = workload.model;
   ServingSetup setup;
-  setup.shape = shape_of(a);
+  const auto engine = resolve_engine(a.engine);
+  setup.shape = shape_of(a, engine);
   if (model.has_architecture() && !a.search) {
     // The same divisibility rules as memory and train (heads and KV heads by tp, layers by pp).
     // Sequence parallelism is a training layout: serving engines shard MoE experts over TP
@@ -236,20 +241,26 @@ int run_serve(const ServeArgs& a) {
     setup.decode_replicas = counts(a.disaggregate.substr(colon + 1));
     if (a.search) throw Error("", "--disaggregate", "--search compares colocated layouts only");
   }
-  setup.scheduler = SchedulerOptions{.max_batch_tokens = a.max_batch_tokens,
-                                     .max_seqs = a.max_seqs,
-                                     .block_size = a.block_size,
-                                     .watermark = a.watermark,
-                                     .gpu_memory_utilization = a.gpu_memory_utilization};
-  if (a.max_batch_tokens < 1 || a.max_batch_tokens > (1 << 22))
+  setup.scheduler = engine.scheduler;
+  auto& sch = setup.scheduler;
+  if (a.max_batch_tokens) sch.max_batch_tokens = *a.max_batch_tokens;
+  if (a.max_seqs) sch.max_seqs = *a.max_seqs;
+  if (a.block_size) sch.block_size = *a.block_size;
+  if (a.gpu_memory_utilization) sch.gpu_memory_utilization = *a.gpu_memory_utilization;
+  if (a.watermark) sch.watermark = *a.watermark;
+  if (sch.max_batch_tokens < 1 || sch.max_batch_tokens > (1 << 22))
     throw Error("", "--max-batch-tokens", "must be from 1 to 4194304");
-  if (a.max_seqs < 1 || a.max_seqs > (1 << 20))
+  if (sch.max_seqs < 1 || sch.max_seqs > (1 << 20))
     throw Error("", "--max-seqs", "must be from 1 to 1048576");
-  if (a.block_size < 1 || a.block_size > 4096)
+  if (sch.block_size < 1 || sch.block_size > 4096)
     throw Error("", "--block-size", "must be from 1 to 4096");
-  if (!(a.gpu_memory_utilization > 0) || a.gpu_memory_utilization > 1)
+  if (!(sch.gpu_memory_utilization > 0) || sch.gpu_memory_utilization > 1)
     throw Error("", "--gpu-memory-utilization", "must be in (0, 1]");
-  if (!(a.watermark >= 0) || a.watermark >= 1) throw Error("", "--watermark", "must be in [0, 1)");
+  if (!(sch.watermark >= 0) || sch.watermark >= 1)
+    throw Error("", "--watermark", "must be in [0, 1)");
+  if (sch.admission == Admission::reserve && sch.watermark > 0)
+    throw Error("", "--watermark",
+                "engine '" + engine.name + "' reserves whole requests at admission: no watermark");
   if (!(a.slo_ttft >= 0) || !(a.slo_tpot >= 0))
     throw Error("", "--slo-ttft", "SLOs must be non-negative seconds (0: none)");
   setup.slo_ttft_s = a.slo_ttft;
@@ -338,8 +349,8 @@ int run_serve(const ServeArgs& a) {
 
   const auto r = simulate_serving(topo, model, setup, requests);
   const auto layout = fmt::format(
-      "{} × tp={} pp={} ({} weights, {} KV){}", setup.total_replicas(), setup.shape.tp,
-      setup.shape.pp, a.dtype, a.kv_dtype,
+      "{} × tp={} pp={} ({} weights, {} KV, engine {}){}", setup.total_replicas(), setup.shape.tp,
+      setup.shape.pp, a.dtype, name_of(setup.shape.kv_dtype), engine.name,
       setup.disaggregated()
           ? fmt::format(", disaggregated {}:{}", setup.prefill_replicas, setup.decode_replicas)
           : "");
@@ -379,7 +390,11 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--disaggregate", a->disaggregate,
                   "P:D prefill and decode replicas (replaces --replicas)");
   cmd->add_option("--dtype", a->dtype, "Weights and GEMMs: bf16, fp16 or fp8");
-  cmd->add_option("--kv-dtype", a->kv_dtype, "KV cache: bf16, fp16 or fp8");
+  cmd->add_option("--kv-dtype", a->kv_dtype,
+                  "KV cache: bf16, fp16 or fp8 (default: the engine's rule for the weight dtype)");
+  cmd->add_option("--engine", a->engine,
+                  "Serving engine: vllm (default), trtllm, or an engine file "
+                  "(workloads/engines/*.json)");
   cmd->add_option("--traffic", a->traffic, "Traffic file: a CSV trace or a JSON spec");
   cmd->add_option("--rate", a->rate, "Arrival rate in requests/s, or inf (offline)");
   cmd->add_option("--concurrency", a->concurrency,
@@ -398,12 +413,15 @@ Runner add_serve_command(CLI::App& app) {
                   "TTFT SLO in s (default 2, MLPerf Llama-2-70B server)");
   cmd->add_option("--slo-tpot", a->slo_tpot, "TPOT SLO in s (default 0.2)");
   cmd->add_option("--router", a->router, "round-robin, least-outstanding or jsq-tokens");
-  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Token budget per iteration");
-  cmd->add_option("--max-seqs", a->max_seqs, "Sequences per iteration");
-  cmd->add_option("--block-size", a->block_size, "KV block size in tokens");
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens,
+                  "Token budget per iteration (default: the engine's)");
+  cmd->add_option("--max-seqs", a->max_seqs, "Sequences per iteration (default: the engine's)");
+  cmd->add_option("--block-size", a->block_size, "KV block size in tokens (default: the engine's)");
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization,
-                  "Fraction of HBM for weights, workspace and KV cache");
-  cmd->add_option("--watermark", a->watermark, "Free-block fraction kept at admission");
+                  "The engine's KV memory fraction (vLLM: of all HBM, for weights, workspace and "
+                  "KV; TensorRT-LLM: of the memory free after weights and workspace)");
+  cmd->add_option("--watermark", a->watermark,
+                  "Free-block fraction kept at admission (default: the engine's)");
   cmd->add_option("--calibration", a->calibration, "Calibration profile (JSON)");
   cmd->add_option("--trace", a->trace, "Write a Chrome trace of the iterations");
   cmd->add_option("--report", a->report, "Write an HTML report");

@@ -1,0 +1,121 @@
+#include "serving/engine.hpp"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+
+#include "core/enum_names.hpp"
+#include "core/error.hpp"
+
+namespace meshsim {
+
+DType default_kv_dtype(const EngineProfile& engine, DType weights) {
+  return engine.fp8_kv_with_fp8_weights && weights == DType::fp8 ? DType::fp8 : DType::bf16;
+}
+
+std::string_view name_of(Admission a) {
+  switch (a) {
+    case Admission::optimistic:
+      return "optimistic";
+    case Admission::reserve:
+      return "reserve";
+  }
+  return "?";
+}
+
+std::string_view name_of(KvBudget b) {
+  switch (b) {
+    case KvBudget::total_fraction:
+      return "total_fraction";
+    case KvBudget::free_fraction:
+      return "free_fraction";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::array kAdmissions{Admission::optimistic, Admission::reserve};
+constexpr std::array kBudgets{KvBudget::total_fraction, KvBudget::free_fraction};
+
+template <class E, std::size_t N>
+E enum_field(const JsonRef& v, const std::array<E, N>& all) {
+  const auto text = v.string();
+  if (const auto e = parse_by_name<E>(all, text)) return *e;
+  v.fail("'" + text + "' is not one of " + joined_names(all));
+}
+
+std::int64_t bounded(const JsonRef& v, std::int64_t lo, std::int64_t hi) {
+  const auto n = v.integer();
+  if (n < lo || n > hi)
+    v.fail("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return n;
+}
+
+void read_scheduler(const JsonRef& ref, SchedulerOptions& s) {
+  ObjectReader r(ref);
+  s.admission = enum_field(r.required("admission"), kAdmissions);
+  s.max_seqs = bounded(r.required("max_seqs"), 1, 1 << 20);
+  s.max_batch_tokens = bounded(r.required("max_batch_tokens"), 1, 1 << 24);
+  s.block_size = bounded(r.required("block_size"), 1, 4096);
+  const auto w = r.required("watermark");
+  s.watermark = w.non_negative_number();
+  if (s.watermark >= 1) w.fail("must be in [0, 1)");
+  // A reserved request must be admissible into an empty cache (capacity checks use all blocks).
+  if (s.admission == Admission::reserve && s.watermark > 0)
+    w.fail("must be 0 with reserve admission (the whole request is reserved; no watermark)");
+  r.finish();
+}
+
+}  // namespace
+
+EngineProfile read_engine(const JsonRef& ref) {
+  ObjectReader r(ref);
+  EngineProfile e;
+  e.file = ref.file();
+  e.name = r.required("name").string();
+  if (e.name.empty()) r.required("name").fail("must not be empty");
+  e.description = r.required("description").string();
+  for (const auto& s : r.required("sources").non_empty_array()) e.sources.push_back(s.string());
+  read_scheduler(r.required("scheduler"), e.scheduler);
+  {
+    ObjectReader kv(r.required("kv_cache"));
+    e.scheduler.kv_budget = enum_field(kv.required("budget"), kBudgets);
+    const auto f = kv.required("fraction");
+    e.scheduler.gpu_memory_utilization = f.positive_number();
+    if (e.scheduler.gpu_memory_utilization > 1) f.fail("must be in (0, 1]");
+    e.fp8_kv_with_fp8_weights = kv.required("fp8_with_fp8_weights").boolean();
+    kv.finish();
+  }
+  {
+    ObjectReader g(r.required("cuda_graphs"));
+    const auto sizes = g.required("capture_sizes");
+    for (const auto& v : sizes.array()) {
+      const auto n = bounded(v, 1, 1 << 16);
+      if (!e.scheduler.cuda_graph_sizes.empty() && n <= e.scheduler.cuda_graph_sizes.back())
+        v.fail("capture sizes must increase");
+      e.scheduler.cuda_graph_sizes.push_back(n);
+    }
+    g.finish();
+  }
+  r.finish();
+  return e;
+}
+
+EngineProfile load_engine(const std::string& path) {
+  const Json doc = load_json_file(path);
+  return read_engine(JsonRef::root(doc, path));
+}
+
+EngineProfile resolve_engine(const std::string& name_or_file) {
+  if (const auto* e = bundled_engine(name_or_file)) return *e;
+  if (!std::filesystem::exists(name_or_file)) {
+    std::string known;
+    for (const auto& n : bundled_engine_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(name_or_file, "",
+                "is neither a bundled engine (" + known + ") nor an engine file that exists");
+  }
+  return load_engine(name_or_file);
+}
+
+}  // namespace meshsim

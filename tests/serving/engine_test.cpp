@@ -1,0 +1,201 @@
+#include "serving/engine.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "serving/serving_sim.hpp"
+#include "serving_fixture.hpp"
+
+namespace meshsim::test {
+namespace {
+
+std::string engine_error(const std::string& text) {
+  const Json doc = parse_json_text(text, "e.json");
+  try {
+    read_engine(JsonRef::root(doc, "e.json"));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "ok";
+}
+
+const char* kValid = R"({"name": "x", "description": "d", "sources": ["s"],
+  "scheduler": {"admission": "reserve", "max_seqs": 8, "max_batch_tokens": 512,
+                "block_size": 16, "watermark": 0},
+  "kv_cache": {"budget": "free_fraction", "fraction": 0.9, "fp8_with_fp8_weights": true},
+  "cuda_graphs": {"capture_sizes": [1, 2, 4, 8]}})";
+
+std::string with(std::string text, const std::string& from, const std::string& to) {
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("engine profiles: the bundled ones, and a strict loader") {
+  const auto* vllm = bundled_engine("vllm");
+  const auto* trt = bundled_engine("trtllm");
+  REQUIRE(vllm);
+  REQUIRE(trt);
+  CHECK(vllm->scheduler.admission == Admission::optimistic);
+  CHECK(vllm->scheduler.kv_budget == KvBudget::total_fraction);
+  CHECK(vllm->scheduler.max_seqs == 256);
+  CHECK(vllm->scheduler.cuda_graph_sizes.size() == 35);  // 1, 2, 4, 8 … 256
+  CHECK(vllm->scheduler.cuda_graph_sizes.back() == 256);
+  CHECK(trt->scheduler.admission == Admission::reserve);
+  CHECK(trt->scheduler.kv_budget == KvBudget::free_fraction);
+  CHECK(trt->scheduler.watermark == 0);
+  CHECK(default_kv_dtype(*trt, DType::fp8) == DType::fp8);
+  CHECK(default_kv_dtype(*trt, DType::bf16) == DType::bf16);
+  CHECK(default_kv_dtype(*vllm, DType::fp8) == DType::bf16);
+  // The bundled ones are what the files say.
+  CHECK(load_engine(source_path("workloads/engines/trtllm.json")).scheduler.block_size ==
+        trt->scheduler.block_size);
+
+  CHECK(engine_error(kValid) == "ok");
+  CHECK(engine_error(with(kValid, "\"reserve\"", "\"lazy\"")) ==
+        "e.json:/scheduler/admission: 'lazy' is not one of optimistic, reserve");
+  CHECK(engine_error(with(kValid, "\"watermark\": 0", "\"watermark\": 0.01")) ==
+        "e.json:/scheduler/watermark: must be 0 with reserve admission (the whole request is "
+        "reserved; no watermark)");
+  CHECK(engine_error(with(kValid, "[1, 2, 4, 8]", "[1, 4, 2]")) ==
+        "e.json:/cuda_graphs/capture_sizes/2: capture sizes must increase");
+  CHECK(engine_error(with(kValid, "\"fraction\": 0.9", "\"fraction\": 1.5")) ==
+        "e.json:/kv_cache/fraction: must be in (0, 1]");
+  CHECK(engine_error(with(kValid, "\"free_fraction\"", "\"half\"")) ==
+        "e.json:/kv_cache/budget: 'half' is not one of total_fraction, free_fraction");
+  CHECK(engine_error(with(kValid, "\"max_seqs\": 8", "\"max_seqs\": 0")) ==
+        "e.json:/scheduler/max_seqs: must be an integer from 1 to 1048576");
+  CHECK(engine_error(with(kValid, "\"name\": \"x\",", "\"name\": \"x\", \"speed\": 2,"))
+            .find("e.json:/speed: unknown key 'speed'") == 0);
+  CHECK(engine_error(with(kValid, "\"sources\": [\"s\"]", "\"sources\": []")).find("/sources") !=
+        std::string::npos);
+  CHECK_THROWS_WITH_AS(resolve_engine("no-such-engine"),
+                       "no-such-engine: is neither a bundled engine (trtllm, vllm) nor an engine "
+                       "file that exists",
+                       Error);
+}
+
+TEST_CASE("reserve-at-admission never preempts and never holds more than the KV cache") {
+  // 40 blocks of 16 tokens (640 tokens); requests of 200 + 100 tokens (19 blocks each): two fit.
+  // Driven by hand: each iteration computes its entries, samples, and finishes what is done.
+  SchedulerOptions opt;
+  opt.admission = Admission::reserve;
+  opt.watermark = 0;
+  opt.max_batch_tokens = 256;
+  for (const auto admission : {Admission::reserve, Admission::optimistic}) {
+    opt.admission = admission;
+    ReplicaScheduler s(opt, 40);
+    RequestState proto;
+    proto.prompt = 200;
+    proto.output = 100;
+    std::vector<RequestState> reqs(6, proto);
+    for (std::int32_t i = 0; i < 6; ++i) s.enqueue(i);
+    std::int64_t preempted = 0, done = 0;
+    for (int step = 0; step < 10000 && done < 6; ++step) {
+      const auto b = s.form_batch(reqs);
+      preempted += b.preempted;
+      if (admission == Admission::reserve) {
+        // Every admitted request holds the blocks of its whole prompt + output.
+        std::int64_t held = 0;
+        for (auto id : s.running()) {
+          CHECK(reqs[static_cast<std::size_t>(id)].blocks == 19);
+          held += 19;
+        }
+        CHECK(held <= 40);
+        CHECK(s.running().size() <= 2);
+      }
+      for (const auto& e : b.entries) {
+        auto& r = reqs[static_cast<std::size_t>(e.request)];
+        r.computed += e.tokens;
+        r.in_flight = false;
+        if (r.computed == r.known()) ++r.generated;
+        if (r.generated == r.output) {
+          s.finish(reqs, e.request);
+          ++done;
+        }
+      }
+    }
+    CHECK(done == 6);
+    if (admission == Admission::reserve)
+      CHECK(preempted == 0);
+    else
+      CHECK(preempted > 0);  // optimistic admission over-commits the same cache
+  }
+}
+
+TEST_CASE("KV capacity: the engine's budget, and FP8 KV holds twice the tokens of BF16") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto model = load_model(source_path("workloads/models/llama3.1-8b.json"));
+  ServingSetup s;
+  const auto bf16 = kv_capacity(topo, model, s);
+  s.shape.kv_dtype = DType::fp8;
+  const auto fp8 = kv_capacity(topo, model, s);
+  CHECK(fp8.kv_bytes_per_token_rank == doctest::Approx(bf16.kv_bytes_per_token_rank / 2));
+  CHECK(std::abs(fp8.blocks - 2 * bf16.blocks) <= 1);
+  // vLLM: 0.9 × HBM − everything else. TensorRT-LLM: 0.9 × (HBM − everything else).
+  const double hbm = topo.gpu.hbm_bytes.as_double();
+  auto blocks = [&](double room, const KvCapacity& c) {
+    return static_cast<std::int64_t>(std::floor(std::floor(room / c.kv_bytes_per_token_rank) /
+                                                static_cast<double>(c.block_size)));
+  };
+  CHECK(fp8.blocks == blocks(0.9 * hbm - fp8.memory.total(), fp8));
+  s.scheduler = bundled_engine("trtllm")->scheduler;
+  const auto trt = kv_capacity(topo, model, s);
+  CHECK(trt.block_size == 64);
+  CHECK(trt.blocks == blocks(0.9 * (hbm - trt.memory.total()), trt));
+  CHECK(trt.tokens() > fp8.tokens());  // 0.9 of what is free is more than 0.9 of all minus it
+}
+
+TEST_CASE("CUDA-graph decode: a batch of 5 costs the captured size 8 in its dense parts") {
+  ReplicaFixture f("dgx-h100.json", "llama3.1-8b.json", {});
+  BatchShape five;
+  five.decodes = 5;
+  five.decode_context = 5 * 1024;
+  five.sampled = 5;
+  const double eager = f.cost->stage_seconds(0, five);
+  f.cost->set_cuda_graph_sizes({1, 2, 4, 8, 16});
+  CHECK(f.cost->padded_tokens(five) == 8);
+  const double graph = f.cost->stage_seconds(0, five);
+  // 32 layers, TP 1 (no all-reduce): only the dense layer time changes, from 5 to 8 tokens.
+  CHECK(graph - eager == doctest::Approx(32 * (f.cost->layer_dense_seconds(0, 8) -
+                                               f.cost->layer_dense_seconds(0, 5))));
+  CHECK(graph > eager);
+  // Above the largest captured size, and with a prefill in the batch, nothing is padded.
+  five.decodes = 17;
+  CHECK(f.cost->padded_tokens(five) == 17);
+  five.decodes = 5;
+  five.prefill.push_back(PrefillChunk{3, 0});
+  CHECK(f.cost->padded_tokens(five) == 8);  // 5 + 3 tokens: no graph, not padded
+  five.prefill.back().tokens = 2;
+  CHECK(f.cost->padded_tokens(five) == 7);
+}
+
+TEST_CASE("serving on the trtllm profile: no preemption under a KV cache that vLLM overcommits") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto model = load_model(source_path("workloads/models/llama3.1-8b.json"));
+  TrafficSpec t;
+  t.arrival = arrival_from_rate("inf", 1, "--rate");
+  t.prompt = parse_length_dist("uniform:256,1536", "", "--prompt");
+  t.output = parse_length_dist("uniform:64,768", "", "--output");
+  t.requests = 96;
+  t.seed = 5;
+  const auto reqs = generate_requests(t);
+  ServingSetup s;
+  s.check_invariants = true;
+  s.scheduler = bundled_engine("trtllm")->scheduler;
+  s.scheduler.kv_budget = KvBudget::total_fraction;
+  s.scheduler.gpu_memory_utilization = 0.22;  // ~0.6 GB of KV, as the preemption test uses
+  const auto trt = simulate_serving(topo, model, s, reqs);
+  CHECK(trt.completed == 96);
+  CHECK(trt.preemptions == 0);
+  s.scheduler.admission = Admission::optimistic;
+  const auto opt = simulate_serving(topo, model, s, reqs);
+  CHECK(opt.completed == 96);
+  CHECK(opt.preemptions > 0);
+}
+
+}  // namespace meshsim::test

@@ -98,6 +98,21 @@ EngineProfile read_engine(const JsonRef& ref) {
     }
     g.finish();
   }
+  // Optional: an engine without a measurement of its host work has none modelled (its file's
+  // description says so).
+  if (auto c = r.optional("cpu_overhead")) {
+    ObjectReader cr(*c);
+    auto ms = [&](const char* key) {
+      const auto v = cr.required(key);
+      const double x = v.non_negative_number();
+      if (x > 1000) v.fail("more than a second per iteration");
+      return x * 1e-3;
+    };
+    e.scheduler.cpu_fixed_s = ms("fixed_ms");
+    e.scheduler.cpu_multi_gpu_extra_s = ms("multi_gpu_extra_ms");
+    e.scheduler.cpu_per_sequence_s = ms("per_sequence_ms");
+    cr.finish();
+  }
   r.finish();
   return e;
 }

@@ -38,6 +38,14 @@ struct SchedulerOptions {
   // Decode-only batches up to the largest size run as the CUDA graph of the next captured size
   // (the batch is padded to it); empty: no graphs.
   std::vector<std::int64_t> cuda_graph_sizes;
+  // Host work per iteration, serial with the GPU (scheduling, input preparation, sampling,
+  // output processing): fixed + per sequence in the batch, + extra when the replica has more
+  // than one GPU (workers to coordinate). All zero: not modelled.
+  double cpu_fixed_s = 0, cpu_per_sequence_s = 0, cpu_multi_gpu_extra_s = 0;
+  double cpu_seconds(std::int64_t sequences, std::int64_t gpus) const {
+    return cpu_fixed_s + cpu_per_sequence_s * static_cast<double>(sequences) +
+           (gpus > 1 ? cpu_multi_gpu_extra_s : 0.0);
+  }
 };
 
 struct RequestState {

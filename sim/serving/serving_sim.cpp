@@ -235,7 +235,14 @@ class Cluster {
     const auto slot = p.stage_queue[si].front();
     p.stage_queue[si].pop_front();
     p.stage_busy[si] = true;
-    const double dt = p.cost->stage_seconds(s, batches_[slot].shape);
+    // The engine's host work for the iteration (scheduling, inputs, sampling, outputs) runs
+    // before the first stage, serial with the GPU.
+    const auto& batch = batches_[slot];
+    const double dt =
+        p.cost->stage_seconds(s, batch.shape) +
+        (s == 0 ? setup_.scheduler.cpu_seconds(static_cast<std::int64_t>(batch.entries.size()),
+                                               setup_.shape.gpus())
+                : 0.0);
     const double start = sim_.now().seconds();
     sim_.schedule_after(Time::from_seconds_ceil(dt),
                         [this, i, s, slot, start] { end_stage(i, s, slot, start); });

@@ -73,6 +73,13 @@ TEST_CASE("engine profiles: the bundled ones, and a strict loader") {
             .find("e.json:/speed: unknown key 'speed'") == 0);
   CHECK(engine_error(with(kValid, "\"sources\": [\"s\"]", "\"sources\": []")).find("/sources") !=
         std::string::npos);
+  CHECK(engine_error(with(kValid, "\"cuda_graphs\"",
+                          "\"cpu_overhead\": {\"fixed_ms\": -1, \"multi_gpu_extra_ms\": 0, "
+                          "\"per_sequence_ms\": 0}, \"cuda_graphs\""))
+            .find("e.json:/cpu_overhead/fixed_ms: ") == 0);
+  CHECK(engine_error(with(kValid, "\"cuda_graphs\"",
+                          "\"cpu_overhead\": {\"fixed_ms\": 1, \"multi_gpu_extra_ms\": 0, "
+                          "\"per_sequence_ms\": 0.01}, \"cuda_graphs\"")) == "ok");
   CHECK_THROWS_WITH_AS(resolve_engine("no-such-engine"),
                        "no-such-engine: is neither a bundled engine (trtllm, vllm) nor an engine "
                        "file that exists",
@@ -172,6 +179,32 @@ TEST_CASE("CUDA-graph decode: a batch of 5 costs the captured size 8 in its dens
   CHECK(f.cost->padded_tokens(five) == 8);  // 5 + 3 tokens: no graph, not padded
   five.prefill.back().tokens = 2;
   CHECK(f.cost->padded_tokens(five) == 7);
+}
+
+TEST_CASE("vllm's host work: every iteration adds 0.814 ms + 0.0426 ms per sequence") {
+  // One request at a time on one GPU: TTFT is the prefill plus one iteration's host work for one
+  // sequence; TPOT each decode step plus the same (batch 1 is a captured graph size: no padding).
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto model = load_model(source_path("workloads/models/llama3.1-8b.json"));
+  TrafficSpec t;
+  t.arrival = arrival_from_rate("0.001", 1, "--rate");
+  t.prompt = parse_length_dist("fixed:1024", "", "--prompt");
+  t.output = parse_length_dist("fixed:16", "", "--output");
+  t.requests = 3;
+  ServingSetup s;
+  s.scheduler = bundled_engine("vllm")->scheduler;
+  const double host = 0.814e-3 + 0.0426e-3;
+  CHECK(s.scheduler.cpu_seconds(1, 1) == doctest::Approx(host));
+  CHECK(s.scheduler.cpu_seconds(256, 8) == doctest::Approx(0.814e-3 + 0.579e-3 + 256 * 0.0426e-3));
+  const auto r = simulate_serving(topo, model, s, generate_requests(t));
+  ReplicaFixture f("dgx-h100.json", "llama3.1-8b.json", {});
+  const auto at = [](double x) { return Time::from_seconds_ceil(x).seconds(); };
+  CHECK(r.ttft.p50 ==
+        doctest::Approx(at(f.cost->stage_seconds(0, one_prefill(1024)) + host)).epsilon(1e-9));
+  double decode = 0;
+  for (std::int64_t j = 1; j < 16; ++j)
+    decode += at(f.cost->stage_seconds(0, one_decode(1024 + j)) + host);
+  CHECK(r.tpot.mean == doctest::Approx(decode / 15).epsilon(1e-9));
 }
 
 TEST_CASE("serving on the trtllm profile: no preemption under a KV cache that vLLM overcommits") {

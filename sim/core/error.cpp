@@ -17,4 +17,7 @@ Error::Error(std::string where, std::string path, std::string what)
       path_(std::move(path)),
       detail_(std::move(what)) {}
 
+WriteError::WriteError(const std::string& path, const std::string& what)
+    : std::runtime_error(path + ": " + what) {}
+
 }  // namespace meshsim

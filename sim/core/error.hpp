@@ -19,4 +19,11 @@ class Error : public std::runtime_error {
   std::string where_, path_, detail_;
 };
 
+// Output that did not reach its destination (a full disk, /dev/full, a closed pipe): not the
+// user's input, so the CLI prints `error: <path>: <what>` and exits 1.
+class WriteError : public std::runtime_error {
+ public:
+  WriteError(const std::string& path, const std::string& what);
+};
+
 }  // namespace meshsim

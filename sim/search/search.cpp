@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
+#include <memory>
 #include <mutex>
-#include <thread>
 
 #include "core/error.hpp"
 #include "parallel/mesh_rules.hpp"
+#include "search/worker_pool.hpp"
 
 namespace meshsim {
 
@@ -23,54 +23,46 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
                                                     const std::vector<Candidate>& candidates,
                                                     const SearchOptions& options) {
   std::vector<EvaluatedCandidate> out(candidates.size());
-  std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex progress_mutex;
-  auto worker = [&] {
-    CommContext context(topo);  // routes and prices shared by this worker's candidates
-    for (std::size_t i = next++; i < candidates.size(); i = next++) {
-      auto& e = out[i];
-      e.candidate = candidates[i];
-      TrainingSetup s;
-      s.job = {job.seq, job.global_batch, e.candidate.micro_batch, job.dtype, job.flash_attention};
-      s.config = e.candidate.config;
-      s.strategy = options.strategy;
-      s.memory = options.memory;
-      for (const auto& st : options.stacks)
-        if (st.name == e.candidate.stack) {
-          s.strategy.stack = st;
-          s.memory.recipe = stack_recipe(st, job.dtype);
+  const auto threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : 0;
+  run_worker_pool(
+      candidates.size(), threads,
+      // Routes and prices shared by this worker's candidates.
+      [&] { return std::make_unique<CommContext>(topo); },
+      [&](std::unique_ptr<CommContext>& context, std::size_t i) {
+        auto& e = out[i];
+        e.candidate = candidates[i];
+        TrainingSetup s;
+        s.job = {job.seq, job.global_batch, e.candidate.micro_batch, job.dtype,
+                 job.flash_attention};
+        s.config = e.candidate.config;
+        s.strategy = options.strategy;
+        s.memory = options.memory;
+        for (const auto& st : options.stacks)
+          if (st.name == e.candidate.stack) {
+            s.strategy.stack = st;
+            s.memory.recipe = stack_recipe(st, job.dtype);
+          }
+        s.profile = options.profile;
+        try {
+          e.result = simulate_training(topo, model, s, context.get());
+          e.result.trace = {};
+          e.result.replay = {};
+          // The enumeration checked memory with an even layer split; the simulated layout's
+          // own stages are what must fit.
+          if (e.result.memory.total() > topo.gpu.hbm_bytes.as_double())
+            e.error =
+                fmt::format("does not fit memory with its stage split ({:.1f} GB of {:.1f})",
+                            e.result.memory.total() / 1e9, topo.gpu.hbm_bytes.as_double() / 1e9);
+        } catch (const Error& err) {
+          e.error = err.what();
         }
-      s.profile = options.profile;
-      try {
-        e.result = simulate_training(topo, model, s, &context);
-        e.result.trace = {};
-        e.result.replay = {};
-        // The enumeration checked memory with an even layer split; the simulated layout's own
-        // stages are what must fit.
-        if (e.result.memory.total() > topo.gpu.hbm_bytes.as_double())
-          e.error =
-              fmt::format("does not fit memory with its stage split ({:.1f} GB of {:.1f})",
-                          e.result.memory.total() / 1e9, topo.gpu.hbm_bytes.as_double() / 1e9);
-      } catch (const Error& err) {
-        e.error = err.what();
-      }
-      if (options.progress) {
-        std::lock_guard lock(progress_mutex);
-        options.progress(++done, candidates.size());
-      }
-    }
-  };
-  std::int32_t threads =
-      options.threads > 0
-          ? options.threads
-          : static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = static_cast<std::int32_t>(std::min<std::size_t>(
-      static_cast<std::size_t>(threads), std::max<std::size_t>(candidates.size(), 1)));
-  std::vector<std::thread> pool;
-  for (std::int32_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+        if (options.progress) {
+          std::lock_guard lock(progress_mutex);
+          options.progress(++done, candidates.size());
+        }
+      });
   return out;
 }
 

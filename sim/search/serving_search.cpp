@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
+#include <memory>
 
 #include "core/error.hpp"
+#include "search/worker_pool.hpp"
 
 namespace meshsim {
 namespace {
@@ -59,36 +59,27 @@ ServingSearchResult search_serving(const Topology& topo, const ModelSpec& model,
       cands.push_back(c);
     }
   }
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, cands.size());
-  std::atomic<std::size_t> next{0};
-  std::vector<std::string> errors(cands.size());
-  auto work = [&] {
-    CommContext ctx(topo);
-    for (std::size_t i = next++; i < cands.size(); i = next++) {
-      auto& c = cands[i];
-      if (!c.refused.empty()) continue;
-      ServingSetup s = base;
-      s.shape = c.shape;
-      s.replicas = c.replicas;
-      s.prefill_replicas = s.decode_replicas = 0;
-      s.record_iterations = false;
-      try {
-        c.result = simulate_serving(topo, model, s, requests, &ctx);
-        c.meets_slo = meets(c.result, s);
-        // Per-request samples are not needed once ranked; keep the search's memory flat.
-        c.result.ttft_samples.clear();
-        c.result.tpot_samples.clear();
-        c.result.e2e_samples.clear();
-      } catch (const Error& e) {
-        c.refused = e.detail();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  run_worker_pool(
+      cands.size(), threads, [&] { return std::make_unique<CommContext>(topo); },
+      [&](std::unique_ptr<CommContext>& ctx, std::size_t i) {
+        auto& c = cands[i];
+        if (!c.refused.empty()) return;
+        ServingSetup s = base;
+        s.shape = c.shape;
+        s.replicas = c.replicas;
+        s.prefill_replicas = s.decode_replicas = 0;
+        s.record_iterations = false;
+        try {
+          c.result = simulate_serving(topo, model, s, requests, ctx.get());
+          c.meets_slo = meets(c.result, s);
+          // Per-request samples are not needed once ranked; keep the search's memory flat.
+          c.result.ttft_samples.clear();
+          c.result.tpot_samples.clear();
+          c.result.e2e_samples.clear();
+        } catch (const Error& e) {
+          c.refused = e.detail();
+        }
+      });
   std::stable_sort(cands.begin(), cands.end(), better);
 
   ServingSearchResult out;

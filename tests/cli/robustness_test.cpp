@@ -99,3 +99,37 @@ TEST_CASE("scale: a 100,000-GPU cluster loads; past the limit is a clear error")
   CHECK(big.exit_code == 2);
   CHECK(big.err.find("more than the supported 262144") != std::string::npos);
 }
+
+TEST_CASE("robustness: output that does not arrive is exit 1 naming where it went") {
+  // /dev/full accepts the open and fails every write: a full disk.
+  const std::string train =
+      "train --topology " + kH100 + " --workload " + k8b + " --mesh tp=8 --seq 2048";
+  const std::string serve =
+      "serve --topology " + kH100 + " --workload " + k8b + " --mesh tp=8 --rate 1 --requests 20";
+  const std::pair<std::string, std::string> cases[] = {
+      {train + " > /dev/full", "error: stdout: write failed\n"},
+      {train + " --trace /dev/full",
+       "error: /dev/full: write failed (disk full or device error)\n"},
+      {train + " --report /dev/full",
+       "error: /dev/full: write failed (disk full or device error)\n"},
+      {serve + " --trace /dev/full",
+       "error: /dev/full: write failed (disk full or device error)\n"},
+      {serve + " --report /dev/full",
+       "error: /dev/full: write failed (disk full or device error)\n"},
+      {"topo --topology " + kH100 + " --dot /dev/full",
+       "error: /dev/full: write failed (disk full or device error)\n"},
+      {"search --topology " + kH100 + " --workload " + k8b +
+           " --seq 2048 --gbs 16 --tp 8 --pp 1 --mbs 1 --csv /dev/full",
+       "error: /dev/full: write failed (disk full or device error)\n"},
+  };
+  for (const auto& [args, want] : cases) {
+    INFO(args);
+    const auto r = run_cli(args);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == want);
+  }
+  // A path that cannot be opened is bad input: exit 2, naming the flag.
+  const auto r = run_cli(train + " --trace /nonexistent-dir/t.json");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "error: --trace: cannot write '/nonexistent-dir/t.json'\n");
+}

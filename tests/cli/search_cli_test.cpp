@@ -69,7 +69,7 @@ TEST_CASE("search: pinned TP 8, the seed meshes, JSON and CSV") {
   std::stringstream ss;
   ss << in.rdbuf();
   const auto text = ss.str();
-  CHECK(text.starts_with("rank,tp,pp,cp,dp,ep,zero,schedule,mbs,recompute,step_time_s"));
+  CHECK(text.starts_with("rank,tp,pp,cp,dp,ep,fsdp,zero,schedule,mbs,recompute,step_time_s"));
   CHECK(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) ==
         j["results"].size() + 1);
   std::filesystem::remove(csv);

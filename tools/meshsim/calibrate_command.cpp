@@ -41,9 +41,7 @@ struct KinetoArgs {
 };
 
 void write_json(const std::string& path, const Json& j, const char* flag) {
-  std::ofstream out(path);
-  if (!out) throw Error("", flag, "cannot write '" + path + "'");
-  out << j.dump(2) << "\n";
+  write_output(path, flag, [&](std::ostream& out) { out << j.dump(2) << "\n"; });
 }
 
 int run_fit(const FitArgs& a) {

@@ -46,6 +46,16 @@ DType dtype_flag(const std::string& v, const std::string& flag) {
   throw Error("", flag, "'" + v + "': expected one of " + joined_names(kAllDTypes));
 }
 
+void write_output(const std::string& path, const std::string& flag,
+                  const std::function<void(std::ostream&)>& write) {
+  std::ofstream out(path);
+  if (!out) throw Error("", flag, "cannot write '" + path + "'");
+  write(out);
+  out.flush();
+  out.close();
+  if (out.fail()) throw WriteError(path, "write failed (disk full or device error)");
+}
+
 Json mesh_json(const Mesh& m) {
   return {{"dp", m.dp}, {"tp", m.tp}, {"pp", m.pp},
           {"cp", m.cp}, {"ep", m.ep}, {"fsdp", m.fsdp > 0 ? m.fsdp : m.dp}};
@@ -129,9 +139,7 @@ void write_report(const std::string& path, HtmlReport report, const Topology& to
   report.gpu = topo.gpu.model;
   report.gpu_bytes = topo.gpu.hbm_bytes.as_double();
   report.topology = summarize(topo, topo.gpus().size() <= 4096);
-  std::ofstream out(path);
-  if (!out) throw Error(path, "", "cannot write the report");
-  out << render_html(report);
+  write_output(path, "--report", [&](std::ostream& out) { out << render_html(report); });
 }
 
 void JobArgs::add_to(CLI::App* cmd) {

@@ -2,6 +2,8 @@
 // The job flags `memory`, `train` and `search` share: workload, mesh, ZeRO stage, recompute,
 // sequence and batch, dtype, SP, schedule, attention kernel.
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <ostream>
 #include <string>
 
 #include "compute/calibration_profile.hpp"
@@ -20,6 +22,10 @@ bool on_off(const std::string& value, const std::string& flag);
 DType dtype_flag(const std::string& value, const std::string& flag);
 // DESIGN.md's per-category memory keys, in bytes.
 Json memory_json(const MemoryBreakdown& b);
+// Writes an output file: a path that cannot be opened is bad input (Error naming `flag`); bytes
+// that do not reach it (a full disk) a WriteError naming the path, checked after flush and close.
+void write_output(const std::string& path, const std::string& flag,
+                  const std::function<void(std::ostream&)>& write);
 // {"dp", "tp", "pp", "cp", "ep", "fsdp"}: fsdp is the DP ranks a ZeRO/FSDP shard is spread over
 // (dp unless HSDP).
 Json mesh_json(const Mesh& m);

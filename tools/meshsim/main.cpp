@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
+#include <new>
 
 #include "commands.hpp"
 #include "core/error.hpp"
@@ -56,15 +57,33 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
+  // One error boundary: bad input exits 2; output that did not arrive, memory exhaustion and
+  // anything else exit 1 with one line (workers' exceptions reach here: search/worker_pool.hpp).
+  int code = 2;
   try {
     for (const auto* sub : app.get_subcommands())
-      if (auto it = runners.find(sub); it != runners.end()) return it->second();
-    return 2;
+      if (auto it = runners.find(sub); it != runners.end()) code = it->second();
   } catch (const meshsim::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
+  } catch (const meshsim::WriteError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "internal error: out of memory (the input needs more than this machine has)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";
     return 1;
+  } catch (...) {
+    std::cerr << "internal error: an unknown exception\n";
+    return 1;
   }
+  // Everything printed must have reached stdout (a full disk or a closed pipe is a failure).
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "error: stdout: write failed\n";
+    return 1;
+  }
+  return code;
 }

@@ -261,26 +261,28 @@ int run_search_command(const SearchArgs& a) {
     heuristic_eval = std::move(ev.front());
   }
   if (!a.csv.empty()) {
-    std::ofstream f(a.csv);
-    if (!f) throw Error(a.csv, "", "cannot write the CSV file");
-    f << "rank,tp,pp,cp,dp,ep,zero,schedule,mbs,recompute,step_time_s,tokens_per_s_per_gpu,mfu,"
-         "compute_s,exposed_tp_s,exposed_dp_s,exposed_pp_s,exposed_cp_s,exposed_ep_s,bubble_s,"
-         "memory_bytes,error\n";
-    for (std::size_t i = 0; i < r.results.size(); ++i) {
-      const auto& e = r.results[i];
-      const auto& m = e.candidate.config.mesh;
-      const auto& x = e.result;
-      auto ex = [&](const char* g) {
-        const auto it = x.exposed_comm_s.find(g);
-        return it == x.exposed_comm_s.end() ? 0.0 : it->second;
-      };
-      f << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
-                       i + 1, m.tp, m.pp, m.cp, m.dp, m.ep, e.candidate.config.zero,
-                       to_string(e.candidate.config.schedule), e.candidate.micro_batch,
-                       name_of(e.candidate.config.recompute), x.step_time_s, x.tokens_per_s_per_gpu,
-                       x.mfu, x.compute_s, ex("tp"), ex("dp"), ex("pp"), ex("cp"), ex("ep"),
-                       x.bubble_s, x.memory.total(), e.error);
-    }
+    write_output(a.csv, "--csv", [&](std::ostream& f) {
+      f << "rank,tp,pp,cp,dp,ep,fsdp,zero,schedule,mbs,recompute,step_time_s,tokens_per_s_per_gpu,"
+           "mfu,"
+           "compute_s,exposed_tp_s,exposed_dp_s,exposed_pp_s,exposed_cp_s,exposed_ep_s,bubble_s,"
+           "memory_bytes,error\n";
+      for (std::size_t i = 0; i < r.results.size(); ++i) {
+        const auto& e = r.results[i];
+        const auto& m = e.candidate.config.mesh;
+        const auto& x = e.result;
+        auto ex = [&](const char* g) {
+          const auto it = x.exposed_comm_s.find(g);
+          return it == x.exposed_comm_s.end() ? 0.0 : it->second;
+        };
+        f << fmt::format(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", i + 1,
+            m.tp, m.pp, m.cp, m.dp, m.ep, m.fsdp > 0 ? m.fsdp : m.dp, e.candidate.config.zero,
+            to_string(e.candidate.config.schedule), e.candidate.micro_batch,
+            name_of(e.candidate.config.recompute), x.step_time_s, x.tokens_per_s_per_gpu, x.mfu,
+            x.compute_s, ex("tp"), ex("dp"), ex("pp"), ex("cp"), ex("ep"), x.bubble_s,
+            x.memory.total(), e.error);
+      }
+    });
   }
   if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty()) {
     // The winner again, with its trace, for the timeline.

@@ -284,9 +284,7 @@ int run_serve(const ServeArgs& a) {
     return rep;
   };
   const auto save_report = [](const std::string& path, const ServingReport& rep) {
-    std::ofstream out(path);
-    if (!out) throw Error("", "--report", "cannot write '" + path + "'");
-    out << render_serving_html(rep);
+    write_output(path, "--report", [&](std::ostream& out) { out << render_serving_html(rep); });
   };
 
   if (a.search) {
@@ -366,9 +364,7 @@ int run_serve(const ServeArgs& a) {
     std::cerr << serving_launch_config(a.emit, model, setup.shape, setup.total_replicas(),
                                        setup.scheduler);
   if (!a.trace.empty()) {
-    std::ofstream out(a.trace);
-    if (!out) throw Error("", "--trace", "cannot write '" + a.trace + "'");
-    write_serving_trace(r, out);
+    write_output(a.trace, "--trace", [&](std::ostream& out) { write_serving_trace(r, out); });
   }
   if (!a.report.empty()) {
     auto rep = report_of(fmt::format("meshsim serve: {} on {}", model.name, topo.name), layout);

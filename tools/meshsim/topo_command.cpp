@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
+#include "job_args.hpp"
 #include "topology/graphviz.hpp"
 #include "topology/topology_loader.hpp"
 #include "topology/topology_summary.hpp"
@@ -29,9 +30,7 @@ int run_topo(const TopoArgs& a) {
   const auto matrix = topo.gpu_count() <= kMatrixGpus ? path_matrix(topo, router, kMatrixGpus)
                                                       : std::vector<std::vector<PathClass>>{};
   if (!a.dot.empty()) {
-    std::ofstream out(a.dot);
-    if (!out) throw Error(a.dot, "--dot", "cannot write file");
-    write_dot(out, topo);
+    write_output(a.dot, "--dot", [&](std::ostream& out) { write_dot(out, topo); });
   }
 
   if (a.cluster.json) {

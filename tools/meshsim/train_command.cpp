@@ -113,9 +113,8 @@ int run_train(const TrainArgs& a) {
     write_report(a.report, std::move(rep), topo, a.cluster.topology);
   }
   if (!a.trace.empty()) {
-    std::ofstream out(a.trace);
-    if (!out) throw Error(a.trace, "", "cannot write the trace file");
-    write_chrome_trace(r.trace, r.replay, out);
+    write_output(a.trace, "--trace",
+                 [&](std::ostream& out) { write_chrome_trace(r.trace, r.replay, out); });
   }
   const auto& mesh = setup.config.mesh;
   if (a.cluster.json) {

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/input_file.hpp"
+
 namespace meshsim {
 namespace {
 
@@ -60,11 +62,7 @@ Json parse_json_text(const std::string& text, const std::string& file) {
 }
 
 Json load_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "", "cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_json_text(ss.str(), path);
+  return parse_json_text(read_input_file(path), path);
 }
 
 JsonRef::JsonRef(const Json& value, std::shared_ptr<const std::string> file, std::string path)

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace meshsim {
 namespace {
@@ -38,8 +39,7 @@ std::optional<CollectiveOp> op_of_binary(std::string name) {
 }  // namespace
 
 NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& op_hint) {
-  std::ifstream in(path);
-  if (!in) throw Error(path, "", "cannot open the nccl-tests log");
+  std::istringstream in(read_input_file(path));
   NcclTestsLog log;
   log.file = path;
   std::optional<CollectiveOp> op;

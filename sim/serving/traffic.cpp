@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace meshsim {
 namespace {
@@ -219,8 +220,7 @@ std::vector<Request> generate_requests(const TrafficSpec& spec) {
 }
 
 std::vector<Request> read_trace_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path, "", "cannot open the trace");
+  std::istringstream in(read_input_file(path));
   return read_trace_csv(in, path);
 }
 

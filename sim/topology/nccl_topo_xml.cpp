@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 #include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace meshsim {
 namespace {
@@ -124,10 +127,43 @@ struct Builder {
 
 }  // namespace
 
+namespace {
+
+// Deepest element nesting of an XML text, counted before parsing: the parser and the PCI walk
+// below recurse once per level, so a hostile file of 100,000 nested elements would overflow the
+// stack. NCCL's dumps nest about six deep (system, cpu, pci switches, gpu, nvlink).
+std::size_t xml_depth(const std::string& text) {
+  std::size_t depth = 0, deepest = 0;
+  for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] != '<') continue;
+    const char next = text[i + 1];
+    if (next == '/') {
+      if (depth > 0) --depth;
+    } else if (next != '?' && next != '!') {
+      const auto close = text.find('>', i);
+      if (close == std::string::npos) break;
+      if (text[close - 1] != '/') deepest = std::max(deepest, ++depth);
+      i = close;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 Json nccl_topo_to_topology(const std::string& xml_path, const NcclTopoOptions& options) {
   ptree tree;
+  const std::string text = read_input_file(xml_path);
+  constexpr std::size_t kMaxDepth = 64;
+  if (const auto d = xml_depth(text); d > kMaxDepth)
+    throw Error(xml_path, "",
+                "elements nest " + std::to_string(d) +
+                    " deep; an NCCL topology dump nests about 6 "
+                    "(limit " +
+                    std::to_string(kMaxDepth) + ")");
   try {
-    boost::property_tree::read_xml(xml_path, tree);
+    std::istringstream in(text);
+    boost::property_tree::read_xml(in, tree);
   } catch (const boost::property_tree::xml_parser_error& e) {
     throw Error(xml_path, "line " + std::to_string(e.line()), e.message());
   }

@@ -2,8 +2,11 @@
 // infinity (nlohmann writes both as null, so a null anywhere in the JSON is a failure) and never
 // a crash.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -132,4 +135,45 @@ TEST_CASE("robustness: output that does not arrive is exit 1 naming where it wen
   const auto r = run_cli(train + " --trace /nonexistent-dir/t.json");
   CHECK(r.exit_code == 2);
   CHECK(r.err == "error: --trace: cannot write '/nonexistent-dir/t.json'\n");
+}
+
+TEST_CASE("robustness: inputs that are not regular files, and XML nested past any dump") {
+  const auto dir = std::filesystem::temp_directory_path() / "meshsim-robustness-inputs";
+  std::filesystem::create_directories(dir);
+  const auto fifo = (dir / "fifo").string();
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto deep = (dir / "deep.xml").string();
+  {
+    std::ofstream f(deep);
+    f << "<system version=\"1\">";
+    for (int i = 0; i < 100000; ++i) f << "<pci busid=\"0\">";
+    for (int i = 0; i < 100000; ++i) f << "</pci>";
+    f << "</system>\n";
+  }
+  const std::string train = "train --topology " + kH100 + " --mesh tp=8 --seq 2048 --workload ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"topo --topology /dev/zero",
+       "error: /dev/zero: is not a regular file (a FIFO, socket or device cannot be an input)\n"},
+      {"topo --topology " + fifo,
+       "error: " + fifo +
+           ": is not a regular file (a FIFO, socket or device cannot be an input)\n"},
+      {"topo --topology " + dir.string(),
+       "error: " + dir.string() + ": is a directory, not an input file\n"},
+      {train + "/dev/zero",
+       "error: /dev/zero: is not a regular file (a FIFO, socket or device cannot be an input)\n"},
+      {"serve --topology " + kH100 + " --workload " + k8b + " --mesh tp=8 --traffic " + fifo,
+       "error: " + fifo +
+           ": is not a regular file (a FIFO, socket or device cannot be an input)\n"},
+      {"calibrate nccl-topo --xml " + deep + " --out " + (dir / "out.json").string(),
+       "error: " + deep +
+           ": elements nest 100001 deep; an NCCL topology dump nests about 6 (limit 64)\n"},
+  };
+  for (const auto& [args, want] : cases) {
+    INFO(args);
+    const auto r = run_cli(args);  // a FIFO read would block: the run returning is the test
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == want);
+  }
+  std::filesystem::remove_all(dir);
 }

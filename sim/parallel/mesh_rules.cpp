@@ -59,6 +59,13 @@ void check_mesh(const ModelSpec& model, const ParallelConfig& config, const Mesh
   if (job.global_batch > 0 && job.global_batch % (m.dp * job.micro_batch) != 0)
     fail("--gbs", "global batch " + s(job.global_batch) +
                       " is not a multiple of dp × micro-batch = " + s(m.dp * job.micro_batch));
+  // Every micro-batch is simulated op by op: a step of 2^30 of them would allocate without bound.
+  if (job.global_batch > 0 && job.micro_batch > 0 &&
+      job.global_batch / (m.dp * job.micro_batch) > kMaxMicrobatches)
+    fail("--gbs", "global batch " + s(job.global_batch) + " is " +
+                      s(job.global_batch / (m.dp * job.micro_batch)) +
+                      " micro-batches per step for dp × micro-batch = " +
+                      s(m.dp * job.micro_batch) + "; the limit is " + s(kMaxMicrobatches));
 }
 
 }  // namespace meshsim

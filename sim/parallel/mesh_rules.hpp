@@ -14,10 +14,14 @@ struct MeshJob {
   bool causal = true;
 };
 
+// Micro-batches per step a simulation takes (each is simulated op by op; 8,192 is far above any
+// published run's count per data-parallel rank, and keeps a step's op graph within memory).
+inline constexpr std::int64_t kMaxMicrobatches = 8192;
+
 // Throws Error("", "--mesh" or the job flag, what) for the first rule broken:
 // heads % tp; KV heads vs tp (divisible either way); pp × virtual stages ≤ layers; experts % ep;
 // MoE with tp > 1 needs sequence parallelism; seq % (2·cp) for causal load balancing (seq % cp
-// otherwise); global batch % (dp × micro-batch).
+// otherwise); global batch % (dp × micro-batch); at most kMaxMicrobatches micro-batches.
 void check_mesh(const ModelSpec& model, const ParallelConfig& config, const MeshJob& job);
 
 }  // namespace meshsim

@@ -115,10 +115,11 @@ Topology load_topology_json(const Json& doc, const std::string& file,
     nics_per_node += v.kind == VertexKind::nic;
   }
   if (gpus_per_node == 0) throw Error(file, "/node/vertices", "the node has no GPU");
-  if (nodes * gpus_per_node > kMaxGpus)
+  // Compared by division: nodes × gpus_per_node can overflow for a node count near 2^63.
+  if (nodes > kMaxGpus / gpus_per_node)
     throw Error(file, options.nodes ? "--nodes" : "/nodes",
-                std::to_string(nodes * gpus_per_node) + " GPUs is more than the supported " +
-                    std::to_string(kMaxGpus));
+                std::to_string(nodes) + " nodes of " + std::to_string(gpus_per_node) +
+                    " GPUs is more than the supported " + std::to_string(kMaxGpus) + " GPUs");
   if (nodes > 1 && fabric.kind == FabricKind::none)
     fabric_ref.fail("several nodes need a fabric (kind single_switch or fat_tree)");
   if (nodes > 1 && nics_per_node == 0)

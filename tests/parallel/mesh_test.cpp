@@ -84,6 +84,11 @@ TEST_CASE("mesh rules, one precise error each") {
         "CP rank two chunks)");
   CHECK(err(llama, "dp=4", {4096, 10, 1, true}) ==
         "--gbs: global batch 10 is not a multiple of dp × micro-batch = 4");
+  // 2^30 sequences on one rank: 2^30 micro-batches to simulate, refused before any allocation.
+  CHECK(err(llama, "dp=4", {4096, std::int64_t{1} << 30, 1, true}) ==
+        "--gbs: global batch 1073741824 is 268435456 micro-batches per step for dp × micro-batch "
+        "= 4; the limit is 8192");
+  CHECK(err(llama, "dp=4", {4096, 4 * 8192, 1, true}) == "ok");
 }
 
 TEST_CASE("HSDP: fsdp shards over a sub-group of DP, replicated across the rest") {

@@ -172,7 +172,15 @@ TEST_CASE("--nodes is checked") {
     load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{200'000});
     FAIL("expected an error");
   } catch (const Error& e) {
-    CHECK(
-        std::string(e.what()).ends_with("--nodes: 1600000 GPUs is more than the supported 262144"));
+    CHECK(std::string(e.what()).ends_with(
+        "--nodes: 200000 nodes of 8 GPUs is more than the supported 262144 GPUs"));
   }
+  // 2^60 nodes: nodes × GPUs would overflow; the check divides instead.
+  Json big = load_json_file(topology_path("dgx-h100-superpod.json"));
+  big["nodes"] = std::int64_t{1} << 60;
+  big["node_from"] = topology_path("dgx-h100.json");
+  CHECK_THROWS_WITH_AS(load_topology_json(big, "big.json"),
+                       "big.json:/nodes: 1152921504606846976 nodes of 8 GPUs is more than the "
+                       "supported 262144 GPUs",
+                       Error);
 }

@@ -1,7 +1,9 @@
 #include "core/json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/input_file.hpp"
@@ -41,9 +43,86 @@ std::string escape_key(std::string_view key) {
   return out;
 }
 
+// A SAX handler that only looks for a key given twice in one object.
+class DuplicateKeyCheck {
+ public:
+  explicit DuplicateKeyCheck(const std::string& file) : file_(file) {}
+  bool null() { return scalar(); }
+  bool boolean(bool) { return scalar(); }
+  bool number_integer(Json::number_integer_t) { return scalar(); }
+  bool number_unsigned(Json::number_unsigned_t) { return scalar(); }
+  bool number_float(Json::number_float_t, const Json::string_t&) { return scalar(); }
+  bool string(Json::string_t&) { return scalar(); }
+  bool binary(Json::binary_t&) { return scalar(); }
+  bool start_object(std::size_t) { return start(true); }
+  bool start_array(std::size_t) { return start(false); }
+  bool end_object() { return end(); }
+  bool end_array() { return end(); }
+  bool key(Json::string_t& k) {
+    auto& f = open_.back();
+    f.key = k;
+    if (!f.insert(k))
+      throw Error(file_, path_to(escape_key(k)),
+                  "duplicate key (an object may give each key once)");
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    return false;
+  }
+
+ private:
+  struct Frame {
+    bool object = false;
+    std::string name;  // this container's segment in its parent
+    // Keys seen: a short list scanned (most objects are small), a set past 16 keys.
+    std::vector<std::string> few;
+    std::set<std::string, std::less<>> many;
+    std::string key;       // object: the key whose value comes next
+    std::size_t next = 0;  // array: the next element's index
+    bool insert(const std::string& k) {
+      if (many.empty()) {
+        if (std::find(few.begin(), few.end(), k) != few.end()) return false;
+        few.push_back(k);
+        if (few.size() > 16) many.insert(few.begin(), few.end());
+        return true;
+      }
+      return many.insert(k).second;
+    }
+  };
+  bool scalar() {
+    if (!open_.empty() && !open_.back().object) ++open_.back().next;
+    return true;
+  }
+  bool start(bool object) {
+    Frame f;
+    f.object = object;
+    if (!open_.empty()) {
+      auto& parent = open_.back();
+      f.name = parent.object ? escape_key(parent.key) : std::to_string(parent.next++);
+    }
+    open_.push_back(std::move(f));
+    return true;
+  }
+  bool end() {
+    if (!open_.empty()) open_.pop_back();
+    return true;
+  }
+  std::string path_to(const std::string& last) const {
+    std::string p;
+    for (std::size_t i = 1; i < open_.size(); ++i) p += "/" + open_[i].name;
+    return p + "/" + last;
+  }
+  const std::string& file_;
+  std::vector<Frame> open_;
+};
+
 }  // namespace
 
 Json parse_json_text(const std::string& text, const std::string& file) {
+  // Duplicate keys are an error, not "the last one wins": a SAX pass (no document built) sees
+  // every key, with a stack of open containers for the JSON path; then the normal parse.
+  DuplicateKeyCheck check{file};
+  Json::sax_parse(text, &check);  // syntax errors are left to the parse below
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {

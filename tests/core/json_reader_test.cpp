@@ -89,3 +89,17 @@ TEST_CASE("a number literal out of double range is a clear error (found by fuzz_
                        doctest::Contains("f.json: malformed JSON: number overflow"),
                        meshsim::Error);
 }
+
+TEST_CASE("JSON: a key given twice is an error naming its path, not the last one winning") {
+  CHECK_THROWS_WITH_AS(parse_json_text(R"({"a": 1, "a": 2})", "d.json"),
+                       "d.json:/a: duplicate key (an object may give each key once)", Error);
+  CHECK_THROWS_WITH_AS(parse_json_text(R"({"a": [1, {"b": 1, "c": [2, 3], "b": 2}]})", "d.json"),
+                       "d.json:/a/1/b: duplicate key (an object may give each key once)", Error);
+  CHECK_THROWS_WITH_AS(
+      parse_json_text(R"({"x": {"y": [[0], [1, {"k/~": 0, "k/~": 1}]]}})", "d.json"),
+      "d.json:/x/y/1/1/k~1~0: duplicate key (an object may give each key once)", Error);
+  // The same key in different objects, and equal values, are fine.
+  const auto ok = parse_json_text(R"([{"x": 1}, {"x": 2}, {"y": {"x": 3}}, 4])", "d.json");
+  CHECK(ok.size() == 4);
+  CHECK(ok[2]["y"]["x"] == 3);
+}

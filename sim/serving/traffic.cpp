@@ -237,7 +237,10 @@ std::vector<Request> read_trace_csv(std::istream& in, const std::string& path) {
       std::string n(names[i]);
       n.erase(0, n.find_first_not_of(" \t"));
       n.erase(n.find_last_not_of(" \t") + 1);
-      col.emplace(n, i);
+      // A column given twice is an error, not "the first one wins".
+      if (!col.emplace(n, i).second)
+        throw Error(path, "line " + std::to_string(line_no),
+                    "the header names column '" + n + "' twice");
     }
     break;
   }

@@ -140,6 +140,11 @@ TEST_CASE("bad traces and specs name the file and the line or field") {
   CHECK_THROWS_WITH_AS(read_trace_csv(back), doctest::Contains("line 3"), Error);
   const auto zero = write_temp("ms_t3.csv", "arrival_s,prompt_tokens,output_tokens\n0,0,5\n");
   CHECK_THROWS_WITH_AS(read_trace_csv(zero), doctest::Contains("prompt_tokens"), Error);
+  const auto twice = write_temp(
+      "ms_t4b.csv", "# a comment\narrival_s,prompt_tokens,output_tokens,prompt_tokens\n0,5,5,6\n");
+  CHECK_THROWS_WITH_AS(read_trace_csv(twice),
+                       (twice + ":line 2: the header names column 'prompt_tokens' twice").c_str(),
+                       Error);
   const auto few = write_temp("ms_t4.csv", "arrival_s,prompt_tokens,output_tokens\n0,5\n");
   CHECK_THROWS_WITH_AS(read_trace_csv(few), doctest::Contains("too few columns"), Error);
   const auto empty = write_temp("ms_t5.csv", "arrival_s,prompt_tokens,output_tokens\n");

@@ -5,6 +5,7 @@
 // kMaxInputBytes (JSON costs about 16× its size in memory once parsed).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace meshsim {
 
@@ -12,5 +13,10 @@ inline constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{256} << 20;  // 
 
 // The file's bytes; Error(path, "", ...) naming what is wrong otherwise.
 std::string read_input_file(const std::string& path);
+
+// For `--stack NAME|FILE`-style arguments that were not a bundled name: throws Error naming the
+// argument, the `kind` ("stack", "engine") and the bundled names when no such file exists.
+void require_bundled_name_or_file(const std::string& name_or_file, const char* kind,
+                                  const std::vector<std::string>& bundled);
 
 }  // namespace meshsim

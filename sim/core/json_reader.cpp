@@ -192,6 +192,13 @@ std::int64_t JsonRef::integer() const {
   fail("expected an integer, found " + (value_->is_number() ? value_->dump() : type_name(*value_)));
 }
 
+std::int64_t JsonRef::integer_in(std::int64_t lo, std::int64_t hi) const {
+  const auto n = integer();
+  if (n < lo || n > hi)
+    fail("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return n;
+}
+
 std::int64_t JsonRef::positive_integer() const {
   if (value_->is_number_unsigned() && value_->get<std::uint64_t>() > (1ULL << 62))
     fail("integer too large");

@@ -40,6 +40,8 @@ class JsonRef {
   double non_negative_number() const;
   std::int64_t integer() const;
   std::int64_t positive_integer() const;
+  std::int64_t integer_in(std::int64_t lo,
+                          std::int64_t hi) const;  // "must be an integer from lo to hi"
   std::string string() const;
   bool boolean() const;
   std::vector<JsonRef> array() const;

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <filesystem>
 
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace meshsim {
 
@@ -45,19 +45,12 @@ E enum_field(const JsonRef& v, const std::array<E, N>& all) {
   v.fail("'" + text + "' is not one of " + joined_names(all));
 }
 
-std::int64_t bounded(const JsonRef& v, std::int64_t lo, std::int64_t hi) {
-  const auto n = v.integer();
-  if (n < lo || n > hi)
-    v.fail("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
-  return n;
-}
-
 void read_scheduler(const JsonRef& ref, SchedulerOptions& s) {
   ObjectReader r(ref);
   s.admission = enum_field(r.required("admission"), kAdmissions);
-  s.max_seqs = bounded(r.required("max_seqs"), 1, 1 << 20);
-  s.max_batch_tokens = bounded(r.required("max_batch_tokens"), 1, 1 << 24);
-  s.block_size = bounded(r.required("block_size"), 1, 4096);
+  s.max_seqs = r.required("max_seqs").integer_in(1, 1 << 20);
+  s.max_batch_tokens = r.required("max_batch_tokens").integer_in(1, 1 << 24);
+  s.block_size = r.required("block_size").integer_in(1, 4096);
   const auto w = r.required("watermark");
   s.watermark = w.non_negative_number();
   if (s.watermark >= 1) w.fail("must be in [0, 1)");
@@ -91,7 +84,7 @@ EngineProfile read_engine(const JsonRef& ref) {
     ObjectReader g(r.required("cuda_graphs"));
     const auto sizes = g.required("capture_sizes");
     for (const auto& v : sizes.array()) {
-      const auto n = bounded(v, 1, 1 << 16);
+      const auto n = v.integer_in(1, 1 << 16);
       if (!e.scheduler.cuda_graph_sizes.empty() && n <= e.scheduler.cuda_graph_sizes.back())
         v.fail("capture sizes must increase");
       e.scheduler.cuda_graph_sizes.push_back(n);
@@ -124,12 +117,7 @@ EngineProfile load_engine(const std::string& path) {
 
 EngineProfile resolve_engine(const std::string& name_or_file) {
   if (const auto* e = bundled_engine(name_or_file)) return *e;
-  if (!std::filesystem::exists(name_or_file)) {
-    std::string known;
-    for (const auto& n : bundled_engine_names()) known += (known.empty() ? "" : ", ") + n;
-    throw Error(name_or_file, "",
-                "is neither a bundled engine (" + known + ") nor an engine file that exists");
-  }
+  require_bundled_name_or_file(name_or_file, "engine", bundled_engine_names());
   return load_engine(name_or_file);
 }
 

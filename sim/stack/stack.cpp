@@ -1,10 +1,10 @@
 #include "stack/stack.hpp"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace meshsim {
 
@@ -60,10 +60,7 @@ bool Stack::unfused(std::string_view gemm) const {
 namespace {
 
 std::int32_t small_count(const JsonRef& v, std::int64_t lo, std::int64_t hi) {
-  const auto n = v.integer();
-  if (n < lo || n > hi)
-    v.fail("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
-  return static_cast<std::int32_t>(n);
+  return static_cast<std::int32_t>(v.integer_in(lo, hi));
 }
 
 double factor(const JsonRef& v) {
@@ -230,12 +227,7 @@ Stack load_stack(const std::string& path) {
 
 Stack resolve_stack(const std::string& name_or_file) {
   if (const auto* s = bundled_stack(name_or_file)) return *s;
-  if (!std::filesystem::exists(name_or_file)) {
-    std::string known;
-    for (const auto& n : bundled_stack_names()) known += (known.empty() ? "" : ", ") + n;
-    throw Error(name_or_file, "",
-                "is neither a bundled stack (" + known + ") nor a stack file that exists");
-  }
+  require_bundled_name_or_file(name_or_file, "stack", bundled_stack_names());
   return load_stack(name_or_file);
 }
 

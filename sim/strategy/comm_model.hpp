@@ -120,7 +120,6 @@ class FoldedComm : public CommModel {
   OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
            std::vector<OpId> deps) override;
   Time price(const CommRequest& r);
-  std::size_t prices() const { return f_.priced.size(); }
 
   // The priced collective an op added here stands for (-1: none, or a collective of no time).
   std::int32_t collective_of(OpId op) const;

@@ -14,13 +14,13 @@ TEST_CASE("worker pool: every index once, one state per worker") {
     std::vector<std::atomic<int>> seen(100);
     std::atomic<int> states{0};
     run_worker_pool(
-        seen.size(), threads, [&] { return ++states; },
-        [&](int&, std::size_t i) { ++seen[i]; });
+        seen.size(), threads, [&] { return ++states; }, [&](int&, std::size_t i) { ++seen[i]; });
     for (auto& s : seen) CHECK(s == 1);
     CHECK(states == static_cast<int>(threads));
   }
   // No work: nothing runs, nothing throws.
-  run_worker_pool(0, 4, [] { return 0; }, [](int&, std::size_t) { FAIL("ran"); });
+  run_worker_pool(
+      0, 4, [] { return 0; }, [](int&, std::size_t) { FAIL("ran"); });
 }
 
 TEST_CASE("worker pool: a worker's exception (not only Error) reaches the caller") {
@@ -37,8 +37,8 @@ TEST_CASE("worker pool: a worker's exception (not only Error) reaches the caller
                     std::bad_alloc);
     CHECK(ran < 1000);
   }
-  CHECK_THROWS_WITH_AS(run_worker_pool(
-                           4, 2, []() -> int { throw std::runtime_error("no state"); },
-                           [](int&, std::size_t) {}),
-                       "no state", std::runtime_error);
+  CHECK_THROWS_WITH_AS(
+      run_worker_pool(
+          4, 2, []() -> int { throw std::runtime_error("no state"); }, [](int&, std::size_t) {}),
+      "no state", std::runtime_error);
 }

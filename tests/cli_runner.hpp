@@ -20,12 +20,19 @@ struct CliResult {
   std::string out, err;
 };
 
-inline CliResult run_cli(const std::string& args) {
+// No command of the test suite takes a minute in release; a hang is killed here and fails its
+// test (exit 124 from coreutils timeout) instead of costing the whole CI run. The sanitizer build
+// is ~20× slower, hence the margin.
+inline constexpr int kCliTimeoutSeconds = 900;
+
+// `shell_prefix` runs before the command in the same shell ("ulimit -v 2097152; ").
+inline CliResult run_cli(const std::string& args, const std::string& shell_prefix = "") {
   static int counter = 0;
   const auto err_file =
       std::filesystem::temp_directory_path() /
       ("meshsim_cli_err_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".txt");
-  const std::string cmd = std::string(cli_path()) + " " + args + " 2>" + err_file.string();
+  const std::string cmd = shell_prefix + "timeout -k 10 " + std::to_string(kCliTimeoutSeconds) +
+                          " " + std::string(cli_path()) + " " + args + " 2>" + err_file.string();
   CliResult r;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) return r;

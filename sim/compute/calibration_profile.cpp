@@ -2,6 +2,7 @@
 
 #include "compute/kernel_params.hpp"
 #include "core/enum_names.hpp"
+#include "core/physical_limits.hpp"
 
 namespace meshsim {
 namespace {
@@ -24,7 +25,7 @@ GemmPoint read_gemm_point(const JsonRef& ref) {
   p.shape.n = read_dim(r, "n");
   p.shape.k = read_dim(r, "k");
   if (auto b = r.optional("batch")) p.shape.batch = b->positive_integer();
-  p.flops_per_s = r.required("tflops").positive_number() * 1e12;
+  p.flops_per_s = r.required("tflops").positive_at_most(kMaxPeak_TFLOPS) * 1e12;
   r.finish();
   return p;
 }
@@ -46,7 +47,7 @@ AttentionPoint read_attention_point(const JsonRef& ref) {
   const auto d = dir.string();
   if (d != "forward" && d != "backward") dir.fail("expected 'forward' or 'backward'");
   p.shape.backward = d == "backward";
-  p.flops_per_s = r.required("tflops").positive_number() * 1e12;
+  p.flops_per_s = r.required("tflops").positive_at_most(kMaxPeak_TFLOPS) * 1e12;
   r.finish();
   return p;
 }
@@ -60,9 +61,9 @@ CalibrationProfile read_calibration_profile(const JsonRef& root) {
   p.gpu = r.required("gpu").string();
   p.source = r.required("source").string();
   if (auto v = r.optional("launch_overhead_us"))
-    p.launch_overhead = Time::from_seconds_ceil(v->non_negative_number() * 1e-6);
+    p.launch_overhead = Time::from_seconds_ceil(v->number_in(0, kMaxLatency_s * 1e6) * 1e-6);
   if (auto v = r.optional("memory_bandwidth_GBps"))
-    p.memory_bandwidth_Bps = v->positive_number() * 1e9;
+    p.memory_bandwidth_Bps = v->positive_at_most(kMaxBandwidth_GBps) * 1e9;
   if (auto g = r.optional("gemm"))
     for (const auto& e : g->array()) p.gemm.push_back(read_gemm_point(e));
   if (auto l = r.optional("links")) p.links = read_link_calibration(*l);

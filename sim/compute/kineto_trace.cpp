@@ -1,5 +1,7 @@
 #include "compute/kineto_trace.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -8,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
+#include "core/physical_limits.hpp"
 
 namespace meshsim {
 namespace {
@@ -68,6 +71,7 @@ KinetoSummary read_kineto_trace(const std::string& path, int device) {
     std::string name;
     Json dims;
     std::string type;
+    std::string where;  // the event's JSON path, for range errors
   };
   std::map<std::int64_t, CpuGemm> cpu_gemms;
   std::map<std::int64_t, double> kernel_time_by_ext;
@@ -91,7 +95,7 @@ KinetoSummary read_kineto_trace(const std::string& path, int device) {
     if (cat == "cpu_op" && (name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm") &&
         args.contains("External id") && args["External id"].is_number_integer() &&
         args.contains("Input Dims")) {
-      CpuGemm g{name, args["Input Dims"], ""};
+      CpuGemm g{name, args["Input Dims"], "", ev.path()};
       if (args.contains("Input type") && args["Input type"].is_array() &&
           !args["Input type"].empty()) {
         for (const auto& t : args["Input type"])
@@ -166,8 +170,21 @@ KinetoSummary read_kineto_trace(const std::string& path, int device) {
       continue;
     }
     if (m <= 0 || n <= 0 || kk <= 0 || batch <= 0) continue;
+    // Range checks before a point enters a profile (issue 19: 2^62-sized shapes were written).
+    // 2^24 per dimension is the model loader's bound on any model dimension.
+    constexpr std::int64_t kMaxGemmDim = std::int64_t{1} << 24;
+    if (m > kMaxGemmDim || n > kMaxGemmDim || kk > kMaxGemmDim || batch > kMaxGemmDim)
+      throw Error(
+          path, g.where + "/args/Input Dims",
+          fmt::format("GEMM {}×{}×{} (batch {}) has a dimension past 2^24", m, n, kk, batch));
     const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) *
                          static_cast<double>(kk) * static_cast<double>(batch);
+    if (flops / kt->second > kMaxPeak_TFLOPS * 1e12)
+      throw Error(
+          path, g.where,
+          fmt::format("GEMM {}×{}×{} in {:g} µs of kernels is {:.3g} TFLOP/s, more than "
+                      "any GPU ({:g})",
+                      m, n, kk, kt->second * 1e6, flops / kt->second / 1e12, kMaxPeak_TFLOPS));
     rates[{static_cast<int>(*dt), m, n, kk, batch}].push_back(flops / kt->second);
   }
   for (const auto& [key, v] : rates) {

@@ -1,5 +1,7 @@
 #include "core/json_reader.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -182,7 +184,23 @@ double JsonRef::non_negative_number() const {
   return v;
 }
 
+double JsonRef::number_in(double lo, double hi) const {
+  const double v = number();
+  if (v < lo || v > hi) fail(fmt::format("must be a number from {:g} to {:g}", lo, hi));
+  return v;
+}
+
+double JsonRef::positive_at_most(double hi) const {
+  const double v = positive_number();
+  if (v > hi) fail(fmt::format("must be at most {:g}", hi));
+  return v;
+}
+
 std::int64_t JsonRef::integer() const {
+  // An unsigned value past 2^63 - 1 would wrap to a negative one.
+  if (value_->is_number_unsigned() &&
+      value_->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    fail("integer too large (more than 2^63 - 1)");
   if (value_->is_number_integer()) return value_->get<std::int64_t>();
   if (value_->is_number_float()) {
     const double v = value_->get<double>();

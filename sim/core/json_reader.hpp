@@ -38,6 +38,10 @@ class JsonRef {
   double number() const;
   double positive_number() const;  // > 0 and finite
   double non_negative_number() const;
+  // lo ≤ v ≤ hi: "must be a number from lo to hi". Physical quantities get a ceiling so that a
+  // scaled value (GB/s × 1e9, TFLOP/s × 1e12) stays finite: 1e308 GB/s is not a link.
+  double number_in(double lo, double hi) const;
+  double positive_at_most(double hi) const;  // 0 < v ≤ hi
   std::int64_t integer() const;
   std::int64_t positive_integer() const;
   std::int64_t integer_in(std::int64_t lo,

@@ -14,6 +14,20 @@ std::int64_t dim(const JsonRef& ref) {
   return v;
 }
 
+// Every layer is simulated op by op (per micro-batch, per simulated rank), so the layer count
+// bounds the work of a step. 16,384 is 16× the deepest published transformer (DeepNet, 1,000
+// layers; Wang et al. 2022) and 128× Llama 3.1 405B's 126.
+constexpr std::int64_t kMaxLayers = std::int64_t{1} << 14;
+
+std::int64_t layers(const JsonRef& ref) {
+  const auto v = ref.positive_integer();
+  if (v > kMaxLayers)
+    ref.fail("more than " + std::to_string(kMaxLayers) +
+             " layers (meshsim simulates every layer op by op; the deepest published "
+             "transformer has 1,000)");
+  return v;
+}
+
 std::int64_t count(const JsonRef& ref) {  // may be zero
   const auto v = ref.integer();
   if (v < 0) ref.fail("must not be negative");
@@ -74,7 +88,7 @@ Activation gated_activation(const JsonRef& ref) {
 
 ModelSpec read_gpt2(const HfReader& r, ModelSpec m) {
   m.hidden = dim(r.get("n_embd"));
-  m.layers = dim(r.get("n_layer"));
+  m.layers = layers(r.get("n_layer"));
   m.heads = dim(r.get("n_head"));
   m.kv_heads = m.heads;
   m.vocab = dim(r.get("vocab_size"));
@@ -100,7 +114,7 @@ ModelSpec read_gpt2(const HfReader& r, ModelSpec m) {
 
 ModelSpec read_llama_family(const HfReader& r, ModelSpec m) {
   m.hidden = dim(r.get("hidden_size"));
-  m.layers = dim(r.get("num_hidden_layers"));
+  m.layers = layers(r.get("num_hidden_layers"));
   m.heads = dim(r.get("num_attention_heads"));
   m.kv_heads = m.heads;
   if (auto kv = r.maybe("num_key_value_heads")) m.kv_heads = dim(*kv);
@@ -207,7 +221,7 @@ ModelSpec read_plain_gpt(const JsonRef& root, ModelSpec m) {
   m.format = "gpt";
   read_label(r, m);
   m.hidden = dim(r.required("hidden"));
-  m.layers = dim(r.required("layers"));
+  m.layers = layers(r.required("layers"));
   m.heads = dim(r.required("heads"));
   m.kv_heads = m.heads;
   if (auto kv = r.optional("kv_heads")) m.kv_heads = dim(*kv);

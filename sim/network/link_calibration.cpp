@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "core/physical_limits.hpp"
 #include "network/link_efficiency.hpp"
 
 namespace meshsim {
@@ -134,8 +135,8 @@ std::vector<AlphaBetaRegime> read_regimes(const JsonRef& ref) {
       g.max_bytes = v->positive_number();
       if (g.max_bytes <= g.min_bytes) v->fail("must exceed min_bytes");
     }
-    g.alpha_s = r.required("alpha_us").non_negative_number() * 1e-6;
-    g.bandwidth_Bps = r.required("GBps").positive_number() * 1e9;
+    g.alpha_s = r.required("alpha_us").number_in(0, kMaxLatency_s * 1e6) * 1e-6;
+    g.bandwidth_Bps = r.required("GBps").positive_at_most(kMaxBandwidth_GBps) * 1e9;
     if (auto v = r.optional("points")) g.points = static_cast<int>(v->positive_integer());
     if (auto v = r.optional("max_relative_error")) g.max_relative_error = v->non_negative_number();
     r.finish();

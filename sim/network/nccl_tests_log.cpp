@@ -1,5 +1,7 @@
 #include "network/nccl_tests_log.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -10,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/physical_limits.hpp"
 
 namespace meshsim {
 namespace {
@@ -79,6 +82,10 @@ NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& op_
     if (!size || t.size() < 2 || !number(t[1])) continue;
     if (t.size() < 11) throw Error(path, where, "result row with too few columns");
     const std::size_t n = t.size();
+    // Range checks before anything is fitted (issue 19: a row of 1e23 bytes was fitted).
+    // nccl-tests sweeps up to a few GiB; 2^44 bytes (16 TiB) is past any GPU's memory.
+    if (*size < 0 || *size != std::floor(*size) || *size > 0x1p44)
+      throw Error(path, where, "size '" + t[0] + "' is not a byte count from 0 to 2^44 (16 TiB)");
     NcclTestsRow row;
     row.bytes = *size;
     row.count = static_cast<std::int64_t>(number(t[1]).value_or(0));
@@ -86,6 +93,12 @@ NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& op_
     const auto time = number(t[n - 8]), algbw = number(t[n - 7]), busbw = number(t[n - 6]);
     if (!time || !algbw || !busbw || *time <= 0)
       throw Error(path, where, "cannot read the out-of-place time, algbw and busbw");
+    if (*time > 1e12)
+      throw Error(path, where, "out-of-place time " + t[n - 8] + " µs is more than 10^12 µs");
+    if (*algbw < 0 || *busbw < 0 || *algbw > kMaxBandwidth_GBps || *busbw > kMaxBandwidth_GBps)
+      throw Error(path, where,
+                  fmt::format("algbw {} and busbw {} GB/s must lie from 0 to {:g}", t[n - 7],
+                              t[n - 6], kMaxBandwidth_GBps));
     row.time_us = *time;
     row.algbw_GBps = *algbw;
     row.busbw_GBps = *busbw;

@@ -41,6 +41,18 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
     throw Error(
         model.file, "",
         "search needs an architecture; '" + model.name + "' is given by its parameter count only");
+  // A global batch that is more than kMaxMicrobatches micro-batches per step on every layout
+  // (the most data parallelism and the largest micro-batch) is an error of the flag, not a
+  // search that rejects everything (issue 19: --gbs 2^30 allocated until killed).
+  if (!space.micro_batches.empty()) {
+    const auto mbs_max = *std::max_element(space.micro_batches.begin(), space.micro_batches.end());
+    if (job.global_batch / gpus / mbs_max > kMaxMicrobatches)
+      throw Error("", "--gbs",
+                  "global batch " + std::to_string(job.global_batch) + " is more than " +
+                      std::to_string(kMaxMicrobatches) +
+                      " micro-batches per step on every layout (at most dp = " +
+                      std::to_string(gpus) + " × micro-batch " + std::to_string(mbs_max) + ")");
+  }
   Enumeration e;
   auto reject = [&](const std::string& why) { ++e.rejected[why]; };
   const double capacity = gpu.hbm_bytes.as_double();

@@ -231,6 +231,9 @@ std::vector<Request> read_trace_csv(std::istream& in, const std::string& path) {
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // A UTF-8 byte-order mark (spreadsheets write one) starts the file, not a column name; the
+    // JSON reader skips it too.
+    if (line_no == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);
     if (line.empty() || line.front() == '#') continue;
     const auto names = split(line, ',');
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -318,9 +321,14 @@ TrafficSpec read_traffic_spec(const JsonRef& root) {
     if (spec.requests > (std::int64_t{1} << 26)) v->fail("is implausibly large");
   }
   if (auto v = r.optional("seed")) {
-    const auto s = v->integer();
-    if (s < 0) v->fail("must not be negative");
-    spec.seed = static_cast<std::uint64_t>(s);
+    // Any 64-bit seed: 2^64 − 1 is a seed, not a negative number.
+    if (v->raw().is_number_unsigned()) {
+      spec.seed = v->raw().get<std::uint64_t>();
+    } else {
+      const auto s = v->integer();
+      if (s < 0) v->fail("must be an integer from 0 to 2^64 - 1");
+      spec.seed = static_cast<std::uint64_t>(s);
+    }
   }
   if (auto v = r.optional("source")) (void)v->string();
   r.finish();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/physical_limits.hpp"
+
 namespace meshsim {
 
 const std::vector<GpuSpec>& gpu_catalogue() {
@@ -90,12 +92,13 @@ GpuSpec read_gpu_spec(const JsonRef& ref) {
   auto peaks = r.required("peak_tflops");
   ObjectReader pr(peaks);
   for (const char* dtype : {"bf16", "fp16", "fp8", "tf32", "fp4"})
-    if (auto v = pr.optional(dtype)) g.peak_flops[dtype] = v->positive_number() * 1e12;
+    if (auto v = pr.optional(dtype))
+      g.peak_flops[dtype] = v->positive_at_most(kMaxPeak_TFLOPS) * 1e12;
   pr.finish();
   if (!g.peak_flops.contains("bf16")) peaks.fail("missing required field 'bf16'");
   g.hbm_bytes = r.required("hbm_bytes").bytes();
   if (g.hbm_bytes.count() == 0) ref.child("hbm_bytes").fail("must be greater than zero");
-  g.hbm_Bps = r.required("hbm_GBps").positive_number() * 1e9;
+  g.hbm_Bps = r.required("hbm_GBps").positive_at_most(kMaxBandwidth_GBps) * 1e9;
   if (auto n = r.optional("nvls")) g.nvls = n->boolean();
   g.sm_count = static_cast<std::int32_t>(
       std::min<std::int64_t>(r.required("sm_count").positive_integer(), 1'000'000));

@@ -22,17 +22,57 @@ std::string attr(const ptree& node, const std::string& key) {
   return node.get<std::string>("<xmlattr>." + key, "");
 }
 
-// "32.0 GT/s PCIe" × width 16 → bytes/s per direction after 128b/130b encoding (PCIe 3+).
-double pcie_Bps(const ptree& node) {
-  const auto speed = attr(node, "link_speed");
-  const auto width = attr(node, "link_width");
-  double gts = 0, w = 0;
-  try {
-    gts = speed.empty() ? 0 : std::stod(speed);
-    w = width.empty() ? 0 : std::stod(width);
-  } catch (const std::logic_error&) {
-    return 0;
+// Attributes are parsed strictly (issue 19: count="five" silently became one link): a number
+// must be all of the attribute, or the error names the file, the element and the attribute.
+// `element` reads like "gpu0/nvlink" or "pci 0000:18:00.0".
+struct XmlPlace {
+  const std::string& file;
+  std::string element;
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(file, element + " @" + key, what);
   }
+  // Empty or absent → `fallback`; otherwise a finite number from lo to hi, nothing after it.
+  double number(const ptree& node, const std::string& key, double fallback, double lo,
+                double hi) const {
+    const auto text = attr(node, key);
+    if (text.empty()) return fallback;
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(text, &used);
+    } catch (const std::logic_error&) {
+      used = 0;
+    }
+    if (used != text.size() || !std::isfinite(v)) fail(key, "'" + text + "' is not a number");
+    if (v < lo || v > hi) fail(key, fmt::format("{:g} is outside {:g} to {:g}", v, lo, hi));
+    return v;
+  }
+  int integer(const ptree& node, const std::string& key, int fallback, int lo, int hi) const {
+    const double v = number(node, key, fallback, lo, hi);
+    if (v != std::floor(v)) fail(key, "'" + attr(node, key) + "' is not an integer");
+    return static_cast<int>(v);
+  }
+};
+
+// "32.0 GT/s PCIe" × width 16 → bytes/s per direction after 128b/130b encoding (PCIe 3+). NCCL
+// writes the kernel's sysfs strings ("32.0 GT/s PCIe", "16 GT/s", "Unknown"); an unknown speed
+// or a width of 0 is 0 here, and the device inherits its parent's link.
+double pcie_Bps(const ptree& node, const XmlPlace& at) {
+  const auto speed = attr(node, "link_speed");
+  double gts = 0;
+  if (!speed.empty() && speed != "Unknown") {
+    std::size_t used = 0;
+    try {
+      gts = std::stod(speed, &used);
+    } catch (const std::logic_error&) {
+      used = 0;
+    }
+    const auto rest = speed.substr(used);
+    if (used == 0 || !(gts > 0 && gts <= 1024) || (rest != " GT/s" && rest != " GT/s PCIe"))
+      at.fail("link_speed", "'" + speed + "' is not a PCIe speed like \"32.0 GT/s PCIe\"");
+  }
+  const double w = at.integer(node, "link_width", 0, 0, 32);
   if (!(gts > 0) || !(w > 0)) return 0;
   return gts * 1e9 * w / 8.0 * 128.0 / 130.0;
 }
@@ -52,6 +92,8 @@ std::string gpu_for_sm(int sm) {
 }
 
 struct Builder {
+  explicit Builder(const std::string& xml_file) : file(xml_file) {}
+  const std::string& file;
   Json vertices = Json::array(), links = Json::array();
   std::map<std::string, std::string> by_busid;  // PCI bus id → vertex name
   std::set<std::pair<std::string, std::string>> nvlink_pairs;
@@ -81,8 +123,13 @@ struct Builder {
   void pci(const ptree& node, const std::string& parent, double parent_Bps) {
     const auto busid = attr(node, "busid");
     const auto cls = attr(node, "class");
-    double bw = pcie_Bps(node);
+    const XmlPlace at{file, "pci " + (busid.empty() ? std::string("(no busid)") : busid)};
+    double bw = pcie_Bps(node, at);
     if (!(bw > 0)) bw = parent_Bps;
+    if (!(bw > 0))
+      at.fail("link_speed",
+              "no PCIe link speed and width here or on any parent; the device's bandwidth is "
+              "unknown");
     if (const auto gpu = node.get_child_optional("gpu")) {
       const auto name = fmt::format("gpu{}", gpus.size());
       vertex(name, "gpu");
@@ -90,11 +137,15 @@ struct Builder {
       by_busid[busid] = name;
       GpuLinks g;
       g.name = name;
-      g.sm = gpu->get<int>("<xmlattr>.sm", 0);
+      const XmlPlace gpu_at{file, at.element + "/gpu"};
+      g.sm = gpu_at.integer(*gpu, "sm", 0, 0, 1000);
+      // An NVLink 5 GPU has 18 links; 64 leaves room for any part announced.
       for (const auto& [tag, child] : *gpu)
         if (tag == "nvlink")
-          g.nvlinks.emplace_back(attr(child, "target"), child.get<int>("<xmlattr>.count", 1),
-                                 attr(child, "tclass"));
+          g.nvlinks.emplace_back(
+              attr(child, "target"),
+              XmlPlace{file, gpu_at.element + "/nvlink"}.integer(child, "count", 1, 1, 64),
+              attr(child, "tclass"));
       gpus.push_back(std::move(g));
       return;
     }
@@ -105,7 +156,8 @@ struct Builder {
         vertex(name, "nic");
         link(name, parent, "pcie", bw, 250);
         // speed is in Mb/s (NCCL's ncclNet properties).
-        const double mbps = net.get<double>("<xmlattr>.speed", 0);
+        // 0 is "unknown" in NCCL's dumps; 1e9 Mb/s (1 Pb/s) bounds any NIC.
+        const double mbps = XmlPlace{file, at.element + "/nic/net"}.number(net, "speed", 0, 0, 1e9);
         if (mbps > 0) {
           if (nics == 1) vertex("fabric", "leaf_switch");
           link(name, "fabric", "infiniband", mbps * 1e6 / 8, 600);
@@ -169,7 +221,7 @@ Json nccl_topo_to_topology(const std::string& xml_path, const NcclTopoOptions& o
   }
   const auto system = tree.get_child_optional("system");
   if (!system) throw Error(xml_path, "", "no <system> element (is this an NCCL topology dump?)");
-  Builder b;
+  Builder b{xml_path};
   std::vector<std::pair<std::string, std::string>> sockets;  // name, vendor
   for (const auto& [tag, cpu] : *system) {
     if (tag != "cpu") continue;

@@ -1,22 +1,28 @@
 #include "topology/node_template.hpp"
 
+#include <fmt/format.h>
+
 #include <map>
 
 #include "core/enum_names.hpp"
+#include "core/physical_limits.hpp"
 
 namespace meshsim {
 namespace {
 
 // Exactly one of the given (key, scale) spellings must be present.
+// `max_si` bounds the value in SI units (B/s, s); the error names it in the key's own unit.
 double read_one_of(ObjectReader& r, std::initializer_list<std::pair<const char*, double>> keys,
-                   bool allow_zero, const char* what) {
+                   bool allow_zero, double max_si, const char* what) {
   std::optional<double> value;
   std::string names;
   for (auto [key, scale] : keys) {
     names += (names.empty() ? "" : " / ") + std::string(key);
     if (auto v = r.optional(key)) {
       if (value) v->fail(std::string("give only one ") + what + " field");
-      value = (allow_zero ? v->non_negative_number() : v->positive_number()) * scale;
+      const double x = allow_zero ? v->non_negative_number() : v->positive_number();
+      if (x > max_si / scale) v->fail(fmt::format("must be at most {:g}", max_si / scale));
+      value = x * scale;
     }
   }
   if (!value) r.self().fail(std::string("missing ") + what + " (" + names + ")");
@@ -24,6 +30,17 @@ double read_one_of(ObjectReader& r, std::initializer_list<std::pair<const char*,
 }
 
 }  // namespace
+
+std::string link_budget_error(std::int64_t links) {
+  return fmt::format(
+      "{} links is more than the supported {} (this would need ~{:.1f} GB at ~{:g} KB "
+      "per link)",
+      links, kMaxLinks, static_cast<double>(links) * kBytesPerLink / 1e9, kBytesPerLink / 1e3);
+}
+
+std::string vertex_budget_error(std::int64_t vertices) {
+  return fmt::format("{} vertices is more than the supported {}", vertices, kMaxVertices);
+}
 
 LinkSpec read_link_spec(ObjectReader& r) {
   LinkSpec s;
@@ -35,9 +52,10 @@ LinkSpec read_link_spec(ObjectReader& r) {
   s.kind = *kind;
   s.bandwidth_Bps =
       read_one_of(r, {{"bandwidth_Bps", 1.0}, {"bandwidth_GBps", 1e9}, {"bandwidth_Gbps", 1e9 / 8}},
-                  false, "bandwidth");
-  s.latency = Time::from_seconds_ceil(read_one_of(
-      r, {{"latency_s", 1.0}, {"latency_us", 1e-6}, {"latency_ns", 1e-9}}, true, "latency"));
+                  false, kMaxBandwidth_GBps * 1e9, "bandwidth");
+  s.latency = Time::from_seconds_ceil(
+      read_one_of(r, {{"latency_s", 1.0}, {"latency_us", 1e-6}, {"latency_ns", 1e-9}}, true,
+                  kMaxLatency_s, "latency"));
   return s;
 }
 
@@ -72,6 +90,8 @@ NodeTemplate read_node_template(ObjectReader& r, bool allow_node_field) {
       count = c->positive_integer();
       if (count > 4096) c->fail("at most 4096 vertices per group");
     }
+    if (static_cast<std::int64_t>(t.vertices.size()) + count > kMaxVertices)
+      v.fail(vertex_budget_error(static_cast<std::int64_t>(t.vertices.size()) + count));
     vr.finish();
     if (groups.contains(name) || singles.contains(name))
       name_ref.fail("duplicate vertex name '" + name + "'");
@@ -115,6 +135,13 @@ NodeTemplate read_node_template(ObjectReader& r, bool allow_node_field) {
       if (x == y) l.fail("link from vertex '" + t.vertices[x].name + "' to itself");
       t.links.push_back(TemplateLink{x, y, spec});
     };
+    const auto made = static_cast<std::int64_t>(
+        pattern == "all_pairs" ? a.size() * b.size() : std::max(a.size(), b.size()));
+    if (static_cast<std::int64_t>(t.links.size()) + made > kMaxLinks)
+      l.fail(link_budget_error(static_cast<std::int64_t>(t.links.size()) + made) +
+             (pattern == "all_pairs" ? " (an all_pairs of " + std::to_string(a.size()) + " × " +
+                                           std::to_string(b.size()) + ")"
+                                     : ""));
     if (pattern == "all_pairs") {
       for (auto x : a)
         for (auto y : b) add(x, y);

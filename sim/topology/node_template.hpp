@@ -10,6 +10,19 @@
 
 namespace meshsim {
 
+// Budgets on a cluster's size, checked before anything is expanded, so that a 700-byte file (an
+// all_pairs between two 4,096-vertex groups: 16.7 M links) is an error with its estimate, not an
+// out-of-memory. Measured: `topo` on 100,000 H100s (h100-16k.json at 12,500 nodes: 330 k
+// vertices, 963 k links) peaks at 609 MB, ~0.6 KB per link with its share of vertices and routes;
+// the limits allow 2^18 GPUs of that node (2.5 M links) and keep `topo` within ~2.7 GB.
+inline constexpr std::int64_t kMaxVertices = std::int64_t{1} << 21;
+inline constexpr std::int64_t kMaxLinks = std::int64_t{1} << 22;
+inline constexpr double kBytesPerLink = 640;  // the measurement above, rounded up
+// "16777216 links is more than the supported 4194304 (this would need ~10.7 GB at ~0.64 KB per
+// link)".
+std::string link_budget_error(std::int64_t links);
+std::string vertex_budget_error(std::int64_t vertices);
+
 struct LinkSpec {
   LinkKind kind = LinkKind::nvlink;
   double bandwidth_Bps = 0;

@@ -120,6 +120,17 @@ Topology load_topology_json(const Json& doc, const std::string& file,
     throw Error(file, options.nodes ? "--nodes" : "/nodes",
                 std::to_string(nodes) + " nodes of " + std::to_string(gpus_per_node) +
                     " GPUs is more than the supported " + std::to_string(kMaxGpus) + " GPUs");
+  const auto node_vertices = static_cast<std::int64_t>(src.node.vertices.size());
+  const auto node_links = static_cast<std::int64_t>(src.node.links.size());
+  const std::string nodes_where = options.nodes ? "--nodes" : "/nodes";
+  if (nodes > kMaxVertices / node_vertices)
+    throw Error(file, nodes_where,
+                std::to_string(nodes) + " nodes of " + std::to_string(node_vertices) +
+                    " vertices: " + vertex_budget_error(nodes * node_vertices));
+  if (nodes > kMaxLinks / std::max<std::int64_t>(node_links, 1))
+    throw Error(file, nodes_where,
+                std::to_string(nodes) + " nodes of " + std::to_string(node_links) +
+                    " links: " + link_budget_error(nodes * node_links));
   if (nodes > 1 && fabric.kind == FabricKind::none)
     fabric_ref.fail("several nodes need a fabric (kind single_switch or fat_tree)");
   if (nodes > 1 && nics_per_node == 0)

@@ -1,10 +1,13 @@
 #include "training/training_sim.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 
 #include "compute/compute_model.hpp"
 #include "core/error.hpp"
+#include "core/memory_budget.hpp"
 #include "model/op_catalogue.hpp"
 #include "model/param_count.hpp"
 #include "network/flow_network.hpp"
@@ -128,6 +131,24 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   } else {
     for (std::int64_t s = 0; s < mesh.pp; ++s)
       ranks.push_back(static_cast<std::int32_t>(placement.rank_of({0, 0, 0, s})));
+  }
+
+  // The trace holds every op of every simulated rank: budgeted before it is built (issue 19: a
+  // 16 M-layer model or 2^30 micro-batches allocated without bound).
+  {
+    const std::int64_t microbatches =
+        job.global_batch > 0 ? job.global_batch / (mesh.dp * job.micro_batch) : 1;
+    const std::int64_t per_rank = (model.layers + mesh.pp - 1) / mesh.pp * microbatches;
+    const double bytes =
+        static_cast<double>(per_rank) * static_cast<double>(ranks.size()) * kTraceBytesPerLayerPass;
+    const double budget = memory_budget_bytes();
+    if (bytes > budget)
+      throw Error(
+          "", setup.full ? "--full" : "--gbs",
+          fmt::format("the step's trace would need up to ~{:.0f} GB ({} simulated ranks × {} "
+                      "layers × {} micro-batches at ~{:g} KB each); the limit here is {:.1f} GB",
+                      bytes / 1e9, ranks.size(), (model.layers + mesh.pp - 1) / mesh.pp,
+                      microbatches, kTraceBytesPerLayerPass / 1e3, budget / 1e9));
   }
 
   Simulator sim;

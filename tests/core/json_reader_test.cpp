@@ -103,3 +103,21 @@ TEST_CASE("JSON: a key given twice is an error naming its path, not the last one
   CHECK(ok.size() == 4);
   CHECK(ok[2]["y"]["x"] == 3);
 }
+
+TEST_CASE("bounded numbers: number_in and positive_at_most name their range") {
+  const Json j = Json::parse(
+      R"({"huge": 1e308, "one": 1, "zero": 0, "neg": -2, "u64": 18446744073709551615})");
+  const auto root = JsonRef::root(j, "b.json");
+  CHECK(root.child("one").number_in(0, 1) == 1.0);
+  CHECK(root.child("zero").number_in(0, 1) == 0.0);
+  CHECK(error_of([&] { root.child("neg").number_in(0, 1000); }) ==
+        "b.json:/neg: must be a number from 0 to 1000");
+  CHECK(root.child("one").positive_at_most(1e6) == 1.0);
+  CHECK(error_of([&] { root.child("huge").positive_at_most(1e6); }) ==
+        "b.json:/huge: must be at most 1e+06");
+  CHECK(error_of([&] { root.child("zero").positive_at_most(1e6); }) ==
+        "b.json:/zero: must be greater than zero");
+  // 2^64 - 1 does not wrap to -1 (issue 19: "seed: 2^64-1 says must not be negative").
+  CHECK(error_of([&] { root.child("u64").integer(); }) ==
+        "b.json:/u64: integer too large (more than 2^63 - 1)");
+}

@@ -45,4 +45,18 @@ TEST_CASE("nccl-tests logs that cannot be read say why") {
   CHECK_THROWS_WITH_AS(read_nccl_tests_log(short_row, "all_reduce"), doctest::Contains("line 2"),
                        Error);
   CHECK_THROWS_AS(read_nccl_tests_log((dir / "ms_missing.log").string()), Error);
+  // Range checks before fitting (issue 19: a row of 1e23 bytes was fitted).
+  const auto huge = write("ms_nt4.log",
+                          "# nGpus 2\n 100000000000000000000000 256 float sum -1 10.0 0.10 0.10 0 "
+                          "10.0 0.10 0.10 0\n");
+  CHECK_THROWS_WITH_AS(read_nccl_tests_log(huge, "all_reduce"),
+                       (huge + ":line 2: size '100000000000000000000000' is not a byte count "
+                               "from 0 to 2^44 (16 TiB)")
+                           .c_str(),
+                       Error);
+  const auto fast =
+      write("ms_nt5.log", "# nGpus 2\n 1024 256 float sum -1 10.0 1e9 0.10 0 10.0 0.10 0.10 0\n");
+  CHECK_THROWS_WITH_AS(read_nccl_tests_log(fast, "all_reduce"),
+                       doctest::Contains("algbw 1e9 and busbw 0.10 GB/s must lie from 0 to 1e+06"),
+                       Error);
 }

@@ -161,4 +161,21 @@ TEST_CASE("bad traces and specs name the file and the line or field") {
   CHECK_THROWS_WITH_AS(load_traffic(badlen), doctest::Contains("/prompt"), Error);
 }
 
+TEST_CASE("a CSV byte-order mark and a 64-bit seed are accepted as the JSON reader accepts them") {
+  const auto bom = write_temp("ms_bom.csv",
+                              "\xEF\xBB\xBF"
+                              "arrival_s,prompt_tokens,output_tokens\n0,5,7\n");
+  const auto r = read_trace_csv(bom);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].prompt_tokens == 5);
+  CHECK(r[0].output_tokens == 7);
+  const auto top = write_temp("ms_seed.json", R"({"arrival": "poisson", "rate_per_s": 1,
+      "prompt": "fixed:5", "output": "fixed:5", "requests": 3, "seed": 18446744073709551615})");
+  CHECK(load_traffic(top).size() == 3);
+  const auto neg = write_temp("ms_seed2.json", R"({"arrival": "poisson", "rate_per_s": 1,
+      "prompt": "fixed:5", "output": "fixed:5", "requests": 3, "seed": -1})");
+  CHECK_THROWS_WITH_AS(load_traffic(neg),
+                       (neg + ":/seed: must be an integer from 0 to 2^64 - 1").c_str(), Error);
+}
+
 }  // namespace meshsim::test

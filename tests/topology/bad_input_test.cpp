@@ -184,3 +184,55 @@ TEST_CASE("--nodes is checked") {
                        "supported 262144 GPUs",
                        Error);
 }
+
+TEST_CASE("size budgets: links and vertices are counted before they are expanded") {
+  // Issue 19: a 700-byte file with an all_pairs between two 4,096-vertex groups took > 5.3 GB.
+  auto d = base();
+  d["node"]["vertices"] = Json::parse(
+      R"([{"name": "gpu", "kind": "gpu", "count": 4096},
+          {"name": "sw", "kind": "nvswitch", "count": 4096}])");
+  d["node"]["links"][0]["pattern"] = "all_pairs";
+  CHECK(error_of(d) ==
+        "/node/links/0: 16777216 links is more than the supported 4194304 (this would need "
+        "~10.7 GB at ~0.64 KB per link) (an all_pairs of 4096 × 4096)");
+  // Groups of at most 4,096 vertices each, but enough of them: the 512th passes 2^21.
+  d = base();
+  for (int i = 0; i < 512; ++i)
+    d["node"]["vertices"].push_back(
+        {{"name", "x" + std::to_string(i) + "_"}, {"kind", "cpu"}, {"count", 4096}});
+  CHECK(error_of(d) == "/node/vertices/513: 2097155 vertices is more than the supported 2097152");
+  // A cluster of many nodes: nodes × the node's links, before any node is stamped out.
+  Json many = load_json_file(topology_path("dgx-h100-superpod.json"));
+  many["node_from"] = topology_path("gb200-nvl72.json");
+  many["nodes"] = 3600;  // 259,200 GPUs: under the GPU limit, over the link budget
+  try {
+    load_topology_json(many, "many.json");
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).starts_with("many.json:/nodes: 3600 nodes of "));
+    CHECK(std::string(e.what()).find("links is more than the supported 4194304") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("physical ceilings: a quantity that would scale past double range is refused") {
+  // Issue 19: 1e308 GB/s printed inf and left the max-min solver with an unrated flow.
+  auto d = base();
+  d["node"]["links"][0]["bandwidth_GBps"] = 1e308;
+  CHECK(error_of(d) == "/node/links/0/bandwidth_GBps: must be at most 1e+06");
+  d = base();
+  d["node"]["links"][0].erase("bandwidth_GBps");
+  d["node"]["links"][0]["bandwidth_Gbps"] = 1e308;  // the limit in the key's own unit
+  CHECK(error_of(d) == "/node/links/0/bandwidth_Gbps: must be at most 8e+06");
+  d = base();
+  d["node"]["links"][0]["latency_ns"] = 1e300;
+  CHECK(error_of(d) == "/node/links/0/latency_ns: must be at most 1e+12");
+  d = base();
+  d["node"]["gpu"] = Json::parse(
+      R"({"model": "X", "peak_tflops": {"bf16": 1e308}, "hbm_bytes": "80G", "hbm_GBps": 3350,
+          "sm_count": 132})");
+  CHECK(error_of(d) == "/node/gpu/peak_tflops/bf16: must be at most 1e+06");
+  d["node"]["gpu"]["peak_tflops"]["bf16"] = 989;
+  d["node"]["gpu"]["hbm_GBps"] = 1e308;
+  CHECK(error_of(d) == "/node/gpu/hbm_GBps: must be at most 1e+06");
+}

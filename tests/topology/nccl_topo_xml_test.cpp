@@ -44,3 +44,35 @@ TEST_CASE("unreadable NCCL topology dumps name the file") {
   std::ofstream(other) << "<html/>\n";
   CHECK_THROWS_WITH_AS(nccl_topo_to_topology(other, {}), doctest::Contains("<system>"), Error);
 }
+
+TEST_CASE("NCCL topology attributes are parsed strictly, naming the element") {
+  // Issue 19: count="five" silently became one link.
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto write = [&](const std::string& name, const std::string& gpu_attrs,
+                         const std::string& pci_attrs) {
+    const auto p = (dir / name).string();
+    std::ofstream(p) << "<system version=\"1\"><cpu numaid=\"0\"><pci busid=\"0000:18:00.0\" "
+                     << pci_attrs << "><gpu dev=\"0\" " << gpu_attrs
+                     << "><nvlink target=\"0000:05:00.0\" count=\"five\" "
+                        "tclass=\"0x068000\"/></gpu></pci></cpu></system>\n";
+    return p;
+  };
+  const std::string pcie = R"(link_speed="32.0 GT/s PCIe" link_width="16")";
+  const auto five = write("ms_five.xml", R"(sm="90")", pcie);
+  CHECK_THROWS_WITH_AS(
+      nccl_topo_to_topology(five, {}),
+      (five + ":pci 0000:18:00.0/gpu/nvlink @count: 'five' is not a number").c_str(), Error);
+  const auto sm = write("ms_sm.xml", R"(sm="9.5")", pcie);
+  CHECK_THROWS_WITH_AS(nccl_topo_to_topology(sm, {}),
+                       (sm + ":pci 0000:18:00.0/gpu @sm: '9.5' is not an integer").c_str(), Error);
+  const auto speed = write("ms_speed.xml", R"(sm="90")", R"(link_speed="fast" link_width="16")");
+  CHECK_THROWS_WITH_AS(nccl_topo_to_topology(speed, {}),
+                       doctest::Contains("@link_speed: 'fast' is not a PCIe speed"), Error);
+  // No speed anywhere up the tree: the dump is blamed, not the converted output file.
+  const auto none = write("ms_nospeed.xml", R"(sm="90")", "");
+  CHECK_THROWS_WITH_AS(nccl_topo_to_topology(none, {}),
+                       (none + ":pci 0000:18:00.0 @link_speed: no PCIe link speed and width here "
+                               "or on any parent; the device's bandwidth is unknown")
+                           .c_str(),
+                       Error);
+}

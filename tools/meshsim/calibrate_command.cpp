@@ -105,7 +105,8 @@ int run_nccl_topo(const TopoArgs& a) {
   opt.name = a.name;
   opt.gpu = a.gpu;
   const Json topo = nccl_topo_to_topology(a.xml, opt);
-  const auto loaded = load_topology_json(topo, a.out);
+  // Checked before it is written; what fails names the dump it came from.
+  const auto loaded = load_topology_json(topo, a.xml + " (converted)");
   write_json(a.out, topo, "--out");
   const auto s = summarize(loaded, false);
   std::cout << fmt::format("# {} written to {}: {}\n", topo["description"].get<std::string>(),

@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "core/error.hpp"
+#include "parse_error.hpp"
 
 namespace meshsim::cli {
 namespace {
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << meshsim::cli::parse_error_line(app, e, argc, argv) << "\n";
     return 2;
   }
   // One error boundary: bad input exits 2; output that did not arrive, memory exhaustion and
@@ -64,7 +65,12 @@ int main(int argc, char** argv) {
     for (const auto* sub : app.get_subcommands())
       if (auto it = runners.find(sub); it != runners.end()) code = it->second();
   } catch (const meshsim::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    // An error raised while simulating (the simulated time passing 2^63 ps) has no file or flag
+    // of its own: it names the command and the input flags it ran with.
+    if (e.where().empty() && e.path().empty())
+      std::cerr << "error: " << meshsim::cli::inputs_of(app) << ": " << e.what() << "\n";
+    else
+      std::cerr << "error: " << e.what() << "\n";
     return 2;
   } catch (const meshsim::WriteError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -58,7 +58,10 @@ std::string nccl_kernel_op(const std::string& kernel_name) {
 }
 
 KinetoSummary read_kineto_trace(const std::string& path, int device) {
-  const Json doc = load_json_file(path);
+  return read_kineto_json(load_json_file(path), path, device);
+}
+
+KinetoSummary read_kineto_json(const Json& doc, const std::string& path, int device) {
   const auto root = JsonRef::root(doc, path);
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
     root.fail("no traceEvents array (is this a Chrome trace from the PyTorch profiler?)");

@@ -27,6 +27,8 @@ struct KinetoSummary {
 
 // Errors name the file (and the JSON path of a malformed event).
 KinetoSummary read_kineto_trace(const std::string& path, int device = 0);
+// The same from a parsed document; `path` names it in errors (fuzz_kineto enters here).
+KinetoSummary read_kineto_json(const Json& doc, const std::string& path, int device = 0);
 
 // "ncclDevKernel_AllReduce_Sum_bf16_RING_LL" → "all_reduce"; "" when not an NCCL kernel.
 std::string nccl_kernel_op(const std::string& kernel_name);

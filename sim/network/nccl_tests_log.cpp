@@ -42,7 +42,12 @@ std::optional<CollectiveOp> op_of_binary(std::string name) {
 }  // namespace
 
 NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& op_hint) {
-  std::istringstream in(read_input_file(path));
+  return parse_nccl_tests_log(read_input_file(path), path, op_hint);
+}
+
+NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& path,
+                                  const std::string& op_hint) {
+  std::istringstream in(text);
   NcclTestsLog log;
   log.file = path;
   std::optional<CollectiveOp> op;
@@ -74,7 +79,8 @@ NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& op_
       }
       for (std::size_t i = 0; i + 1 < t.size(); ++i)
         if (t[i] == "nGpus")
-          if (auto v = number(t[i + 1])) ngpus_header = static_cast<std::int32_t>(*v);
+          if (auto v = number(t[i + 1]); v && *v >= 1 && *v <= 1 << 18)
+            ngpus_header = static_cast<std::int32_t>(*v);
       continue;
     }
     // A result row starts with two integers: size in bytes and element count.
@@ -88,7 +94,10 @@ NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& op_
       throw Error(path, where, "size '" + t[0] + "' is not a byte count from 0 to 2^44 (16 TiB)");
     NcclTestsRow row;
     row.bytes = *size;
-    row.count = static_cast<std::int64_t>(number(t[1]).value_or(0));
+    const double count = number(t[1]).value_or(0);
+    if (count < 0 || count > 0x1p44)
+      throw Error(path, where, "element count '" + t[1] + "' is not from 0 to 2^44");
+    row.count = static_cast<std::int64_t>(count);
     row.type = t[2];
     const auto time = number(t[n - 8]), algbw = number(t[n - 7]), busbw = number(t[n - 6]);
     if (!time || !algbw || !busbw || *time <= 0)

@@ -28,5 +28,8 @@ struct NcclTestsLog {
 // The op comes from the "Collective test starting: X_perf" line when the log has one; otherwise
 // `op_hint` (a collective name such as all_reduce) must give it. Errors name the file and line.
 NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& op_hint = "");
+// The same from the log's text; `path` names it in errors (fuzz_nccl_tests enters here).
+NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& path,
+                                  const std::string& op_hint = "");
 
 }  // namespace meshsim

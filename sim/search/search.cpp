@@ -45,6 +45,14 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
             s.memory.recipe = stack_recipe(st, job.dtype);
           }
         s.profile = options.profile;
+        if (options.interrupted && options.interrupted->load()) {
+          e.error = kNotSimulatedInterrupted;
+          return;
+        }
+        if (options.deadline && std::chrono::steady_clock::now() >= *options.deadline) {
+          e.error = kNotSimulatedBudget;
+          return;
+        }
         try {
           e.result = simulate_training(topo, model, s, context.get());
           e.result.trace = {};
@@ -64,6 +72,10 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
         }
       });
   return out;
+}
+
+bool not_simulated(const EvaluatedCandidate& e) {
+  return e.error == kNotSimulatedBudget || e.error == kNotSimulatedInterrupted;
 }
 
 void rank_results(std::vector<EvaluatedCandidate>& results) {

@@ -1,7 +1,10 @@
 #pragma once
 // `meshsim search`: enumerate, prune, simulate every remaining candidate (a thread pool, each
 // worker with its own simulator state), rank by step time (ties: less exposed communication).
+#include <atomic>
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +31,17 @@ struct SearchOptions {
   std::vector<Stack> stacks;
   // Kernel and collective calibration for every candidate (train's --calibration).
   std::optional<CalibrationProfile> profile;
+  // Long work stops early: past `deadline`, or once `*interrupted` is set (a signal handler's
+  // flag), the remaining candidates are not simulated; each carries kNotSimulated... as its
+  // error, so it ranks after every simulated one. Set neither: every candidate runs.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  const std::atomic<bool>* interrupted = nullptr;
 };
+
+inline constexpr const char* kNotSimulatedBudget = "not simulated: the time budget ran out";
+inline constexpr const char* kNotSimulatedInterrupted = "not simulated: the search was interrupted";
+// Whether an evaluation was skipped by a budget or an interruption (rather than failing).
+bool not_simulated(const EvaluatedCandidate& e);
 
 // Simulates `candidates` (in any order; the result keeps the input order).
 std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const ModelSpec& model,

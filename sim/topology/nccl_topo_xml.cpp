@@ -105,6 +105,7 @@ struct Builder {
   };
   std::vector<GpuLinks> gpus;
   int pcie_switches = 0, nics = 0, cpus = 0;
+  bool fabric = false;
 
   void vertex(const std::string& name, const char* kind) {
     vertices.push_back({{"name", name}, {"kind", kind}, {"node", 0}});
@@ -159,7 +160,11 @@ struct Builder {
         // 0 is "unknown" in NCCL's dumps; 1e9 Mb/s (1 Pb/s) bounds any NIC.
         const double mbps = XmlPlace{file, at.element + "/nic/net"}.number(net, "speed", 0, 0, 1e9);
         if (mbps > 0) {
-          if (nics == 1) vertex("fabric", "leaf_switch");
+          // The switch the node's NICs reach, made by the first NIC with a known speed (found
+          // by fuzz_nccl_xml: keyed on the first NIC, a dump whose first NIC had speed 0 linked
+          // the others to a switch that was never made).
+          if (!fabric) vertex("fabric", "leaf_switch");
+          fabric = true;
           link(name, "fabric", "infiniband", mbps * 1e6 / 8, 600);
         }
       }
@@ -204,8 +209,12 @@ std::size_t xml_depth(const std::string& text) {
 }  // namespace
 
 Json nccl_topo_to_topology(const std::string& xml_path, const NcclTopoOptions& options) {
+  return nccl_topo_text_to_topology(read_input_file(xml_path), xml_path, options);
+}
+
+Json nccl_topo_text_to_topology(const std::string& text, const std::string& xml_path,
+                                const NcclTopoOptions& options) {
   ptree tree;
-  const std::string text = read_input_file(xml_path);
   constexpr std::size_t kMaxDepth = 64;
   if (const auto d = xml_depth(text); d > kMaxDepth)
     throw Error(xml_path, "",

@@ -15,5 +15,8 @@ struct NcclTopoOptions {
 
 // Errors (unreadable XML, no GPUs, unknown SM version without `gpu`) name the file.
 Json nccl_topo_to_topology(const std::string& xml_path, const NcclTopoOptions& options);
+// The same from the dump's text; `xml_path` names it in errors (fuzz_nccl_xml enters here).
+Json nccl_topo_text_to_topology(const std::string& text, const std::string& xml_path,
+                                const NcclTopoOptions& options);
 
 }  // namespace meshsim

@@ -205,6 +205,11 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
       {"frob", "frob: not a command of 'meshsim'"},
       {"calibrate", "meshsim calibrate: give a command (fit, nccl-topo, kineto)"},
       {serve + " --mesh tp=8 --context 100000000000", "--context: not an option of"},
+      {"memory --workload " + k8b + " --mesh tp=8 --mode serve --context 100000000000",
+       "--context: must be at most 16777216 tokens"},
+      {"memory --workload " + k8b + " --mesh tp=8 --mode serve --context 4096 --concurrency "
+       "100000000000",
+       "--concurrency: must be at most 67108864 sequences"},
   };
   for (const auto& c : cases) check_bad_input(c);
   std::filesystem::remove_all(dir);

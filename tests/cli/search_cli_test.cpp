@@ -262,3 +262,39 @@ TEST_CASE("search --stack a,b tries every layout on each stack and names it") {
   REQUIRE(step.size() == 2);
   CHECK(step["ideal"] < step["megatron"]);
 }
+
+TEST_CASE("search: a time budget or an interruption ranks what was simulated") {
+  // 70B on 4 SuperPOD nodes: 415 layouts, several seconds on two threads.
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 4 --workload " + model_path("llama3.1-70b") +
+                           " --seq 4096 --gbs 256 --threads 2";
+  const auto budget = run_cli(args + " --time-budget 0.001");
+  REQUIRE_MESSAGE(budget.exit_code == 0, budget.err);
+  CHECK(budget.out.find("# stopped early (time budget reached: ") != std::string::npos);
+  const auto j = run_cli(args + " --time-budget 0.001 --json");
+  REQUIRE(j.exit_code == 0);
+  const auto doc = json::parse(j.out);
+  const auto skipped = doc["not_simulated"].get<int>();
+  CHECK(skipped > 0);
+  CHECK(doc["evaluated"].get<int>() + skipped == static_cast<int>(doc["results"].size()));
+  CHECK(doc["stopped"].get<std::string>().starts_with("time budget reached"));
+  CHECK(run_cli(args + " --time-budget 0").exit_code == 2);
+  CHECK(run_cli(args + " --time-budget -1").exit_code == 2);
+
+  // SIGINT a second into a 40 s search (8 nodes: 688 layouts): what was simulated is printed as
+  // JSON, and the exit status is 130.
+  const auto out = std::filesystem::temp_directory_path() /
+                   ("meshsim-sigint-" + std::to_string(::getpid()) + ".json");
+  const std::string eight = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                            " --nodes 8 --workload " + model_path("llama3.1-70b") +
+                            " --seq 4096 --gbs 256 --threads 2";
+  const std::string script = std::string(meshsim::test::cli_path()) + " " + eight + " --json > " +
+                             out.string() + " 2>/dev/null & p=$!; sleep 1; kill -INT $p; wait $p";
+  const int status = std::system(("sh -c '" + script + "'").c_str());
+  CHECK(WEXITSTATUS(status) == 130);
+  std::ifstream f(out);
+  const auto partial = json::parse(f);
+  CHECK(partial["stopped"].get<std::string>().starts_with("interrupted: "));
+  CHECK(partial["not_simulated"].get<int>() > 0);
+  std::filesystem::remove(out);
+}

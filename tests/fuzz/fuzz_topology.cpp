@@ -1,5 +1,8 @@
-// Fuzzes the cluster loader (explicit and parametric files, GPU specs, fabrics).
+// Fuzzes the cluster loader (explicit and parametric files, GPU specs, fabrics), then runs a
+// short training step on what it accepts (up to 64 GPUs: every collective of the step is priced
+// on the cluster's links).
 #include "fuzz_common.hpp"
+#include "fuzz_sim_fixture.hpp"
 #include "topology/topology_loader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -11,6 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         doc["nodes"].get<double>() > 64)
       return;
     const auto topo = meshsim::load_topology_json(doc, "fuzz.json");
-    (void)topo.gpu_count();
+    if (topo.gpu_count() <= 64) meshsim::fuzz::train_step(topo);
   });
 }

@@ -76,3 +76,12 @@ TEST_CASE("NCCL topology attributes are parsed strictly, naming the element") {
                            .c_str(),
                        Error);
 }
+
+TEST_CASE("a dump whose first NIC has no speed still links the later NICs (found by fuzz_nccl_xml)") {
+  const auto xml = meshsim::test::source_path("tests/fuzz/corpus/nccl_xml/first-nic-no-speed.xml");
+  const auto topo = load_topology_json(nccl_topo_to_topology(xml, {}), "node.json");
+  CHECK(topo.gpu_count() == 2);
+  const auto s = summarize(topo, false);
+  CHECK(s.vertices.at("nic") == 2);
+  CHECK(s.vertices.at("leaf_switch") == 1);
+}

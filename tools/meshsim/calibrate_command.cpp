@@ -247,7 +247,7 @@ Runner add_calibrate_command(CLI::App& app) {
   k->add_option("--write-profile", kin->write_profile,
                 "Write the trace's GEMM shapes as a profile");
   kin->job.add_to(k);
-  return [cmd, f, t, fit, topo, kin] {
+  return [f, t, fit, topo, kin] {
     if (f->parsed()) return run_fit(*fit);
     if (t->parsed()) return run_nccl_topo(*topo);
     return run_kineto(*kin);

@@ -61,6 +61,11 @@ int run_memory(const MemoryArgs& a) {
     check_mesh(model, check, {});
     if (a.concurrency < 1) throw Error("", "--concurrency", "must be a positive integer");
     if (a.context < 0) throw Error("", "--context", "must not be negative");
+    // The bounds of --seq (job_args.cpp) and of a traffic file's request count.
+    if (a.context > (std::int64_t{1} << 24))
+      throw Error("", "--context", "must be at most 16777216 tokens");
+    if (a.concurrency > (std::int64_t{1} << 26))
+      throw Error("", "--concurrency", "must be at most 67108864 sequences");
     if (a.context == 0 && model.has_architecture())
       throw Error("", "--context",
                   "give the tokens per sequence (prompt + output) to size the KV cache");

@@ -1,12 +1,15 @@
 // meshsim search --topology T [--nodes N] --workload W [job flags] [--tp 8 ...] [--top K]
 //                [--csv F] [--json] [--emit megatron|torchtitan|accelerate|torchrun]
+//                [--time-budget S]
 //                [--sweep-nodes 8,16,32 --scaling strong|weak]
 // Every valid mesh for the job, pruned (invalid, does not fit, dominated), simulated and ranked,
 // with why the winner wins and how the seed guide's heuristic starting point compares.
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,10 +32,32 @@ struct SearchArgs {
                                scaling = "strong", calibration, tp_overlap;
   std::int64_t seq = 0, gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
+  double time_budget_s = 0;  // 0: none
   bool allow_tp_across_nodes = false;
   bool no_hsdp = false;
   std::vector<std::string> stacks{"megatron"};  // --stack a,b
 };
+
+// SIGINT/SIGTERM during a search: the workers finish the simulation in hand, the rest are
+// skipped, and what was simulated is ranked and printed (then exit 128 + the signal, as a shell
+// expects). The handler is reset by the first signal, so a second one ends the process at once.
+std::atomic<bool> g_interrupted{false};
+volatile std::sig_atomic_t g_signal = 0;
+static_assert(std::atomic<bool>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
+
+extern "C" void on_search_signal(int sig) {
+  g_signal = sig;
+  g_interrupted.store(true);
+}
+
+void catch_interrupts() {
+  struct sigaction sa {};
+  sa.sa_handler = on_search_signal;
+  sa.sa_flags = static_cast<int>(SA_RESETHAND);
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 SearchSpace space_of(const SearchArgs& a) {
   SearchSpace s;
@@ -184,6 +209,7 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
 }
 
 int run_search_command(const SearchArgs& a) {
+  catch_interrupts();
   JobArgs ja;
   ja.workload = a.workload;
   ja.mesh = "dp=1";
@@ -225,15 +251,27 @@ int run_search_command(const SearchArgs& a) {
   } world;
   const bool tty = ::isatty(STDERR_FILENO) != 0 && world.w.rank == 0;
   const auto t0 = std::chrono::steady_clock::now();
-  if (tty)
-    opt.progress = [t0](std::size_t done, std::size_t total) {
+  if (a.time_budget_s > 0)
+    opt.deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(a.time_budget_s));
+  opt.interrupted = &g_interrupted;
+  // Progress on stderr: a bar on a terminal; otherwise (a log, CI) one line every 30 s.
+  if (world.w.rank == 0)
+    opt.progress = [t0, tty, last = 0.0](std::size_t done, std::size_t total) mutable {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double rate = s > 0 ? static_cast<double>(done) / s : 0;
+      const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0.0;
+      if (!tty) {
+        if (s - last < 30 || done == total) return;
+        last = s;
+        std::cerr << fmt::format("# search: {}/{} layouts in {:.0f} s, ETA {:.0f} s\n", done,
+                                 total, s, eta);
+        return;
+      }
       const int width = 30;
       const int filled = static_cast<int>(width * done / std::max<std::size_t>(total, 1));
       std::cerr << fmt::format("\r[{}{}] {}/{} {:.1f}/s ETA {:.0f} s ", std::string(filled, '='),
-                               std::string(width - filled, ' '), done, total, rate,
-                               rate > 0 ? static_cast<double>(total - done) / rate : 0.0)
+                               std::string(width - filled, ' '), done, total, rate, eta)
                 << (done == total ? "\n" : "") << std::flush;
     };
   SearchResult r;
@@ -241,6 +279,17 @@ int run_search_command(const SearchArgs& a) {
   r.results = evaluate_distributed(world.w, topo, model, job, r.enumeration.kept, opt);
   if (world.w.rank != 0) return 0;
   rank_results(r.results);
+  const auto skipped = static_cast<std::size_t>(
+      std::count_if(r.results.begin(), r.results.end(), not_simulated));
+  const bool interrupted = g_interrupted.load();
+  const std::string stopped =
+      skipped == 0 ? ""
+                   : fmt::format("{}: {} of {} layouts not simulated; the ranking covers the {} "
+                                 "that were",
+                                 interrupted ? "interrupted" : "time budget reached", skipped,
+                                 r.results.size(), r.results.size() - skipped);
+  // Exit status of an interrupted search, once what it simulated has been printed.
+  const int exit_code = interrupted ? 128 + static_cast<int>(g_signal) : 0;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string heuristic_why;
   auto heuristic =
@@ -252,7 +301,7 @@ int run_search_command(const SearchArgs& a) {
     if (r.results[i].error.empty() && r.results[i].candidate.label() == heuristic.label())
       heuristic_rank = i + 1;
   std::optional<EvaluatedCandidate> heuristic_eval;
-  if (heuristic_rank == 0) {
+  if (heuristic_rank == 0 && !interrupted) {
     SearchOptions one;
     one.profile = opt.profile;
     one.strategy = opt.strategy;
@@ -284,7 +333,7 @@ int run_search_command(const SearchArgs& a) {
       }
     });
   }
-  if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty()) {
+  if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {
     // The winner again, with its trace, for the timeline.
     const auto& best = r.results.front();
     TrainingSetup s;
@@ -313,7 +362,11 @@ int run_search_command(const SearchArgs& a) {
     Json rej = Json::object();
     for (const auto& [k, v] : en.rejected) rej[k] = v;
     j["rejected"] = rej;
-    j["evaluated"] = r.results.size();
+    j["evaluated"] = r.results.size() - skipped;
+    if (skipped > 0) {
+      j["not_simulated"] = skipped;
+      j["stopped"] = stopped;
+    }
     Json results = Json::array();
     for (std::size_t i = 0; i < r.results.size(); ++i)
       results.push_back(result_json(i + 1, r.results[i]));
@@ -321,7 +374,7 @@ int run_search_command(const SearchArgs& a) {
     j["heuristic"] = {
         {"label", heuristic.label()}, {"rule", heuristic_why}, {"rank", heuristic_rank}};
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return exit_code;
   }
   std::cout << fmt::format("# meshsim search: {} on {} ({} × {}), seq {}, global batch {}, {}\n",
                            model.name, std::filesystem::path(a.cluster.topology).stem().string(),
@@ -334,17 +387,22 @@ int run_search_command(const SearchArgs& a) {
   std::string rejected;
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
   std::cout << fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,
-                           r.results.size());
+                           r.results.size() - skipped);
+  if (skipped > 0) std::cout << "# stopped early (" << stopped << ")\n";
   // Wall time goes to stderr: stdout stays byte-identical from run to run.
   std::cerr << fmt::format(
-      "# {} simulations in {:.1f} s ({:.1f}/s, {} threads × {} processes)\n", r.results.size(),
-      wall, wall > 0 ? static_cast<double>(r.results.size()) / wall : 0.0,
+      "# {} simulations in {:.1f} s ({:.1f}/s, {} threads × {} processes)\n",
+      r.results.size() - skipped, wall,
+      wall > 0 ? static_cast<double>(r.results.size() - skipped) / wall : 0.0,
       opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()),
       world.w.size);
-  if (r.results.empty()) {
-    std::cout << "no candidate fits this cluster; try --allow-tp-across-nodes, more nodes or a "
-                 "smaller batch\n";
-    return 0;
+  if (r.results.empty() || !r.results.front().error.empty()) {
+    if (skipped > 0 && skipped == r.results.size())
+      std::cout << "no layout was simulated before the search stopped\n";
+    else
+      std::cout << "no candidate fits this cluster; try --allow-tp-across-nodes, more nodes or a "
+                   "smaller batch\n";
+    return exit_code;
   }
   std::cout << fmt::format(
       "{:>4}  {:<54} {:>8} {:>9} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "rank",
@@ -423,7 +481,7 @@ int run_search_command(const SearchArgs& a) {
                  topo.gpus_per_node()};
     std::cout << "\n" << launch_config(a.emit, model, best.candidate.config, lj);
   }
-  return 0;
+  return exit_code;
 }
 
 }  // namespace
@@ -459,6 +517,10 @@ Runner add_search_command(CLI::App& app) {
   cmd->add_option("--report", a->report, "Write an HTML report with plots");
   cmd->add_option("--threads", a->threads, "Worker threads (default: all)")
       ->check(positive_count());
+  cmd->add_option("--time-budget", a->time_budget_s,
+                  "Stop simulating after S seconds and rank what was simulated (SIGINT and "
+                  "SIGTERM do the same, then exit 130/143)")
+      ->check(number_in(0.001, 1e7));
   cmd->add_option("--calibration", a->calibration,
                   "Calibration profile (JSON; default: the one the cluster file names)");
   cmd->add_option("--emit", a->emit,

@@ -47,6 +47,13 @@ NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& op_
 
 NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& path,
                                   const std::string& op_hint) {
+  // A hint is checked whether or not the log names its collective (issue 19: --nccl-op frob
+  // was ignored on a log that named one).
+  std::optional<CollectiveOp> hinted;
+  if (!op_hint.empty()) {
+    hinted = parse_collective_op(op_hint);
+    if (!hinted) throw Error("", "--nccl-op", "'" + op_hint + "' is not a collective");
+  }
   std::istringstream in(text);
   NcclTestsLog log;
   log.file = path;
@@ -114,10 +121,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
     log.rows.push_back(row);
   }
   if (log.rows.empty()) throw Error(path, "", "no result rows (is this nccl-tests output?)");
-  if (!op && !op_hint.empty()) {
-    op = parse_collective_op(op_hint);
-    if (!op) throw Error("", "--nccl-op", "'" + op_hint + "' is not a collective");
-  }
+  if (!op) op = hinted;
   if (!op)
     throw Error(path, "",
                 "the log does not say which collective it measured; give it with --nccl-op");

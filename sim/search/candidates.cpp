@@ -110,6 +110,10 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     reject("dominated (selective recompute with fused attention)");
                     continue;
                   }
+                  if (job.global_batch / (dp * mbs) > kMaxMicrobatches) {
+                    reject("more than 8192 micro-batches per step");
+                    continue;
+                  }
                   try {
                     check_mesh(model, cfg, {job.seq, job.global_batch, mbs, true});
                   } catch (const Error&) {

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "core/error.hpp"
+#include "core/memory_budget.hpp"
 #include "parallel/mesh_rules.hpp"
 #include "search/worker_pool.hpp"
 
@@ -26,6 +28,10 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
   std::size_t done = 0;
   std::mutex progress_mutex;
   const auto threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : 0;
+  // Simulations that run at once share the memory budget (run_worker_pool's thread count).
+  const std::size_t workers = std::min<std::size_t>(
+      threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency()),
+      std::max<std::size_t>(candidates.size(), 1));
   run_worker_pool(
       candidates.size(), threads,
       // Routes and prices shared by this worker's candidates.
@@ -45,6 +51,7 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
             s.memory.recipe = stack_recipe(st, job.dtype);
           }
         s.profile = options.profile;
+        s.memory_budget_bytes = memory_budget_bytes() / static_cast<double>(workers);
         if (options.interrupted && options.interrupted->load()) {
           e.error = kNotSimulatedInterrupted;
           return;

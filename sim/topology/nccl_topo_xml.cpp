@@ -100,6 +100,7 @@ struct Builder {
   std::map<std::string, std::string> nvswitches;  // bus id → vertex name
   struct GpuLinks {
     std::string name;
+    std::string element;  // "pci <busid>/gpu", for errors
     int sm = 0;
     std::vector<std::tuple<std::string, int, std::string>> nvlinks;  // target, count, tclass
   };
@@ -138,6 +139,7 @@ struct Builder {
       by_busid[busid] = name;
       GpuLinks g;
       g.name = name;
+      g.element = at.element + "/gpu";
       const XmlPlace gpu_at{file, at.element + "/gpu"};
       g.sm = gpu_at.integer(*gpu, "sm", 0, 0, 1000);
       // An NVLink 5 GPU has 18 links; 64 leaves room for any part announced.
@@ -256,6 +258,10 @@ Json nccl_topo_text_to_topology(const std::string& text, const std::string& xml_
         if (fresh) b.vertex(it->second, "nvswitch");
         b.link(g.name, it->second, "nvlink", bw, 100);
       } else if (auto peer = b.by_busid.find(target); peer != b.by_busid.end()) {
+        // Found by fuzz_nccl_xml: an NVLink whose target is the GPU's own bus id.
+        if (peer->second == g.name)
+          throw Error(xml_path, g.element + "/nvlink @target",
+                      "'" + target + "' is this GPU's own bus id (an NVLink to itself)");
         const auto key = std::minmax(g.name, peer->second);
         if (b.nvlink_pairs.insert({key.first, key.second}).second)
           b.link(g.name, peer->second, "nvlink", bw, 100);

@@ -141,7 +141,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     const std::int64_t per_rank = (model.layers + mesh.pp - 1) / mesh.pp * microbatches;
     const double bytes =
         static_cast<double>(per_rank) * static_cast<double>(ranks.size()) * kTraceBytesPerLayerPass;
-    const double budget = memory_budget_bytes();
+    const double budget =
+        setup.memory_budget_bytes > 0 ? setup.memory_budget_bytes : memory_budget_bytes();
     if (bytes > budget)
       throw Error(
           "", setup.full ? "--full" : "--gbs",

@@ -35,6 +35,9 @@ struct TrainingSetup {
   std::optional<CalibrationProfile> profile;
   bool full = false;         // simulate every rank (default: one per pipeline stage)
   double input_stall_s = 0;  // data-loader stall added to every step
+  // Memory this simulation may plan for its trace; 0: memory_budget_bytes(). A search running
+  // N simulations at once gives each 1/N.
+  double memory_budget_bytes = 0;
 };
 
 // Where one rank's step time goes: compute, communication with nothing to overlap it (by group

@@ -176,6 +176,17 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
       {train + k8b + " --mesh tp=8 --storage-bw 0", "--storage-bw"},
       {train + k8b + " --mesh tp=8 --mtbf-hours 0", "--mtbf-hours"},
       {train + k8b + " --mesh tp=8 --restart-s -5", "--restart-s"},
+      // NaN and absurd values in every number flag (CLI11 reads "nan" as a double)
+      {train + k8b + " --mesh tp=8 --input-stall nan", "--input-stall: 'nan': must be a number"},
+      {train + k8b + " --mesh tp=8 --input-stall 1e308", "--input-stall"},
+      {train + k8b + " --mesh tp=8 --bucket-mb nan", "--bucket-mb"},
+      {train + k8b + " --mesh tp=8 --expert-imbalance inf", "--expert-imbalance"},
+      {train + k8b + " --mesh tp=8 --checkpoint-interval nan", "--checkpoint-interval"},
+      {"memory --workload " + k8b + " --mesh tp=8 --seq 2048 --allocator-headroom nan",
+       "--allocator-headroom"},
+      {serve + " --mesh tp=8 --burstiness nan", "--burstiness"},
+      {serve + " --mesh tp=8 --slo-ttft nan", "--slo-ttft"},
+      {serve + " --mesh tp=8 --slo-tpot -1", "--slo-tpot"},
       {"search --topology " + kH100 + " --workload " + k8b + " --seq 2048 --gbs 16 --threads -4",
        "--threads"},
       {"search --topology " + kH100 + " --workload " + k8b + " --seq 2048 --gbs 16 --top 0",
@@ -187,6 +198,10 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
        "--gpu: unknown GPU 'Z100'"},
       {"collective --topology " + kH100 + " --op frob --gpus 8 --sizes 1M",
        "--op: unknown operation 'frob'"},
+      {"calibrate fit --nccl-tests " +
+           source_path("tools/calibrate/examples/dgx-h100-all_reduce_perf.log") +
+           " --nccl-op frob --gpu H100-SXM5-80GB --out " + out,
+       "--nccl-op: 'frob' is not a collective"},
       {serve + " --mesh tp=8 --traffic " + dup_key, "/arrival: "},
       {serve + " --mesh tp=8 --traffic " + dup_col, "names column 'prompt_tokens' twice"},
       {"calibrate nccl-topo --xml " + five_xml + " --out " + out, "@count: 'five' is not a number"},
@@ -207,10 +222,40 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
       {serve + " --mesh tp=8 --context 100000000000", "--context: not an option of"},
       {"memory --workload " + k8b + " --mesh tp=8 --mode serve --context 100000000000",
        "--context: must be at most 16777216 tokens"},
-      {"memory --workload " + k8b + " --mesh tp=8 --mode serve --context 4096 --concurrency "
-       "100000000000",
+      {"memory --workload " + k8b +
+           " --mesh tp=8 --mode serve --context 4096 --concurrency "
+           "100000000000",
        "--concurrency: must be at most 67108864 sequences"},
   };
   for (const auto& c : cases) check_bad_input(c);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("adversarial: a search of 8,192 micro-batch steps runs within the memory limit") {
+  // Issue 19: search --gbs 65536 on 8 GPUs aborted when a worker ran out of memory. Now each
+  // simulation plans its trace within its share of the budget; the layouts past it say so.
+  const auto r = run_cli(
+      "search --topology " + kH100 + " --workload " + k8b + " --seq 2048 --gbs 65536 --threads 2",
+      kLimit);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("more than 8192 micro-batches per step") != std::string::npos);
+  CHECK(r.err.find("internal error") == std::string::npos);
+}
+
+TEST_CASE("adversarial: a JSON file too large to parse in the memory given is refused up front") {
+  // Issue 19: JSON costs ~16× its size to parse (234 MB → 3.9 GB). Under the 2 GiB limit the
+  // budget is 1.6 GB: a 120 MB file would need ~2 GB. Without the limit (the sanitizer build)
+  // the file would be parsed, slowly: skipped there.
+  if (kSanitized) return;
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("meshsim-adversarial-big-" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream f(path);
+    f << "{\"name\": \"big\", \"pad\": [";
+    const std::string chunk(1 << 20, ' ');
+    for (int i = 0; i < 120; ++i) f << chunk;
+    f << "]}";
+  }
+  check_bad_input({"topo --topology " + path.string(), "126 MB of JSON would need ~2.1 GB"});
+  std::filesystem::remove(path);
 }

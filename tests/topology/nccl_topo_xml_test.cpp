@@ -77,11 +77,21 @@ TEST_CASE("NCCL topology attributes are parsed strictly, naming the element") {
                        Error);
 }
 
-TEST_CASE("a dump whose first NIC has no speed still links the later NICs (found by fuzz_nccl_xml)") {
+TEST_CASE(
+    "a dump whose first NIC has no speed still links the later NICs (found by fuzz_nccl_xml)") {
   const auto xml = meshsim::test::source_path("tests/fuzz/corpus/nccl_xml/first-nic-no-speed.xml");
   const auto topo = load_topology_json(nccl_topo_to_topology(xml, {}), "node.json");
   CHECK(topo.gpu_count() == 2);
   const auto s = summarize(topo, false);
   CHECK(s.vertices.at("nic") == 2);
   CHECK(s.vertices.at("leaf_switch") == 1);
+}
+
+TEST_CASE("an NVLink to the GPU's own bus id is an error naming it (found by fuzz_nccl_xml)") {
+  const auto xml = meshsim::test::source_path("tests/fuzz/corpus/nccl_xml/nvlink-to-itself.xml");
+  CHECK_THROWS_WITH_AS(nccl_topo_to_topology(xml, {}),
+                       (xml + ":pci 0000:02:00.0/gpu/nvlink @target: '0000:02:00.0' is this GPU's "
+                              "own bus id (an NVLink to itself)")
+                           .c_str(),
+                       Error);
 }

@@ -41,7 +41,7 @@ struct KinetoArgs {
 };
 
 void write_json(const std::string& path, const Json& j, const char* flag) {
-  write_output(path, flag, [&](std::ostream& out) { out << j.dump(2) << "\n"; });
+  write_output(path, flag, [&](std::ostream& out) { out << json_text(j) << "\n"; });
 }
 
 int run_fit(const FitArgs& a) {

@@ -157,7 +157,7 @@ int run_collective_command(const CollectiveArgs& a) {
     j["op"] = std::string(name_of(*op));
     j["ranks"] = ranks.size();
     j["rows"] = rows;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   }
   return 0;
 }

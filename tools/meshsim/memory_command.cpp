@@ -128,7 +128,7 @@ int run_memory(const MemoryArgs& a) {
   j["fits"] = fits;
   j["activations_modeled"] = b.activations_modeled;
   if (a.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::cout << fmt::format(
@@ -173,7 +173,8 @@ Runner add_memory_command(CLI::App& app) {
   cmd->add_option("--nodes", a->nodes, "With --topology: rebuild with N nodes")
       ->check(positive_count());
   cmd->add_option("--allocator-headroom", a->allocator_headroom,
-                  "Fragmentation as a fraction of the rest (default 0.05)");
+                  "Fragmentation as a fraction of the rest (default 0.05)")
+      ->check(number_in(0, 1));
   cmd->add_flag("--json", a->json, "Print one JSON document");
   return [a] { return run_memory(*a); };
 }

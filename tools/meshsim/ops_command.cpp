@@ -44,7 +44,7 @@ int run_ops(const OpsArgs& a) {
   q.stack = &stack;
   const auto report = ops_report(workload.model, cm, q);
   if (a.json)
-    std::cout << to_json(report).dump(2) << "\n";
+    std::cout << json_text(to_json(report)) << "\n";
   else
     std::cout << to_text(report);
   return 0;

@@ -43,7 +43,8 @@ struct SearchArgs {
 // expects). The handler is reset by the first signal, so a second one ends the process at once.
 std::atomic<bool> g_interrupted{false};
 volatile std::sig_atomic_t g_signal = 0;
-static_assert(std::atomic<bool>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
+static_assert(std::atomic<bool>::is_always_lock_free,
+              "a signal handler may only touch lock-free atomics");
 
 extern "C" void on_search_signal(int sig) {
   g_signal = sig;
@@ -200,10 +201,9 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
                       {"best", best.candidate.label()}});
   }
   if (a.cluster.json)
-    std::cout << Json{{"scaling", a.scaling},
-                      {"reference_nodes", nodes.front()},
-                      {"points", points}}
-                     .dump(2)
+    std::cout << json_text(Json{{"scaling", a.scaling},
+                                {"reference_nodes", nodes.front()},
+                                {"points", points}})
               << "\n";
   return 0;
 }
@@ -264,8 +264,8 @@ int run_search_command(const SearchArgs& a) {
       if (!tty) {
         if (s - last < 30 || done == total) return;
         last = s;
-        std::cerr << fmt::format("# search: {}/{} layouts in {:.0f} s, ETA {:.0f} s\n", done,
-                                 total, s, eta);
+        std::cerr << fmt::format("# search: {}/{} layouts in {:.0f} s, ETA {:.0f} s\n", done, total,
+                                 s, eta);
         return;
       }
       const int width = 30;
@@ -279,15 +279,16 @@ int run_search_command(const SearchArgs& a) {
   r.results = evaluate_distributed(world.w, topo, model, job, r.enumeration.kept, opt);
   if (world.w.rank != 0) return 0;
   rank_results(r.results);
-  const auto skipped = static_cast<std::size_t>(
-      std::count_if(r.results.begin(), r.results.end(), not_simulated));
+  const auto skipped =
+      static_cast<std::size_t>(std::count_if(r.results.begin(), r.results.end(), not_simulated));
   const bool interrupted = g_interrupted.load();
   const std::string stopped =
       skipped == 0 ? ""
-                   : fmt::format("{}: {} of {} layouts not simulated; the ranking covers the {} "
-                                 "that were",
-                                 interrupted ? "interrupted" : "time budget reached", skipped,
-                                 r.results.size(), r.results.size() - skipped);
+                   : fmt::format(
+                         "{}: {} of {} layouts not simulated; the ranking covers the {} "
+                         "that were",
+                         interrupted ? "interrupted" : "time budget reached", skipped,
+                         r.results.size(), r.results.size() - skipped);
   // Exit status of an interrupted search, once what it simulated has been printed.
   const int exit_code = interrupted ? 128 + static_cast<int>(g_signal) : 0;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -373,7 +374,7 @@ int run_search_command(const SearchArgs& a) {
     j["results"] = std::move(results);
     j["heuristic"] = {
         {"label", heuristic.label()}, {"rule", heuristic_why}, {"rank", heuristic_rank}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return exit_code;
   }
   std::cout << fmt::format("# meshsim search: {} on {} ({} × {}), seq {}, global batch {}, {}\n",

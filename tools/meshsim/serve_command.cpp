@@ -302,7 +302,7 @@ int run_serve(const ServeArgs& a) {
         }
         rows.push_back(row);
       }
-      std::cout << Json{{"candidates", rows}, {"verdict", found.verdict}}.dump(2) << "\n";
+      std::cout << json_text(Json{{"candidates", rows}, {"verdict", found.verdict}}) << "\n";
     } else {
       std::cout << fmt::format(
           "# {} on {} GPUs of {}; traffic: {}; SLO p99 TTFT ≤ {} s, p99 TPOT ≤ {} ms\n", model.name,
@@ -353,7 +353,7 @@ int run_serve(const ServeArgs& a) {
           ? fmt::format(", disaggregated {}:{}", setup.prefill_replicas, setup.decode_replicas)
           : "");
   if (a.cluster.json) {
-    std::cout << serving_json(r).dump(2) << "\n";
+    std::cout << json_text(serving_json(r)) << "\n";
   } else {
     std::cout << fmt::format("# {} on {}: {}\n# traffic: {}\n# kernel model: {}\n", model.name,
                              topo.name, layout, traffic,
@@ -399,15 +399,17 @@ Runner add_serve_command(CLI::App& app) {
                   "Closed loop: seconds between a completion and the client's next request, or "
                   "exp:MEAN for exponential think times");
   cmd->add_option("--burstiness", a->burstiness,
-                  "Coefficient of variation of the gaps (1: Poisson; other: gamma)");
+                  "Coefficient of variation of the gaps (1: Poisson; other: gamma)")
+      ->check(number_in(1e-3, 100));
   auto* req = cmd->add_option("--requests", a->requests, "Requests to simulate");
   cmd->add_option("--prompt", a->prompt,
                   "Prompt length: fixed:N, uniform:LO,HI, lognormal:MEAN,SIGMA");
   cmd->add_option("--output", a->output, "Output length, same forms");
   cmd->add_option("--seed", a->seed, "Traffic seed");
-  cmd->add_option("--slo-ttft", a->slo_ttft,
-                  "TTFT SLO in s (default 2, MLPerf Llama-2-70B server)");
-  cmd->add_option("--slo-tpot", a->slo_tpot, "TPOT SLO in s (default 0.2)");
+  cmd->add_option("--slo-ttft", a->slo_ttft, "TTFT SLO in s (default 2, MLPerf Llama-2-70B server)")
+      ->check(number_in(0, 1e6));
+  cmd->add_option("--slo-tpot", a->slo_tpot, "TPOT SLO in s (default 0.2)")
+      ->check(number_in(0, 1e6));
   cmd->add_option("--router", a->router, "round-robin, least-outstanding or jsq-tokens");
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens,
                   "Token budget per iteration (default: the engine's)");

@@ -55,7 +55,7 @@ int run_topo(const TopoArgs& a) {
       }
       j["path_classes"] = m;
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
 

@@ -142,7 +142,7 @@ int run_train(const TrainArgs& a) {
                         {"bubble_s", b.bubble_s},
                         {"exposed_comm_s", map_json(b.exposed_s)}});
     j["ranks"] = std::move(stages);
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::cout << fmt::format("# meshsim train: {} on {} ({} × {})\n", model.name,
@@ -223,15 +223,18 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--rank-order", a->rank_order, "Innermost first (default tp-cp-dp-pp)");
   cmd->add_option("--cp-comm", a->cp_comm, "Context parallel K/V: ring or allgather");
   cmd->add_option(
-      "--bucket-mb", a->bucket_mb,
-      "Gradient bucket in MiB (default: the stack's, e.g. Megatron max(40M, 1M × DP) params)");
+         "--bucket-mb", a->bucket_mb,
+         "Gradient bucket in MiB (default: the stack's, e.g. Megatron max(40M, 1M × DP) params)")
+      ->check(number_in(1e-6, 1e9));
   cmd->add_option("--expert-imbalance", a->expert_imbalance,
-                  "Extra tokens on the busiest EP rank (0.2 = 20 % above the mean)");
+                  "Extra tokens on the busiest EP rank (0.2 = 20 % above the mean)")
+      ->check(number_in(0, 1e3));
   cmd->add_option("--straggler", a->straggler, "RANK:FACTOR, a GPU computing FACTOR× slower");
   cmd->add_option(
       "--degrade-link", a->degrade_link,
       "VERTEX:FACTOR, every link at a vertex (e.g. n3/nic2) at FACTOR of its bandwidth");
-  cmd->add_option("--input-stall", a->input_stall_s, "Data-loader stall per step (s)");
+  cmd->add_option("--input-stall", a->input_stall_s, "Data-loader stall per step (s)")
+      ->check(number_in(0, 1e6));
   cmd->add_option("--storage-bw", a->storage_GBps,
                   "Checkpoint write bandwidth, GB/s aggregate (default 2 per node)")
       ->check(number_in(1e-6, 1e9));
@@ -240,7 +243,8 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--restart-s", a->restart_s, "Restart time after a failure (default 600)")
       ->check(number_in(0, 1e9));
   cmd->add_option("--checkpoint-interval", a->checkpoint_interval_s,
-                  "Seconds between checkpoints (default Young/Daly optimum)");
+                  "Seconds between checkpoints (default Young/Daly optimum)")
+      ->check(number_in(1e-3, 1e12));
   cmd->add_option("--calibration", a->calibration, "Calibration profile (JSON)");
   return [a] { return run_train(*a); };
 }

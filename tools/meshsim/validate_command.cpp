@@ -71,7 +71,7 @@ int run_validate(const ValidateArgs& a) {
     }
     Json m = Json::object();
     for (const auto& [g, v] : mape) m[g] = v.first / v.second;
-    std::cout << Json{{"cases", cases}, {"mape", m}}.dump(2) << "\n";
+    std::cout << json_text(Json{{"cases", cases}, {"mape", m}}) << "\n";
     return 0;
   }
   std::cout << fmt::format("# meshsim validate: {} comparisons from {} (nothing fitted to them)\n",

@@ -18,10 +18,11 @@ namespace meshsim {
 
 using Json = nlohmann::json;
 
-// Peak memory of parsing JSON, per byte of text, for the most expensive shape (objects of short
-// keys and small numbers; nlohmann::json keeps a 16-byte value per number and a map node per
-// key). Issue 19 measured 234 MB → 3.9 GB (16.7×); rounded up.
-inline constexpr double kJsonBytesPerInputByte = 17;
+// Peak memory of parsing JSON, per byte of text, for the most expensive shapes: nlohmann::json
+// keeps a 16-byte value per number (in vectors that grow by doubling) and a map node per key.
+// Measured (`topo` on 4 MB files, peak RSS less the empty run): an array of 2 M one-digit numbers
+// 20×, an array of 500 K one-key objects 24×; issue 19 measured 16.7× on a 234 MB file. Rounded up.
+inline constexpr double kJsonBytesPerInputByte = 25;
 
 // Reads and parses a file; a syntax error names the line and column. A file whose parse would
 // need more than memory_budget_bytes() (at kJsonBytesPerInputByte) is refused with the estimate.

@@ -34,6 +34,15 @@ void mpi_finish(const MpiWorld& world) {
 #endif
 }
 
+double broadcast_from_root(const MpiWorld& world, double value) {
+#ifdef MESHSIM_HAVE_MPI
+  if (world.active && world.size > 1) MPI_Bcast(&value, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+#else
+  (void)world;
+#endif
+  return value;
+}
+
 std::vector<EvaluatedCandidate> evaluate_distributed(const MpiWorld& world, const Topology& topo,
                                                      const ModelSpec& model, const SearchJob& job,
                                                      const std::vector<Candidate>& candidates,

@@ -18,6 +18,9 @@ struct MpiWorld {
 MpiWorld mpi_start();
 void mpi_finish(const MpiWorld& world);
 
+// Rank 0's value on every rank (the bounded search's K-th best time); `value` in one process.
+double broadcast_from_root(const MpiWorld& world, double value);
+
 // On rank 0: every candidate's evaluation, in input order. On other ranks: empty.
 std::vector<EvaluatedCandidate> evaluate_distributed(const MpiWorld& world, const Topology& topo,
                                                      const ModelSpec& model, const SearchJob& job,

@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include "compute/compute_model.hpp"
 #include "core/error.hpp"
 #include "core/memory_budget.hpp"
 #include "parallel/mesh_rules.hpp"
@@ -19,6 +23,66 @@ double total_exposed_s(const TrainingResult& r) {
   for (const auto& [g, v] : r.exposed_comm_s) s += v;
   return s;
 }
+
+std::unique_ptr<CommContext> ContextPool::take() {
+  std::lock_guard lock(mutex_);
+  if (free_.empty()) return std::make_unique<CommContext>(topo_);
+  auto c = std::move(free_.back());
+  free_.pop_back();
+  return c;
+}
+
+void ContextPool::give(std::unique_ptr<CommContext> c) {
+  std::lock_guard lock(mutex_);
+  free_.push_back(std::move(c));
+}
+
+TrainingSetup setup_of(const Candidate& c, const SearchJob& job, const SearchOptions& options) {
+  TrainingSetup s;
+  s.job = {job.seq, job.global_batch, c.micro_batch, job.dtype, job.flash_attention};
+  s.config = c.config;
+  s.strategy = options.strategy;
+  s.memory = options.memory;
+  for (const auto& st : options.stacks)
+    if (st.name == c.stack) {
+      s.strategy.stack = st;
+      s.memory.recipe = stack_recipe(st, job.dtype);
+    }
+  s.profile = options.profile;
+  return s;
+}
+
+double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, const SearchJob& job,
+                               const Candidate& c, const SearchOptions& options) {
+  const auto s = setup_of(c, job, options);
+  const ComputeModel cm(topo.gpu, s.profile);
+  return step_time_lower_bound(model, s.job, s.config, cm, s.strategy);
+}
+
+namespace {
+
+// The TP degrees among `candidates`, ascending (the same on every MPI rank).
+std::vector<std::int64_t> divisors_seen(const std::vector<Candidate>& candidates) {
+  std::set<std::int64_t> tps;
+  for (const auto& c : candidates) tps.insert(c.config.mesh.tp);
+  return {tps.begin(), tps.end()};
+}
+
+// A worker's context: leased from the pool for the call, or its own.
+struct Lease {
+  std::shared_ptr<ContextPool> pool;
+  std::unique_ptr<CommContext> context;
+  Lease(std::shared_ptr<ContextPool> p, const Topology& topo) : pool(std::move(p)) {
+    context = pool ? pool->take() : std::make_unique<CommContext>(topo);
+  }
+  Lease(Lease&&) = default;
+  Lease& operator=(Lease&&) = default;
+  ~Lease() {
+    if (pool && context) pool->give(std::move(context));
+  }
+};
+
+}  // namespace
 
 std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const ModelSpec& model,
                                                     const SearchJob& job,
@@ -34,23 +98,13 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
       std::max<std::size_t>(candidates.size(), 1));
   run_worker_pool(
       candidates.size(), threads,
-      // Routes and prices shared by this worker's candidates.
-      [&] { return std::make_unique<CommContext>(topo); },
-      [&](std::unique_ptr<CommContext>& context, std::size_t i) {
+      // Routes and prices shared by this worker's candidates (and, pooled, by later rounds').
+      [&] { return Lease(options.contexts, topo); },
+      [&](Lease& lease, std::size_t i) {
+        auto& context = lease.context;
         auto& e = out[i];
         e.candidate = candidates[i];
-        TrainingSetup s;
-        s.job = {job.seq, job.global_batch, e.candidate.micro_batch, job.dtype,
-                 job.flash_attention};
-        s.config = e.candidate.config;
-        s.strategy = options.strategy;
-        s.memory = options.memory;
-        for (const auto& st : options.stacks)
-          if (st.name == e.candidate.stack) {
-            s.strategy.stack = st;
-            s.memory.recipe = stack_recipe(st, job.dtype);
-          }
-        s.profile = options.profile;
+        TrainingSetup s = setup_of(e.candidate, job, options);
         s.memory_budget_bytes = memory_budget_bytes() / static_cast<double>(workers);
         if (options.interrupted && options.interrupted->load()) {
           e.error = kNotSimulatedInterrupted;
@@ -78,6 +132,92 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
           options.progress(++done, candidates.size());
         }
       });
+  return out;
+}
+
+BoundedEvaluation evaluate_top_k(
+    const Topology& topo, const ModelSpec& model, const SearchJob& job,
+    const std::vector<Candidate>& candidates, const SearchOptions& options,
+    const std::function<std::vector<EvaluatedCandidate>(const std::vector<Candidate>&)>& evaluate,
+    const std::function<double(double)>& agree, const std::string& anchor) {
+  BoundedEvaluation out;
+  if (options.top_k == 0) {
+    out.results = evaluate(candidates);
+    return out;
+  }
+  // Bounds: cheap (kernel prices of two layers and the ends), computed on the pool's threads.
+  std::vector<double> bound(candidates.size());
+  const auto threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : 0;
+  run_worker_pool(
+      candidates.size(), threads, [] { return 0; },
+      [&](int&, std::size_t i) {
+        bound[i] = candidate_lower_bound_s(topo, model, job, candidates[i], options);
+      });
+  std::vector<std::size_t> order(candidates.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return bound[a] < bound[b]; });
+  // The anchor (the seed heuristic's layout) goes first: its step time also bounds what must be
+  // simulated, so that its rank is exact.
+  for (std::size_t k = 0; k < order.size(); ++k)
+    if (!anchor.empty() && candidates[order[k]].label() == anchor) {
+      std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k),
+                  order.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      break;
+    }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const std::size_t round = std::max<std::size_t>(2 * options.top_k, 32);
+  std::vector<double> best;                    // simulated step times, ascending
+  std::map<std::int64_t, double> best_per_tp;  // the search also prints the best of each TP
+  double kth = kInf, anchor_s = 0;
+  // A candidate must be simulated while it could still be in the top K, be the best of its TP
+  // degree, or be faster than the anchor.
+  auto needed = [&](std::size_t i) {
+    const auto tp = candidates[i].config.mesh.tp;
+    const auto it = best_per_tp.find(tp);
+    const double tp_best = it == best_per_tp.end() ? kInf : it->second;
+    return !(bound[i] > std::max({kth, tp_best, anchor_s}));
+  };
+  std::vector<bool> taken(candidates.size(), false);
+  std::vector<std::pair<std::size_t, EvaluatedCandidate>> done;
+  for (;;) {
+    std::vector<std::size_t> batch;
+    for (auto i : order)
+      if (!taken[i] && needed(i) && batch.size() < round) batch.push_back(i);
+    if (batch.empty()) break;
+    std::vector<Candidate> cs;
+    for (auto i : batch) {
+      taken[i] = true;
+      cs.push_back(candidates[i]);
+    }
+    auto results = evaluate(cs);  // empty on MPI ranks other than 0
+    // What every rank agrees on: the K-th best, each TP degree's best and the anchor's time
+    // (rank 0's), in a fixed order.
+    std::map<std::int64_t, double> tp_mine = best_per_tp;
+    double anchor_mine = anchor_s;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      if (results[k].error.empty()) {
+        const double t = results[k].result.step_time_s;
+        best.push_back(t);
+        const auto tp = results[k].candidate.config.mesh.tp;
+        tp_mine[tp] = std::min(tp_mine.contains(tp) ? tp_mine[tp] : kInf, t);
+        if (!anchor.empty() && results[k].candidate.label() == anchor) anchor_mine = t;
+      }
+      done.emplace_back(batch[k], std::move(results[k]));
+    }
+    std::sort(best.begin(), best.end());
+    kth = agree(best.size() >= options.top_k ? best[options.top_k - 1] : kInf);
+    anchor_s = agree(anchor_mine);
+    for (auto tp : divisors_seen(candidates)) {
+      const auto it = tp_mine.find(tp);
+      const double v = agree(it == tp_mine.end() ? kInf : it->second);
+      if (v < kInf) best_per_tp[tp] = v;
+    }
+  }
+  for (bool t : taken) out.bounded_out += !t;
+  std::sort(done.begin(), done.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [i, e] : done) out.results.push_back(std::move(e));
   return out;
 }
 
@@ -132,7 +272,16 @@ SearchResult run_search(const Topology& topo, const ModelSpec& model, const Sear
                         const SearchSpace& space, const SearchOptions& options) {
   SearchResult r;
   r.enumeration = enumerate_search(topo, model, job, space, options);
-  r.results = evaluate_candidates(topo, model, job, r.enumeration.kept, options);
+  SearchOptions opt = options;
+  if (!opt.contexts) opt.contexts = std::make_shared<ContextPool>(topo);
+  auto ev = evaluate_top_k(
+      topo, model, job, r.enumeration.kept, opt,
+      [&](const std::vector<Candidate>& cs) {
+        return evaluate_candidates(topo, model, job, cs, opt);
+      },
+      [](double kth) { return kth; }, "");
+  r.results = std::move(ev.results);
+  if (ev.bounded_out > 0) r.enumeration.rejected[kBoundedOut] += ev.bounded_out;
   rank_results(r.results);
   return r;
 }

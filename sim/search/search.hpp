@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +20,20 @@ struct EvaluatedCandidate {
   Candidate candidate;
   TrainingResult result;  // without its trace (dropped to keep a search's memory small)
   std::string error;      // non-empty when the simulation refused the candidate
+};
+
+// Routing and pricing contexts kept across the rounds of a bounded search (a worker leases one
+// for the length of an evaluate_candidates call): prices cached in one round serve the next.
+class ContextPool {
+ public:
+  explicit ContextPool(const Topology& topo) : topo_(topo) {}
+  std::unique_ptr<CommContext> take();
+  void give(std::unique_ptr<CommContext> c);
+
+ private:
+  const Topology& topo_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<CommContext>> free_;
 };
 
 struct SearchOptions {
@@ -36,7 +52,40 @@ struct SearchOptions {
   // error, so it ranks after every simulated one. Set neither: every candidate runs.
   std::optional<std::chrono::steady_clock::time_point> deadline;
   const std::atomic<bool>* interrupted = nullptr;
+  // Exact top-K (search_top_k): only candidates whose step-time lower bound does not exceed the
+  // K-th best simulated step so far are simulated. 0: every candidate.
+  std::size_t top_k = 0;
+  std::shared_ptr<ContextPool> contexts;  // null: a fresh context per worker and call
 };
+
+// The training setup a search simulates a candidate with (its stack, recompute policy, memory
+// recipe and the options' calibration).
+TrainingSetup setup_of(const Candidate& c, const SearchJob& job, const SearchOptions& options);
+
+// step_time_lower_bound (strategy/trace_builder.hpp) of a candidate as the search would run it.
+double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, const SearchJob& job,
+                               const Candidate& c, const SearchOptions& options);
+
+// Exact top-K by bounds (issue 17): candidates are simulated best bound first (the `anchor`
+// label, the seed heuristic's layout, before all), in rounds of max(2K, 32); a candidate is left
+// out once its bound exceeds the K-th best step simulated so far, the best of its TP degree and
+// the anchor's step, since then it can be none of those (a bound never exceeds the simulated
+// step): the top K, the best per TP degree and the anchor's rank are those of simulating every
+// candidate. Rounds do not depend on the thread count, so neither does the output. `evaluate`
+// simulates one round's candidates (in a process or across MPI ranks); `agree` makes every MPI
+// rank use rank 0's values (identity in one process). Returns the simulated candidates in input
+// order and how many were bounded out.
+struct BoundedEvaluation {
+  std::vector<EvaluatedCandidate> results;
+  std::size_t bounded_out = 0;
+};
+BoundedEvaluation evaluate_top_k(
+    const Topology& topo, const ModelSpec& model, const SearchJob& job,
+    const std::vector<Candidate>& candidates, const SearchOptions& options,
+    const std::function<std::vector<EvaluatedCandidate>(const std::vector<Candidate>&)>& evaluate,
+    const std::function<double(double)>& agree, const std::string& anchor);
+
+inline constexpr const char* kBoundedOut = "bounded out (step-time bound above the K-th best)";
 
 inline constexpr const char* kNotSimulatedBudget = "not simulated: the time budget ran out";
 inline constexpr const char* kNotSimulatedInterrupted = "not simulated: the search was interrupted";

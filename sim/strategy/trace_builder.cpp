@@ -108,6 +108,10 @@ class Builder {
         mesh_(config.mesh) {}
 
   Trace build(const std::vector<std::int32_t>& ranks);
+  // The lower bound of step_time_lower_bound (trace_builder.hpp), from the same costs and split.
+  double lower_bound_s(const std::vector<std::int64_t>& chunk_layers);
+  std::vector<std::int64_t> split() const;
+  double bound_entry();
 
  private:
   struct RankState {
@@ -716,23 +720,21 @@ bool Builder::emit(RankState& rs, const PipelineAction& a) {
   return true;
 }
 
-Trace Builder::build(const std::vector<std::int32_t>& ranks) {
-  sp_ = cfg_.sp && mesh_.tp > 1;
-  zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
-  compute_costs();
+std::vector<std::int64_t> Builder::split() const {
   const std::int64_t v =
       cfg_.schedule.kind == ScheduleKind::interleaved ? cfg_.schedule.virtual_stages : 1;
   const std::int64_t G = mesh_.pp * v;
+  std::vector<std::int64_t> chunk_layers;
   if (!opt_.chunk_layers.empty()) {
-    chunk_layers_ = opt_.chunk_layers;
+    chunk_layers = opt_.chunk_layers;
     std::int64_t sum = 0;
-    for (auto c : chunk_layers_) {
+    for (auto c : chunk_layers) {
       if (c < 1) throw Error("", "--stage-layers", "every stage needs at least one layer");
       sum += c;
     }
-    if (static_cast<std::int64_t>(chunk_layers_.size()) != G)
+    if (static_cast<std::int64_t>(chunk_layers.size()) != G)
       throw Error("", "--stage-layers",
-                  "gives " + std::to_string(chunk_layers_.size()) + " stages; the mesh has " +
+                  "gives " + std::to_string(chunk_layers.size()) + " stages; the mesh has " +
                       std::to_string(G) + " (pp × virtual stages)");
     if (sum != m_.layers)
       throw Error("", "--stage-layers",
@@ -747,9 +749,88 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
     const auto end_s = [](const EndCost& e) {
       return e.forward.time.seconds() + e.dgrad.time.seconds() + e.wgrad.time.seconds();
     };
-    chunk_layers_ =
+    chunk_layers =
         balanced_chunks(m_.layers, G, layer_s, end_s(costs_.embedding), end_s(costs_.head));
   }
+  return chunk_layers;
+}
+
+double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
+  chunk_layers_ = chunk_layers;
+  const auto G = static_cast<std::int64_t>(chunk_layers_.size());
+  chunk_first_.assign(static_cast<std::size_t>(G), 0);
+  for (std::int64_t c = 1; c < G; ++c)
+    chunk_first_[static_cast<std::size_t>(c)] = chunk_first_[static_cast<std::size_t>(c - 1)] +
+                                                chunk_layers_[static_cast<std::size_t>(c - 1)];
+  const double m = static_cast<double>(microbatches_per_step(job_, mesh_));
+  // Per micro-batch, per global chunk: forward, the backward's input-gradient part (with a
+  // recomputed forward), and the whole backward; the uninterfered times of the ops the trace
+  // puts on the compute stream (compute(): time × slowdown, slowdown ≥ 1).
+  std::vector<double> fwd(static_cast<std::size_t>(G)), bin(fwd.size()), bwd(fwd.size());
+  for (std::int64_t g = 0; g < G; ++g) {
+    double f = 0, d = 0, w = 0;
+    for (std::int64_t l = first_layer(g);
+         l < first_layer(g) + chunk_layers_[static_cast<std::size_t>(g)]; ++l) {
+      const auto& p = plan(l);
+      for (std::size_t i = 0; i < kSegCount; ++i) {
+        f += p.forward[i].time.seconds();
+        d += p.dgrad[i].time.seconds();
+        w += p.wgrad[i].time.seconds();
+      }
+      if (cfg_.recompute == Recompute::selective) d += p.recompute.time.seconds();
+    }
+    if (cfg_.recompute == Recompute::full) d += f;
+    const auto end = [&](const EndCost& e) {
+      f += e.forward.time.seconds();
+      d += e.dgrad.time.seconds();
+      w += e.wgrad.time.seconds();
+    };
+    if (g == 0) end(costs_.embedding);
+    if (g == G - 1) end(costs_.head);
+    fwd[static_cast<std::size_t>(g)] = f;
+    bin[static_cast<std::size_t>(g)] = d;
+    bwd[static_cast<std::size_t>(g)] = d + w;
+  }
+  double bound = 0;
+  for (std::int64_t r = 0; r < mesh_.pp; ++r) {
+    // This rank's work: every pass of every micro-batch of its chunks, then the optimizer.
+    double work = 0, params = 0;
+    for (std::int64_t g = r; g < G; g += mesh_.pp) {
+      work += m * (fwd[static_cast<std::size_t>(g)] + bwd[static_cast<std::size_t>(g)]);
+      for (std::int64_t l = first_layer(g);
+           l < first_layer(g) + chunk_layers_[static_cast<std::size_t>(g)]; ++l)
+        params += plan(l).dense_params /
+                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.shard_group()) : 1.0) +
+                  plan(l).expert_params /
+                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.expert_replicas()) : 1.0);
+      params += end_params(g);
+    }
+    const double optimizer = cm_.time(memory_kernel(MemoryClass::optimizer,
+                                                    params * opt_.stack.optimizer_bytes_per_param))
+                                 .seconds();
+    // Its first op is a forward of one of its chunks (global index ≥ r), which needs that
+    // micro-batch's forward through chunks 0 .. r − 1; its last F/B op is a backward of one of
+    // its chunks, after which that micro-batch's input gradient runs back through chunks r − 1
+    // .. 0. Zero-bubble schedules may end on a deferred weight-gradient pass: no tail there.
+    double before = 0, after = 0;
+    for (std::int64_t g = 0; g < r; ++g) {
+      before += fwd[static_cast<std::size_t>(g)];
+      after += bin[static_cast<std::size_t>(g)];
+    }
+    if (zb_) after = 0;
+    bound = std::max(bound, before + work + std::max(optimizer, after));
+  }
+  return bound;
+}
+
+Trace Builder::build(const std::vector<std::int32_t>& ranks) {
+  sp_ = cfg_.sp && mesh_.tp > 1;
+  zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
+  compute_costs();
+  const std::int64_t v =
+      cfg_.schedule.kind == ScheduleKind::interleaved ? cfg_.schedule.virtual_stages : 1;
+  const std::int64_t G = mesh_.pp * v;
+  chunk_layers_ = split();
   chunk_first_.assign(static_cast<std::size_t>(G), 0);
   for (std::int64_t c = 1; c < G; ++c)
     chunk_first_[static_cast<std::size_t>(c)] = chunk_first_[static_cast<std::size_t>(c - 1)] +
@@ -854,7 +935,39 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   return std::move(trace_);
 }
 
+// A comm model that is never called: the bound prices compute only.
+class NoComm : public CommModel {
+ public:
+  OpId add(OpGraph&, StreamId, std::string, const CommRequest&, std::vector<OpId>) override {
+    throw Error("", "", "internal: the step-time bound priced a collective");
+  }
+};
+
+double Builder::bound_entry() {
+  sp_ = cfg_.sp && mesh_.tp > 1;
+  zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
+  compute_costs();
+  const auto balanced = split();
+  double bound = lower_bound_s(balanced);
+  // simulate_training falls back to an even split when the balanced one does not fit memory.
+  if (opt_.chunk_layers.empty() && balanced.size() > 1) {
+    const auto even = split_layers(m_.layers, static_cast<std::int64_t>(balanced.size()));
+    bound = std::min(bound, lower_bound_s(even));
+  }
+  return bound;
+}
+
 }  // namespace
+
+double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
+                             const ParallelConfig& config, const ComputeModel& cm,
+                             const StrategyOptions& options) {
+  if (!model.has_architecture()) return 0;
+  const Placement placement(config.mesh);
+  NoComm none;
+  Builder b(model, job, config, placement, cm, none, options);
+  return b.bound_entry();
+}
 
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,
                   const Placement& placement, const ComputeModel& cm, CommModel& comm,

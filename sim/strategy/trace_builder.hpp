@@ -58,6 +58,18 @@ bool tp_overlap_active(const StrategyOptions& options, const ParallelConfig& con
 // Gradient bucket bytes of a stack at data-parallel degree `dp` for a `dtype` job.
 double stack_bucket_bytes(const Stack& stack, std::int64_t dp, DType dtype);
 
+// A lower bound on the simulated step time of `config` that needs no collective priced: for each
+// pipeline rank, the compute its trace puts on its compute stream (every pass of every
+// micro-batch of its chunks, then the optimizer, at the kernels' uninterfered times), after the
+// forward of the chunks before it (its first op waits for them) and before the input-gradient
+// backward of those chunks (its last backward's micro-batch runs back through them; not for
+// zero-bubble schedules, which may end on a deferred weight pass). Everything else (exposed
+// communication, interference, idle time) only adds. The minimum over the balanced and the even
+// layer split, since simulate_training may fall back to the even one.
+double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
+                             const ParallelConfig& config, const ComputeModel& cm,
+                             const StrategyOptions& options);
+
 // `ranks`: the ranks to simulate (every rank, or one representative per pipeline stage).
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,
                   const Placement& placement, const ComputeModel& cm, CommModel& comm,

@@ -243,9 +243,9 @@ TEST_CASE("adversarial: a search of 8,192 micro-batch steps runs within the memo
 }
 
 TEST_CASE("adversarial: a JSON file too large to parse in the memory given is refused up front") {
-  // Issue 19: JSON costs ~16× its size to parse (234 MB → 3.9 GB). Under the 2 GiB limit the
-  // budget is 1.6 GB: a 120 MB file would need ~2 GB. Without the limit (the sanitizer build)
-  // the file would be parsed, slowly: skipped there.
+  // Issue 19: JSON costs up to ~25× its size to parse (kJsonBytesPerInputByte). Under the 2 GiB
+  // limit the budget is 1.6 GB: a 126 MB file would need ~3.1 GB. Without the limit (the sanitizer
+  // build) the file would be parsed, slowly: skipped there.
   if (kSanitized) return;
   const auto path = std::filesystem::temp_directory_path() /
                     ("meshsim-adversarial-big-" + std::to_string(::getpid()) + ".json");
@@ -256,6 +256,6 @@ TEST_CASE("adversarial: a JSON file too large to parse in the memory given is re
     for (int i = 0; i < 120; ++i) f << chunk;
     f << "]}";
   }
-  check_bad_input({"topo --topology " + path.string(), "126 MB of JSON would need ~2.1 GB"});
+  check_bad_input({"topo --topology " + path.string(), "126 MB of JSON would need ~3.1 GB"});
   std::filesystem::remove(path);
 }

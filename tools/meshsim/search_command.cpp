@@ -35,6 +35,7 @@ struct SearchArgs {
   double time_budget_s = 0;  // 0: none
   bool allow_tp_across_nodes = false;
   bool no_hsdp = false;
+  bool exhaustive = false;  // simulate every candidate, not only those that can reach the top K
   std::vector<std::string> stacks{"megatron"};  // --stack a,b
 };
 
@@ -276,7 +277,25 @@ int run_search_command(const SearchArgs& a) {
     };
   SearchResult r;
   r.enumeration = enumerate_search(topo, model, job, space, opt);
-  r.results = evaluate_distributed(world.w, topo, model, job, r.enumeration.kept, opt);
+  opt.top_k = a.exhaustive ? 0 : static_cast<std::size_t>(a.top);
+  opt.contexts = std::make_shared<ContextPool>(topo);
+  // The seed guide's starting point, ranked against the simulation below (its rank is exact:
+  // the bounded search simulates whatever could beat it).
+  std::string heuristic_why;
+  auto heuristic =
+      seed_heuristic(model, job, gpus, topo.gpus_per_node(), topo.gpu, opt.memory, &heuristic_why);
+  if (!opt.stacks.empty()) heuristic.stack = opt.strategy.stack.name;
+  apply_stack_policy(heuristic, opt.strategy.stack);
+  {
+    auto ev = evaluate_top_k(
+        topo, model, job, r.enumeration.kept, opt,
+        [&](const std::vector<Candidate>& cs) {
+          return evaluate_distributed(world.w, topo, model, job, cs, opt);
+        },
+        [&](double v) { return broadcast_from_root(world.w, v); }, heuristic.label());
+    r.results = std::move(ev.results);
+    if (ev.bounded_out > 0) r.enumeration.rejected[kBoundedOut] += ev.bounded_out;
+  }
   if (world.w.rank != 0) return 0;
   rank_results(r.results);
   const auto skipped =
@@ -292,11 +311,6 @@ int run_search_command(const SearchArgs& a) {
   // Exit status of an interrupted search, once what it simulated has been printed.
   const int exit_code = interrupted ? 128 + static_cast<int>(g_signal) : 0;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::string heuristic_why;
-  auto heuristic =
-      seed_heuristic(model, job, gpus, topo.gpus_per_node(), topo.gpu, opt.memory, &heuristic_why);
-  if (!opt.stacks.empty()) heuristic.stack = opt.strategy.stack.name;
-  apply_stack_policy(heuristic, opt.strategy.stack);
   std::size_t heuristic_rank = 0;
   for (std::size_t i = 0; i < r.results.size(); ++i)
     if (r.results[i].error.empty() && r.results[i].candidate.label() == heuristic.label())
@@ -514,6 +528,9 @@ Runner add_search_command(CLI::App& app) {
   cmd->add_flag("--no-hsdp", a->no_hsdp,
                 "Do not try ZeRO-3 layouts as HSDP (shard over a sub-group of DP)");
   cmd->add_option("--top", a->top, "Candidates to print (default 10)")->check(positive_count());
+  cmd->add_flag("--exhaustive", a->exhaustive,
+                "Simulate every candidate (default: only those whose step-time lower bound can "
+                "reach the top K; the top K is the same)");
   cmd->add_option("--csv", a->csv, "Write every evaluated candidate as CSV");
   cmd->add_option("--report", a->report, "Write an HTML report with plots");
   cmd->add_option("--threads", a->threads, "Worker threads (default: all)")

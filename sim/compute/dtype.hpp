@@ -15,4 +15,10 @@ std::optional<DType> parse_dtype(std::string_view s);
 // Bytes of one element.
 double bytes_of(DType d);
 
+// The dtype of the weights a quantized checkpoint leaves unquantized (embeddings, the LM head):
+// 16-bit for an FP8 checkpoint, the same dtype otherwise.
+inline DType unquantized_dtype(DType weights) {
+  return weights == DType::fp8 ? DType::bf16 : weights;
+}
+
 }  // namespace meshsim

@@ -279,12 +279,17 @@ MemoryBreakdown serving_memory(const ModelSpec& model, const ServingMemoryJob& j
       const auto n = per_stage[static_cast<std::size_t>(s)];
       for (std::int64_t l = layer; l < layer + n; ++l) p += layer_params(model, l);
       layer += n;
-      if (s == 0) p += params.embedding;
+      // The embedding table and the LM head stay 16-bit in FP8 checkpoints (only the decoder's
+      // linear layers are quantized: TensorRT Model Optimizer, vLLM/llm-compressor `ignore:
+      // lm_head`); `ends` are weighed at their own dtype.
+      double ends = 0;
+      if (s == 0) ends += params.embedding;
       if (s == job.pp - 1) {
-        p += params.output + norm_params(model);
-        if (model.tied_embeddings && job.pp > 1) p += d(model.vocab) * d(model.hidden);
+        ends += params.output;
+        p += norm_params(model);
+        if (model.tied_embeddings && job.pp > 1) ends += d(model.vocab) * d(model.hidden);
       }
-      b.weights = p * wbytes / t;
+      b.weights = (p * wbytes + ends * bytes_of(unquantized_dtype(job.weight_dtype))) / t;
       b.kv_cache = d(job.concurrency) * d(job.context) * d(n) * kv_layer_token;
       // One forward of max_batch_tokens: the layer input and output plus the MLP intermediates
       // (16-bit), and fp32 logits of the sequences that sample a token.

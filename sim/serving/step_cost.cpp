@@ -179,9 +179,12 @@ double StepCost::ends_seconds(std::int64_t stage, const BatchShape& batch) {
     // Final norm and the logits of the sampling sequences only (vocab column-parallel over TP).
     s += compute_.seconds(
         memory_kernel(MemoryClass::norm, 2.0 * kActBytes * d(batch.sampled) * d(model_.hidden)));
+    // The LM head stays 16-bit in FP8 checkpoints: NVIDIA TensorRT Model Optimizer's FP8 config
+    // disables quantization of "*lm_head*", and vLLM's FP8 checkpoints (llm-compressor recipes)
+    // list lm_head under `ignore`; only the decoder's linear layers are FP8.
     s += compute_.seconds(
         gemm_kernel(GemmShape{.m = batch.sampled, .n = vocab_rank, .k = model_.hidden, .batch = 1},
-                    shape_.weight_dtype));
+                    unquantized_dtype(shape_.weight_dtype)));
     // The vocabulary shards' logits are gathered to one rank (vLLM's LogitsProcessor gathers
     // them; priced as an all-gather of the 16-bit logits, an assumption), which samples: a
     // softmax over the whole vocabulary per sequence, reading 16-bit logits and writing fp32

@@ -20,6 +20,26 @@ struct CliResult {
   std::string out, err;
 };
 
+// AddressSanitizer reserves terabytes of shadow memory up front, so an address-space limit
+// stops it from starting: under the sanitizers, commands run without one.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+// A shell prefix that limits a command to 2 GiB of address space (issue 19's RSS bound, as
+// RLIMIT_AS), or nothing under the sanitizers.
+inline std::string memory_limit_prefix() {
+  return kSanitized ? "" : "ulimit -v 2097152; ";
+}
+
 // No command of the test suite takes a minute in release; a hang is killed here and fails its
 // test (exit 124 from coreutils timeout) instead of costing the whole CI run. The sanitizer build
 // is ~20× slower, hence the margin.

@@ -110,6 +110,8 @@ class Builder {
   Trace build(const std::vector<std::int32_t>& ranks);
   // The lower bound of step_time_lower_bound (trace_builder.hpp), from the same costs and split.
   double lower_bound_s(const std::vector<std::int64_t>& chunk_layers);
+  // The optimizer step of pipeline stage `stage`: Adam over its chunks' local parameters.
+  SegmentCost optimizer_cost(std::int64_t stage) const;
   std::vector<std::int64_t> split() const;
   double bound_entry();
 
@@ -794,20 +796,10 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
   double bound = 0;
   for (std::int64_t r = 0; r < mesh_.pp; ++r) {
     // This rank's work: every pass of every micro-batch of its chunks, then the optimizer.
-    double work = 0, params = 0;
-    for (std::int64_t g = r; g < G; g += mesh_.pp) {
+    double work = 0;
+    for (std::int64_t g = r; g < G; g += mesh_.pp)
       work += m * (fwd[static_cast<std::size_t>(g)] + bwd[static_cast<std::size_t>(g)]);
-      for (std::int64_t l = first_layer(g);
-           l < first_layer(g) + chunk_layers_[static_cast<std::size_t>(g)]; ++l)
-        params += plan(l).dense_params /
-                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.shard_group()) : 1.0) +
-                  plan(l).expert_params /
-                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.expert_replicas()) : 1.0);
-      params += end_params(g);
-    }
-    const double optimizer = cm_.time(memory_kernel(MemoryClass::optimizer,
-                                                    params * opt_.stack.optimizer_bytes_per_param))
-                                 .seconds();
+    const double optimizer = optimizer_cost(r).time.seconds();
     // Its first op is a forward of one of its chunks (global index ≥ r), which needs that
     // micro-batch's forward through chunks 0 .. r − 1; its last F/B op is a backward of one of
     // its chunks, after which that micro-batch's input gradient runs back through chunks r − 1
@@ -821,6 +813,23 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     bound = std::max(bound, before + work + std::max(optimizer, after));
   }
   return bound;
+}
+
+SegmentCost Builder::optimizer_cost(std::int64_t stage) const {
+  double params = 0;
+  for (std::int64_t g = stage; g < chunks(); g += mesh_.pp) {
+    for (std::int64_t l = first_layer(g);
+         l < first_layer(g) + chunk_layers_[static_cast<std::size_t>(g)]; ++l)
+      params +=
+          plan(l).dense_params / (cfg_.zero >= 1 ? static_cast<double>(mesh_.shard_group()) : 1.0) +
+          plan(l).expert_params /
+              (cfg_.zero >= 1 ? static_cast<double>(mesh_.expert_replicas()) : 1.0);
+    params += end_params(g);
+  }
+  SegmentCost opt;
+  opt.time = cm_.time(
+      memory_kernel(MemoryClass::optimizer, params * opt_.stack.optimizer_bytes_per_param));
+  return opt;
 }
 
 Trace Builder::build(const std::vector<std::int32_t>& ranks) {
@@ -911,22 +920,8 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   // parameter (fused AdamW reads the gradient, fp32 master and two moments, writes them back
   // and the 16-bit weights: 28 B with 16-bit gradients, 30 with fp32 ones).
   for (auto& rs : states) {
-    double params = 0;
-    for (std::int64_t k = 0; k < v; ++k) {
-      const std::int64_t gc = k * mesh_.pp + rs.coord.pp;
-      for (std::int64_t l = first_layer(gc);
-           l < first_layer(gc) + chunk_layers_[static_cast<std::size_t>(gc)]; ++l)
-        params += plan(l).dense_params /
-                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.shard_group()) : 1.0) +
-                  plan(l).expert_params /
-                      (cfg_.zero >= 1 ? static_cast<double>(mesh_.expert_replicas()) : 1.0);
-      params += end_params(gc);
-    }
     if (rs.last_dp) rs.pending.push_back(*rs.last_dp);
-    SegmentCost opt;
-    opt.time = cm_.time(
-        memory_kernel(MemoryClass::optimizer, params * opt_.stack.optimizer_bytes_per_param));
-    const auto id = compute(rs, "optimizer", opt, false);
+    const auto id = compute(rs, "optimizer", optimizer_cost(rs.coord.pp), false);
     trace_.info[id.value].kind = "optimizer";
   }
   trace_.ranks = ranks;

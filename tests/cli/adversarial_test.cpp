@@ -41,6 +41,13 @@ void check_bad_input(const Case& c) {
     CHECK(r.out.find(bad) == std::string::npos);
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 json load(const std::string& path) {
   std::ifstream f(path);
   return json::parse(f);
@@ -99,13 +106,8 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
   const auto dup_key = write(dir, "dup.json", R"({"arrival": "poisson", "arrival": "gamma"})");
   const auto dup_col =
       write(dir, "dup.csv", "arrival_s,prompt_tokens,prompt_tokens,output_tokens\n0,1,2,3\n");
-  std::string log;
-  {
-    std::ifstream f(source_path("tools/calibrate/examples/dgx-h100-all_reduce_perf.log"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    log = ss.str();
-  }
+  const std::string log =
+      read_text(source_path("tools/calibrate/examples/dgx-h100-all_reduce_perf.log"));
   const auto row = log.find("\n     1048576 ");
   REQUIRE(row != std::string::npos);
   const auto big_log = write(
@@ -117,13 +119,7 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
       break;
     }
   const auto big_kineto = write(dir, "big-kineto.json", kin.dump());
-  std::string xml;
-  {
-    std::ifstream f(source_path("tools/calibrate/examples/nccl-topo-dgx-h100.xml"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    xml = ss.str();
-  }
+  const std::string xml = read_text(source_path("tools/calibrate/examples/nccl-topo-dgx-h100.xml"));
   const auto count5 = xml.find("count=\"5\"");
   REQUIRE(count5 != std::string::npos);
   const auto five_xml =

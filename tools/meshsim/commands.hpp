@@ -19,7 +19,8 @@ void set_command_line(int argc, char** argv);
 const std::string& command_line();
 
 // The JSON document a command prints, checked first: a NaN or infinity would print as `null`, so
-// one is an internal error naming its JSON path (exit 1), never output.
+// one is an exit-2 error naming its JSON path (and, from main, the command's inputs), never
+// output.
 std::string json_text(const Json& j);
 
 // A count flag that, when given, must be a positive integer ("--nodes 0" is an error, not the

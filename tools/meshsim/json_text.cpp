@@ -1,29 +1,15 @@
-#include <cmath>
-#include <stdexcept>
-
 #include "commands.hpp"
+#include "report/json_check.hpp"
 
 namespace meshsim::cli {
-namespace {
-
-// The JSON path of the first non-finite number, or "" when there is none.
-std::string non_finite_at(const Json& j, const std::string& path) {
-  if (j.is_number_float() && !std::isfinite(j.get<double>())) return path.empty() ? "/" : path;
-  if (j.is_object())
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (auto p = non_finite_at(it.value(), path + "/" + it.key()); !p.empty()) return p;
-  if (j.is_array())
-    for (std::size_t i = 0; i < j.size(); ++i)
-      if (auto p = non_finite_at(j[i], path + "/" + std::to_string(i)); !p.empty()) return p;
-  return "";
-}
-
-}  // namespace
 
 std::string json_text(const Json& j) {
-  if (const auto at = non_finite_at(j, ""); !at.empty())
-    throw std::logic_error("a non-finite number at " + at +
-                           " would print as null; please report the command and its inputs");
+  // An Error without a place: main names the command and its input flags (issue 19: "a
+  // non-finite result is an exit-2 error naming its inputs").
+  if (const auto at = first_non_finite(j); !at.empty())
+    throw Error("", "",
+                "the result is not finite at " + at +
+                    " (the inputs are beyond what meshsim can compute; it would print as null)");
   return j.dump(2);
 }
 

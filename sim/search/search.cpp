@@ -138,11 +138,12 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
 BoundedEvaluation evaluate_top_k(
     const Topology& topo, const ModelSpec& model, const SearchJob& job,
     const std::vector<Candidate>& candidates, const SearchOptions& options,
-    const std::function<std::vector<EvaluatedCandidate>(const std::vector<Candidate>&)>& evaluate,
+    const std::function<std::vector<EvaluatedCandidate>(const std::vector<Candidate>&,
+                                                        const SearchOptions&)>& evaluate,
     const std::function<double(double)>& agree, const std::string& anchor) {
   BoundedEvaluation out;
   if (options.top_k == 0) {
-    out.results = evaluate(candidates);
+    out.results = evaluate(candidates, options);
     return out;
   }
   // Bounds: cheap (kernel prices of two layers and the ends), computed on the pool's threads.
@@ -182,15 +183,26 @@ BoundedEvaluation evaluate_top_k(
   std::vector<std::pair<std::size_t, EvaluatedCandidate>> done;
   for (;;) {
     std::vector<std::size_t> batch;
+    std::size_t still_needed = 0;
     for (auto i : order)
-      if (!taken[i] && needed(i) && batch.size() < round) batch.push_back(i);
+      if (!taken[i] && needed(i)) {
+        ++still_needed;
+        if (batch.size() < round) batch.push_back(i);
+      }
     if (batch.empty()) break;
     std::vector<Candidate> cs;
     for (auto i : batch) {
       taken[i] = true;
       cs.push_back(candidates[i]);
     }
-    auto results = evaluate(cs);  // empty on MPI ranks other than 0
+    // Progress over the whole search: simulated so far of simulated + still needed (the total
+    // shrinks as the bounds leave candidates out).
+    SearchOptions round_options = options;
+    if (options.progress)
+      round_options.progress = [&, before = done.size(), still_needed](std::size_t d, std::size_t) {
+        options.progress(before + d, before + still_needed);
+      };
+    auto results = evaluate(cs, round_options);  // empty on MPI ranks other than 0
     // What every rank agrees on: the K-th best, each TP degree's best and the anchor's time
     // (rank 0's), in a fixed order.
     std::map<std::int64_t, double> tp_mine = best_per_tp;
@@ -276,8 +288,8 @@ SearchResult run_search(const Topology& topo, const ModelSpec& model, const Sear
   if (!opt.contexts) opt.contexts = std::make_shared<ContextPool>(topo);
   auto ev = evaluate_top_k(
       topo, model, job, r.enumeration.kept, opt,
-      [&](const std::vector<Candidate>& cs) {
-        return evaluate_candidates(topo, model, job, cs, opt);
+      [&](const std::vector<Candidate>& cs, const SearchOptions& o) {
+        return evaluate_candidates(topo, model, job, cs, o);
       },
       [](double kth) { return kth; }, "");
   r.results = std::move(ev.results);

@@ -72,7 +72,8 @@ double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, con
 // the anchor's step, since then it can be none of those (a bound never exceeds the simulated
 // step): the top K, the best per TP degree and the anchor's rank are those of simulating every
 // candidate. Rounds do not depend on the thread count, so neither does the output. `evaluate`
-// simulates one round's candidates (in a process or across MPI ranks); `agree` makes every MPI
+// simulates one round's candidates (in a process or across MPI ranks) with the options it is
+// given (their progress counts across rounds: done of done + still needed); `agree` makes every MPI
 // rank use rank 0's values (identity in one process). Returns the simulated candidates in input
 // order and how many were bounded out.
 struct BoundedEvaluation {
@@ -82,7 +83,8 @@ struct BoundedEvaluation {
 BoundedEvaluation evaluate_top_k(
     const Topology& topo, const ModelSpec& model, const SearchJob& job,
     const std::vector<Candidate>& candidates, const SearchOptions& options,
-    const std::function<std::vector<EvaluatedCandidate>(const std::vector<Candidate>&)>& evaluate,
+    const std::function<std::vector<EvaluatedCandidate>(const std::vector<Candidate>&,
+                                                        const SearchOptions&)>& evaluate,
     const std::function<double(double)>& agree, const std::string& anchor);
 
 inline constexpr const char* kBoundedOut = "bounded out (step-time bound above the K-th best)";

@@ -289,8 +289,8 @@ int run_search_command(const SearchArgs& a) {
   {
     auto ev = evaluate_top_k(
         topo, model, job, r.enumeration.kept, opt,
-        [&](const std::vector<Candidate>& cs) {
-          return evaluate_distributed(world.w, topo, model, job, cs, opt);
+        [&](const std::vector<Candidate>& cs, const SearchOptions& o) {
+          return evaluate_distributed(world.w, topo, model, job, cs, o);
         },
         [&](double v) { return broadcast_from_root(world.w, v); }, heuristic.label());
     r.results = std::move(ev.results);

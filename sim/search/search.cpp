@@ -62,7 +62,7 @@ double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, con
 namespace {
 
 // The TP degrees among `candidates`, ascending (the same on every MPI rank).
-std::vector<std::int64_t> divisors_seen(const std::vector<Candidate>& candidates) {
+std::vector<std::int64_t> tp_degrees(const std::vector<Candidate>& candidates) {
   std::set<std::int64_t> tps;
   for (const auto& c : candidates) tps.insert(c.config.mesh.tp);
   return {tps.begin(), tps.end()};
@@ -220,7 +220,7 @@ BoundedEvaluation evaluate_top_k(
     std::sort(best.begin(), best.end());
     kth = agree(best.size() >= options.top_k ? best[options.top_k - 1] : kInf);
     anchor_s = agree(anchor_mine);
-    for (auto tp : divisors_seen(candidates)) {
+    for (auto tp : tp_degrees(candidates)) {
       const auto it = tp_mine.find(tp);
       const double v = agree(it == tp_mine.end() ? kInf : it->second);
       if (v < kInf) best_per_tp[tp] = v;

@@ -157,20 +157,26 @@ KinetoSummary read_kineto_json(const Json& doc, const std::string& path, int dev
     if (d.size() < first + 2 || !d[first].is_array() || !d[first + 1].is_array()) continue;
     const auto& a = d[first];
     const auto& b = d[first + 1];
+    // A dimension as the profiler writes it, an integer; anything else (a string, a float such
+    // as 2.2e78, whose conversion to an integer is undefined: found by fuzz_kineto) is -1, and
+    // the op is not a GEMM point.
+    const auto dim = [](const Json& v) -> std::int64_t {
+      if (v.is_number_unsigned())
+        return v.get<std::uint64_t>() > (std::uint64_t{1} << 62)
+                   ? std::int64_t{1} << 62
+                   : static_cast<std::int64_t>(v.get<std::uint64_t>());
+      return v.is_number_integer() ? v.get<std::int64_t>() : -1;
+    };
     std::int64_t batch = 1, m = 0, kk = 0, n = 0;
-    try {
-      if (g.name == "aten::bmm" && a.size() == 3 && b.size() == 3) {
-        batch = a[0].get<std::int64_t>();
-        m = a[1].get<std::int64_t>();
-        kk = a[2].get<std::int64_t>();
-        n = b[2].get<std::int64_t>();
-      } else if (a.size() == 2 && b.size() == 2) {
-        m = a[0].get<std::int64_t>();
-        kk = a[1].get<std::int64_t>();
-        n = b[1].get<std::int64_t>();
-      }
-    } catch (const Json::exception&) {
-      continue;
+    if (g.name == "aten::bmm" && a.size() == 3 && b.size() == 3) {
+      batch = dim(a[0]);
+      m = dim(a[1]);
+      kk = dim(a[2]);
+      n = dim(b[2]);
+    } else if (a.size() == 2 && b.size() == 2) {
+      m = dim(a[0]);
+      kk = dim(a[1]);
+      n = dim(b[1]);
     }
     if (m <= 0 || n <= 0 || kk <= 0 || batch <= 0) continue;
     // Range checks before a point enters a profile (issue 19: 2^62-sized shapes were written).

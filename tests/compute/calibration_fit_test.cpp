@@ -130,3 +130,23 @@ TEST_CASE("a Kineto trace reads as per-step kernel times by kind and GEMM shapes
       read_kineto_trace(source_path("tools/calibrate/examples/kineto-step-example.json"), 5),
       doctest::Contains("no GPU kernel events for device 5"), Error);
 }
+
+TEST_CASE("Kineto GEMM dimensions: floats are not shapes, huge integers are errors (fuzz_kineto)") {
+  // Two mm ops with kernels: one with a float dimension (2.2e78 converted to an integer was
+  // undefined behaviour), one with 2^40 rows.
+  const auto doc = Json::parse(R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "dur": 1,
+     "args": {"External id": 1, "Input Dims": [[2.2e78, 64], [64, 64]],
+              "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+    {"ph": "X", "cat": "kernel", "name": "nvjet_a", "dur": 10,
+     "args": {"device": 0, "External id": 1}}]})");
+  const auto k = read_kineto_json(doc, "t.json");
+  CHECK(k.kernels == 1);
+  CHECK(k.gemm_points.empty());  // not a GEMM point, and no undefined conversion
+  auto huge = doc;
+  huge["traceEvents"][0]["args"]["Input Dims"][0][0] = std::int64_t{1} << 40;
+  CHECK_THROWS_WITH_AS(read_kineto_json(huge, "t.json"),
+                       "t.json:/traceEvents/0/args/Input Dims: GEMM 1099511627776×64×64 (batch 1) "
+                       "has a dimension past 2^24",
+                       Error);
+}

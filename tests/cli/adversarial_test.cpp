@@ -243,3 +243,10 @@ TEST_CASE("adversarial: a JSON file too large to parse in the memory given is re
   check_bad_input({"topo --topology " + path.string(), "126 MB of JSON would need ~3.1 GB"});
   std::filesystem::remove(path);
 }
+
+TEST_CASE("cli: --version prints the project version and exits 0") {
+  const auto r = run_cli("--version");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "meshsim " MESHSIM_VERSION "\n");
+  CHECK(r.err.empty());
+}

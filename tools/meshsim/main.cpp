@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   meshsim::cli::set_command_line(argc, argv);
   CLI::App app{"meshsim: discrete-event cluster simulator for parallel LLM training and serving"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "meshsim " MESHSIM_VERSION);
   std::map<const CLI::App*, meshsim::cli::Runner> runners;
   auto add = [&](meshsim::cli::Runner (*make)(CLI::App&)) {
     const auto before = app.get_subcommands({}).size();
@@ -53,6 +54,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "error: " << meshsim::cli::parse_error_line(app, e, argc, argv) << "\n";

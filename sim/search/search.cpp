@@ -96,6 +96,7 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
   const std::size_t workers = std::min<std::size_t>(
       threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency()),
       std::max<std::size_t>(candidates.size(), 1));
+  const double budget_per_worker = memory_budget_bytes() / static_cast<double>(workers);
   run_worker_pool(
       candidates.size(), threads,
       // Routes and prices shared by this worker's candidates (and, pooled, by later rounds').
@@ -105,7 +106,7 @@ std::vector<EvaluatedCandidate> evaluate_candidates(const Topology& topo, const 
         auto& e = out[i];
         e.candidate = candidates[i];
         TrainingSetup s = setup_of(e.candidate, job, options);
-        s.memory_budget_bytes = memory_budget_bytes() / static_cast<double>(workers);
+        s.memory_budget_bytes = budget_per_worker;
         if (options.interrupted && options.interrupted->load()) {
           e.error = kNotSimulatedInterrupted;
           return;
@@ -179,6 +180,7 @@ BoundedEvaluation evaluate_top_k(
     const double tp_best = it == best_per_tp.end() ? kInf : it->second;
     return !(bound[i] > std::max({kth, tp_best, anchor_s}));
   };
+  const auto tps = tp_degrees(candidates);
   std::vector<bool> taken(candidates.size(), false);
   std::vector<std::pair<std::size_t, EvaluatedCandidate>> done;
   for (;;) {
@@ -220,7 +222,7 @@ BoundedEvaluation evaluate_top_k(
     std::sort(best.begin(), best.end());
     kth = agree(best.size() >= options.top_k ? best[options.top_k - 1] : kInf);
     anchor_s = agree(anchor_mine);
-    for (auto tp : tp_degrees(candidates)) {
+    for (auto tp : tps) {
       const auto it = tp_mine.find(tp);
       const double v = agree(it == tp_mine.end() ? kInf : it->second);
       if (v < kInf) best_per_tp[tp] = v;

@@ -136,11 +136,10 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   // The trace holds every op of every simulated rank: budgeted before it is built (issue 19: a
   // 16 M-layer model or 2^30 micro-batches allocated without bound).
   {
-    const std::int64_t microbatches =
-        job.global_batch > 0 ? job.global_batch / (mesh.dp * job.micro_batch) : 1;
-    const std::int64_t per_rank = (model.layers + mesh.pp - 1) / mesh.pp * microbatches;
-    const double bytes =
-        static_cast<double>(per_rank) * static_cast<double>(ranks.size()) * kTraceBytesPerLayerPass;
+    const std::int64_t microbatches = microbatches_per_step(job, mesh);
+    const std::int64_t stage_layers = (model.layers + mesh.pp - 1) / mesh.pp;
+    const double bytes = static_cast<double>(stage_layers * microbatches) *
+                         static_cast<double>(ranks.size()) * kTraceBytesPerLayerPass;
     const double budget =
         setup.memory_budget_bytes > 0 ? setup.memory_budget_bytes : memory_budget_bytes();
     if (bytes > budget)
@@ -148,8 +147,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
           "", setup.full ? "--full" : "--gbs",
           fmt::format("the step's trace would need up to ~{:.0f} GB ({} simulated ranks × {} "
                       "layers × {} micro-batches at ~{:g} KB each); the limit here is {:.1f} GB",
-                      bytes / 1e9, ranks.size(), (model.layers + mesh.pp - 1) / mesh.pp,
-                      microbatches, kTraceBytesPerLayerPass / 1e3, budget / 1e9));
+                      bytes / 1e9, ranks.size(), stage_layers, microbatches,
+                      kTraceBytesPerLayerPass / 1e3, budget / 1e9));
   }
 
   Simulator sim;

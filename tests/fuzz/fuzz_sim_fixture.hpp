@@ -14,10 +14,10 @@
 namespace meshsim::fuzz {
 
 inline const ModelSpec& tiny_model() {
-  static const ModelSpec m = read_model(JsonRef::root(
-      Json::parse(R"({"hidden": 256, "layers": 2, "heads": 4, "vocab": 1000,
+  static const ModelSpec m = read_model(
+      JsonRef::root(Json::parse(R"({"hidden": 256, "layers": 2, "heads": 4, "vocab": 1000,
                       "max_positions": 4096})"),
-      "tiny.json"));
+                    "tiny.json"));
   return m;
 }
 

@@ -80,27 +80,38 @@ TEST_CASE("search bounds: the top 10 is that of simulating everything; no bound 
   }
 }
 
-TEST_CASE("search bounds: the step-time bound of one layout, by hand") {
-  // 1F1B on 4 stages: rank 3's work is m (f + b) per stage; before it the forward of stages 0-2,
-  // after it their input-gradient passes. With equal stages, the classic (m + p − 1)(f + b) less
-  // the three weight-gradient passes of the tail, plus nothing for the optimizer (shorter than
-  // the tail). Checked against the bound's own parts: bound ≥ m (f + b) and bound ≤ (m + 3)(f + b).
+TEST_CASE("search bounds: linear in micro-batches, a stage at least its share, fill adds") {
+  // The bound is prefix + m × (a rank's work per micro-batch) + max(optimizer, tail): for a fixed
+  // layout, b(m) = m·W + C exactly, so b(3m) − b(2m) = b(2m) − b(m) = W. With pp 4 the busiest
+  // rank does at least a quarter of the whole model's work per micro-batch (the average), and
+  // its fill and tail (the other stages' first forward and last input-gradient pass) make the
+  // intercept larger than pp 1's optimizer-only one.
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto model = load_workload(model_path("llama3.1-8b")).model;
-  const SearchJob job{2048, 32, DType::bf16, true};
-  auto opt = options_for(job);
-  Candidate pp4;
-  pp4.micro_batch = 1;
-  pp4.config.mesh = {2, 1, 4, 1, 1};  // dp 2, pp 4: 16 micro-batches per step
-  const double with_pp = candidate_lower_bound_s(topo, model, job, pp4, opt);
-  Candidate flat = pp4;
-  flat.config.mesh = {8, 1, 1, 1, 1};  // the same work per micro-batch on one stage: 4 per step
-  const double no_pp = candidate_lower_bound_s(topo, model, job, flat, opt);
-  // no_pp = 4 (F + B) + optimizer over all 32 layers; with_pp ≈ (16 + 3)(F + B)/4 per stage.
-  CHECK(with_pp > no_pp);
-  CHECK(with_pp < no_pp * (16.0 + 3.0) / 16.0 * 1.01 + no_pp * 0.05);
-  // Full recompute adds a forward to every backward: the bound grows.
-  Candidate rc = flat;
+  const auto opt = options_for(SearchJob{2048, 0, DType::bf16, true});
+  auto bound = [&](Mesh mesh, std::int64_t microbatches) {
+    Candidate c;
+    c.micro_batch = 1;
+    c.config.mesh = mesh;
+    const SearchJob job{2048, mesh.dp * microbatches, DType::bf16, true};
+    return candidate_lower_bound_s(topo, model, job, c, opt);
+  };
+  const Mesh flat{8, 1, 1, 1, 1}, piped{2, 1, 4, 1, 1};
+  const double w1 = (bound(flat, 8) - bound(flat, 4)) / 4;
+  CHECK((bound(flat, 12) - bound(flat, 8)) / 4 == doctest::Approx(w1).epsilon(1e-9));
+  const double c1 = bound(flat, 4) - 4 * w1;  // the optimizer step: positive
+  CHECK(c1 > 0);
+  const double w4 = (bound(piped, 16) - bound(piped, 8)) / 8;
+  CHECK((bound(piped, 24) - bound(piped, 16)) / 8 == doctest::Approx(w4).epsilon(1e-9));
+  CHECK(w4 >= w1 / 4 * (1 - 1e-12));
+  CHECK(w4 < w1 / 4 * 1.25);  // 8 of 32 layers plus at most the head: not the whole model
+  const double c4 = bound(piped, 8) - 8 * w4;
+  CHECK(c4 > c1 / 4);  // fill + tail exceed a quarter of the optimizer
+  // Full recompute adds a forward to every backward: the per-micro-batch work grows.
+  Candidate rc;
+  rc.micro_batch = 1;
+  rc.config.mesh = flat;
   rc.config.recompute = Recompute::full;
-  CHECK(candidate_lower_bound_s(topo, model, job, rc, opt) > no_pp);
+  CHECK(candidate_lower_bound_s(topo, model, SearchJob{2048, 32, DType::bf16, true}, rc, opt) >
+        bound(flat, 4));
 }

@@ -78,6 +78,8 @@ EngineProfile read_engine(const JsonRef& ref) {
     e.scheduler.gpu_memory_utilization = f.positive_number();
     if (e.scheduler.gpu_memory_utilization > 1) f.fail("must be in (0, 1]");
     e.fp8_kv_with_fp8_weights = kv.required("fp8_with_fp8_weights").boolean();
+    // Optional: automatic prefix caching (off unless the file turns it on).
+    if (auto pc = kv.optional("prefix_caching")) e.scheduler.prefix_caching = pc->boolean();
     kv.finish();
   }
   {

@@ -11,20 +11,34 @@ ReplicaScheduler::ReplicaScheduler(SchedulerOptions options, std::int64_t blocks
       static_cast<std::int64_t>(std::floor(options.watermark * static_cast<double>(blocks)));
 }
 
-std::int64_t ReplicaScheduler::admission_blocks(const RequestState& r, std::int64_t n) const {
+std::int64_t ReplicaScheduler::admission_blocks(const RequestState& r, std::int64_t computed,
+                                                std::int64_t held, std::int64_t n) const {
   // Reserve: the whole request (the output length stands for max_tokens, as benchmarks set it).
   const std::int64_t tokens =
-      opt_.admission == Admission::reserve ? r.prompt + r.output : r.computed + n;
-  return pool_.blocks_for(tokens) - r.blocks;
+      opt_.admission == Admission::reserve ? r.prompt + r.output : computed + n;
+  return pool_.blocks_for(tokens) - held;
+}
+
+void ReplicaScheduler::take(std::int64_t n) {
+  const std::int64_t fresh = std::min(n, pool_.free());
+  pool_.allocate(fresh);
+  cache_.evict(n - fresh);  // the rest from cached blocks nobody holds, least recent first
+}
+
+void ReplicaScheduler::release_all(RequestState& r) {
+  pool_.release(r.private_blocks());
+  for (const auto b : r.shared) cache_.release(r.prefix_group, b);
+  r.shared.clear();
+  r.blocks = 0;
 }
 
 void ReplicaScheduler::preempt(std::vector<RequestState>& reqs, std::size_t running_index) {
   const auto id = running_[running_index];
   auto& r = reqs[static_cast<std::size_t>(id)];
   // Recompute: drop the cache; the prompt and every token generated so far become one prefill
-  // when the request is scheduled again, at the head of the queue (vLLM).
-  pool_.release(r.blocks);
-  r.blocks = 0;
+  // when the request is scheduled again, at the head of the queue (vLLM). Its prefix blocks stay
+  // cached while nobody evicts them.
+  release_all(r);
   r.computed = 0;
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
   waiting_.push_front(id);
@@ -58,7 +72,7 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     }
     // Whatever fits in the blocks it holds and the free ones: a prefill shrinks its chunk
     // rather than evict others; a sequence that cannot take one more token makes room.
-    const auto fits = [&] { return (r.blocks + pool_.free()) * pool_.block_size() - r.computed; };
+    const auto fits = [&] { return (r.blocks + available()) * pool_.block_size() - r.computed; };
     bool self_preempted = false;
     while (fits() < 1) {
       // Evict from the back: the latest admitted sequence not in flight.
@@ -84,7 +98,7 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     // Reserved at admission: the blocks held already cover every token.
     const std::int64_t need =
         std::max<std::int64_t>(0, pool_.blocks_for(r.computed + n) - r.blocks);
-    pool_.allocate(need);
+    take(need);
     r.blocks += need;
     add(id, n);
     ++i;
@@ -94,13 +108,33 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
          static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
     const auto id = waiting_.front();
     auto& r = reqs[static_cast<std::size_t>(id)];
+    // Prefix caching: the group's cached leading blocks count as computed. At least one prompt
+    // token is always computed, so that the request has logits to sample (vLLM V1 caps a hit at
+    // prompt − 1 tokens).
+    PrefixCache::Match hit;
+    if (opt_.prefix_caching && r.prefix_group >= 0 && r.computed == 0)
+      hit = cache_.match(r.prefix_group,
+                         std::min(r.prefix_tokens, r.prompt - 1) / pool_.block_size());
+    const std::int64_t cached = hit.blocks * pool_.block_size();
     // Admission needs the whole first chunk to fit with the watermark left free (vLLM);
     // admitting a sliver of a prompt into a full cache only feeds preemption.
-    const std::int64_t n = std::min(r.pending(), budget);
-    const std::int64_t need = admission_blocks(r, n);
-    if (pool_.free() - need < watermark_blocks_) break;
+    const std::int64_t n = std::min(r.pending() - cached, budget);
+    const std::int64_t need = admission_blocks(r, cached, hit.blocks, n);
+    // Cached blocks nobody held stop being free once this request holds them.
+    if (available() - hit.idle - need < watermark_blocks_) break;
     waiting_.pop_front();
-    pool_.allocate(need);
+    if (opt_.prefix_caching && r.prefix_group >= 0) {
+      queried_tokens_ += r.prompt;
+      hit_tokens_ += cached;
+      if (r.first_cached_tokens < 0) r.first_cached_tokens = cached;
+    }
+    for (std::int64_t blk = 0; blk < hit.blocks; ++blk) {
+      cache_.acquire(r.prefix_group, blk);
+      r.shared.push_back(static_cast<std::int32_t>(blk));
+    }
+    r.computed = cached;
+    r.blocks = hit.blocks;
+    take(need);
     r.blocks += need;
     running_.push_back(id);
     add(id, n);
@@ -110,21 +144,34 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
 
 void ReplicaScheduler::finish(std::vector<RequestState>& reqs, std::int32_t request) {
   auto& r = reqs[static_cast<std::size_t>(request)];
-  pool_.release(r.blocks);
-  r.blocks = 0;
+  release_all(r);
   const auto it = std::find(running_.begin(), running_.end(), request);
   if (it != running_.end()) running_.erase(it);
 }
 
-void ReplicaScheduler::hand_off(std::int32_t request, std::int64_t blocks) {
+void ReplicaScheduler::hand_off(std::int32_t request, std::int64_t blocks, std::int64_t group,
+                                const std::vector<std::int32_t>& shared) {
   pool_.release(blocks);
+  for (const auto b : shared) cache_.release(group, b);
   const auto it = std::find(running_.begin(), running_.end(), request);
   if (it != running_.end()) running_.erase(it);
+}
+
+void ReplicaScheduler::computed(std::vector<RequestState>& reqs, std::int32_t request,
+                                std::int64_t before) {
+  auto& r = reqs[static_cast<std::size_t>(request)];
+  if (!opt_.prefix_caching || r.prefix_group < 0) return;
+  const std::int64_t bs = pool_.block_size();
+  // Blocks of the shared prefix that became full in this iteration (those before were found in
+  // the cache or filled earlier).
+  const std::int64_t end = std::min(r.computed, r.prefix_tokens) / bs;
+  for (std::int64_t blk = before / bs; blk < end; ++blk)
+    if (cache_.insert(r.prefix_group, blk)) r.shared.push_back(static_cast<std::int32_t>(blk));
 }
 
 bool ReplicaScheduler::can_adopt(std::int64_t tokens) const {
   return static_cast<std::int64_t>(running_.size()) < opt_.max_seqs &&
-         pool_.blocks_for(tokens) <= pool_.free();
+         pool_.blocks_for(tokens) <= available();
 }
 
 bool ReplicaScheduler::reserve(std::vector<RequestState>& reqs, std::int32_t request,
@@ -132,7 +179,7 @@ bool ReplicaScheduler::reserve(std::vector<RequestState>& reqs, std::int32_t req
   if (!can_adopt(tokens)) return false;
   auto& r = reqs[static_cast<std::size_t>(request)];
   const auto need = pool_.blocks_for(tokens);
-  pool_.allocate(need);
+  take(need);
   r.blocks = need;
   return true;
 }
@@ -141,13 +188,14 @@ bool ReplicaScheduler::has_runnable(const std::vector<RequestState>& reqs) const
   for (const auto id : running_) {
     const auto& r = reqs[static_cast<std::size_t>(id)];
     if (!r.in_flight && r.pending() > 0 &&
-        pool_.blocks_for(r.computed + 1) - r.blocks <= pool_.free())
+        pool_.blocks_for(r.computed + 1) - r.blocks <= available())
       return true;
   }
   if (!waiting_.empty() && static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
     const auto& r = reqs[static_cast<std::size_t>(waiting_.front())];
     const auto n = std::min(r.pending(), opt_.max_batch_tokens);
-    if (pool_.free() - admission_blocks(r, n) >= watermark_blocks_) return true;
+    if (available() - admission_blocks(r, r.computed, r.blocks, n) >= watermark_blocks_)
+      return true;
   }
   return false;
 }

@@ -12,6 +12,7 @@
 
 #include "core/units.hpp"
 #include "serving/kv_cache.hpp"
+#include "serving/prefix_cache.hpp"
 #include "serving/step_cost.hpp"
 
 namespace meshsim {
@@ -42,6 +43,9 @@ struct SchedulerOptions {
   // output processing): fixed + per sequence in the batch, + extra when the replica has more
   // than one GPU (workers to coordinate). All zero: not modelled.
   double cpu_fixed_s = 0, cpu_per_sequence_s = 0, cpu_multi_gpu_extra_s = 0;
+  // Automatic prefix caching (prefix_cache.hpp): a request of a prefix group starts from the
+  // group's cached leading blocks.
+  bool prefix_caching = false;
   double cpu_seconds(std::int64_t sequences, std::int64_t gpus) const {
     return cpu_fixed_s + cpu_per_sequence_s * static_cast<double>(sequences) +
            (gpus > 1 ? cpu_multi_gpu_extra_s : 0.0);
@@ -52,13 +56,20 @@ struct RequestState {
   std::int64_t prompt = 0, output = 0;
   std::int64_t computed = 0;   // tokens whose KV is cached
   std::int64_t generated = 0;  // output tokens produced so far
-  std::int64_t blocks = 0;     // KV blocks held
+  std::int64_t blocks = 0;     // KV blocks covering its tokens, shared prefix blocks included
+  // Prefix caching: the group whose first `prefix_tokens` tokens this request shares (-1: none),
+  // the block indices of that prefix it holds in the cache (they are among `blocks`), and the
+  // prompt tokens its first admission found cached (-1: not admitted yet).
+  std::int64_t prefix_group = -1, prefix_tokens = 0;
+  std::vector<std::int32_t> shared;
+  std::int64_t first_cached_tokens = -1;
   std::int32_t replica = -1;
   bool in_flight = false;
   bool scheduled = false;
   Time arrival, first_scheduled, first_token, last_token, finished;
   std::int64_t known() const { return prompt + generated; }
   std::int64_t pending() const { return known() - computed; }
+  std::int64_t private_blocks() const { return blocks - static_cast<std::int64_t>(shared.size()); }
   bool decoding() const { return computed >= prompt && pending() == 1; }
 };
 
@@ -86,8 +97,13 @@ class ReplicaScheduler {
   Batch form_batch(std::vector<RequestState>& reqs);
   // Ends a request here: frees its blocks and drops it from the running set.
   void finish(std::vector<RequestState>& reqs, std::int32_t request);
-  // Ends a request whose cache moved to another replica: frees the `blocks` it held here.
-  void hand_off(std::int32_t request, std::int64_t blocks);
+  // Ends a request whose cache moved to another replica: frees the `blocks` it held here
+  // privately and lets go of the prefix blocks `shared` of `group`.
+  void hand_off(std::int32_t request, std::int64_t blocks, std::int64_t group,
+                const std::vector<std::int32_t>& shared);
+  // After an iteration computed request `request`'s tokens from `before` on: the prefix blocks
+  // it filled join the cache.
+  void computed(std::vector<RequestState>& reqs, std::int32_t request, std::int64_t before);
   // Takes a request whose KV cache arrived from elsewhere (disaggregated decode): its blocks are
   // already reserved with `reserve`.
   void adopt(std::int32_t request) { running_.push_back(request); }
@@ -96,6 +112,12 @@ class ReplicaScheduler {
   bool can_adopt(std::int64_t tokens) const;
 
   const BlockPool& pool() const { return pool_; }
+  const PrefixCache& cache() const { return cache_; }
+  // Blocks sequences hold (cached blocks nobody holds are free to take, as vLLM reports usage).
+  std::int64_t blocks_in_use() const { return pool_.used() - cache_.idle(); }
+  // Prefix-cache lookups of admitted requests: prompt tokens looked up and found cached.
+  std::int64_t prefix_queried_tokens() const { return queried_tokens_; }
+  std::int64_t prefix_hit_tokens() const { return hit_tokens_; }
   const std::vector<std::int32_t>& running() const { return running_; }
   const std::deque<std::int32_t>& waiting() const { return waiting_; }
   const SchedulerOptions& options() const { return opt_; }
@@ -104,12 +126,20 @@ class ReplicaScheduler {
 
  private:
   void preempt(std::vector<RequestState>& reqs, std::size_t running_index);
-  // Blocks admitting `r` with a first chunk of `n` tokens takes.
-  std::int64_t admission_blocks(const RequestState& r, std::int64_t n) const;
+  // Blocks free to allocate: never used, or cached with no holder (evicted when taken).
+  std::int64_t available() const { return pool_.free() + cache_.idle(); }
+  void take(std::int64_t n);
+  // Frees a request's private blocks and lets go of its cached prefix blocks.
+  void release_all(RequestState& r);
+  // Blocks admitting `r` with a first chunk of `n` tokens takes when `computed` of its tokens are
+  // cached in the `held` blocks it has.
+  std::int64_t admission_blocks(const RequestState& r, std::int64_t computed, std::int64_t held,
+                                std::int64_t n) const;
 
   SchedulerOptions opt_;
   BlockPool pool_;
-  std::int64_t watermark_blocks_ = 0;
+  PrefixCache cache_;
+  std::int64_t watermark_blocks_ = 0, queried_tokens_ = 0, hit_tokens_ = 0;
   std::vector<std::int32_t> running_;  // admission order: the last is preempted first
   std::deque<std::int32_t> waiting_;
 };

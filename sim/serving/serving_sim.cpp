@@ -6,6 +6,8 @@
 #include <cmath>
 #include <memory>
 #include <stdexcept>
+#include <unordered_map>
+#include <utility>
 
 #include "compute/compute_model.hpp"
 #include "core/error.hpp"
@@ -81,6 +83,8 @@ class Cluster {
       auto& r = reqs_[i];
       r.prompt = requests_[i].prompt_tokens;
       r.output = requests_[i].output_tokens;
+      r.prefix_group = requests_[i].prefix_group;
+      r.prefix_tokens = requests_[i].prefix_tokens;
       r.arrival = closed ? Time{} : requests_[i].arrival;
       if (closed) continue;
       const auto id = static_cast<std::int32_t>(i);
@@ -157,7 +161,7 @@ class Cluster {
   void sample_kv() {
     std::int64_t used = 0, total = 0;
     for (const auto& r : replicas_) {
-      used += r->sched.pool().used();
+      used += r->sched.blocks_in_use();
       total += r->sched.pool().total();
     }
     const double now = sim_.now().seconds(), u = total > 0 ? d(used) / d(total) : 0;
@@ -283,7 +287,9 @@ class Cluster {
     for (const auto& e : b.entries) {
       auto& r = req(e.request);
       r.in_flight = false;
+      const auto before = r.computed;
       r.computed += e.tokens;
+      p.sched.computed(reqs_, e.request, before);
       p.outstanding_tokens -= d(e.tokens);
       if (r.computed == r.known()) token(i, e.request);
     }
@@ -339,8 +345,11 @@ class Cluster {
       if (!q.sched.can_adopt(r.computed + 1)) return;
       q.pending_adopt.pop_front();
       const auto from = static_cast<std::int64_t>(r.replica);
-      const auto held = r.blocks;
+      // The prefill replica keeps the blocks until the transfer is done: its private ones are
+      // counted in transfer, its cached prefix blocks stay held in its cache.
+      const auto held = r.private_blocks();
       transfer_held_[static_cast<std::size_t>(from)] += held;
+      transfer_shared_[id] = std::exchange(r.shared, {});
       r.blocks = 0;
       q.sched.reserve(reqs_, id, r.computed + 1);
       q.sched.adopt(id);
@@ -386,7 +395,8 @@ class Cluster {
   void transfer_done(std::int64_t from, std::int64_t to, std::int32_t id, std::int64_t held,
                      Time t0) {
     auto& r = req(id);
-    rep(from).sched.hand_off(id, held);
+    const auto shared = transfer_shared_.extract(id);
+    rep(from).sched.hand_off(id, held, r.prefix_group, shared.mapped());
     transfer_held_[static_cast<std::size_t>(from)] -= held;
     r.in_flight = false;
     kv_transfer_samples_.push_back((sim_.now() - t0).seconds());
@@ -407,14 +417,16 @@ class Cluster {
                       arrived_, completed_, rejected_, in_system_));
     std::vector<std::int64_t> held(replicas_.size(), 0);
     for (const auto& r : reqs_)
-      if (r.replica >= 0) held[static_cast<std::size_t>(r.replica)] += r.blocks;
+      if (r.replica >= 0) held[static_cast<std::size_t>(r.replica)] += r.private_blocks();
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
       const auto& pool = replicas_[i]->sched.pool();
-      if (pool.used() != held[i] + transfer_held_[i] || pool.free() < 0 ||
+      const auto cached = replicas_[i]->sched.cache().size();
+      if (pool.used() != held[i] + transfer_held_[i] + cached || pool.free() < 0 ||
           pool.used() > pool.total())
-        throw std::logic_error(fmt::format(
-            "KV blocks not conserved on replica {}: {} used, {} held by requests, {} in transfer",
-            i, pool.used(), held[i], transfer_held_[i]));
+        throw std::logic_error(
+            fmt::format("KV blocks not conserved on replica {}: {} used, {} held by requests, {} "
+                        "in transfer, {} cached",
+                        i, pool.used(), held[i], transfer_held_[i], cached));
     }
   }
 
@@ -455,6 +467,25 @@ class Cluster {
                       (setup_.slo_tpot_s <= 0 || tp <= setup_.slo_tpot_s);
       good += ok ? 1 : 0;
     }
+    if (setup_.scheduler.prefix_caching) {
+      auto& pc = out.prefix_cache;
+      pc.enabled = true;
+      for (const auto& rp : replicas_) {
+        pc.queried_tokens += rp->sched.prefix_queried_tokens();
+        pc.hit_tokens += rp->sched.prefix_hit_tokens();
+      }
+      pc.hit_rate = pc.queried_tokens > 0 ? d(pc.hit_tokens) / d(pc.queried_tokens) : 0.0;
+      std::vector<double> hit, miss;
+      for (std::size_t i = static_cast<std::size_t>(out.warmup_requests); i < reqs_.size(); ++i) {
+        const auto& r = reqs_[i];
+        if (r.generated < r.output || r.output == 0 || r.prefix_group < 0) continue;
+        (r.first_cached_tokens > 0 ? hit : miss).push_back((r.first_token - r.arrival).seconds());
+      }
+      pc.hit_requests = static_cast<std::int64_t>(hit.size());
+      pc.miss_requests = static_cast<std::int64_t>(miss.size());
+      pc.ttft_hit = summarize(hit);
+      pc.ttft_miss = summarize(miss);
+    }
     out.ttft = summarize(ttft);
     out.tpot = summarize(tpot);
     out.e2e = summarize(e2e);
@@ -483,6 +514,12 @@ class Cluster {
           "{} requests rejected: prompt + output exceed the {}-token KV capacity of a replica "
           "or the model's {} positions",
           rejected_, capacity_.tokens(), model_.max_positions));
+    if (!setup_.scheduler.prefix_caching &&
+        std::any_of(requests_.begin(), requests_.end(),
+                    [](const Request& r) { return r.prefix_group >= 0 && r.prefix_tokens > 0; }))
+      out.notes.push_back(
+          "requests share prefixes but prefix caching is off: every prompt is prefilled in full "
+          "(--prefix-caching on reuses cached prefix blocks)");
     if (setup_.shape.tp > topo_.gpus_per_node() && topo_.gpus_per_node() > 0)
       out.notes.push_back("TP spans nodes: every layer's all-reduce crosses the network");
     return out;
@@ -499,6 +536,9 @@ class Cluster {
   std::unique_ptr<FlowNetwork> net_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<std::int64_t> prefill_pool_, decode_pool_, transfer_held_;
+  // Disaggregated: the cached prefix blocks a request in transfer still holds on its prefill
+  // replica, by request.
+  std::unordered_map<std::int32_t, std::vector<std::int32_t>> transfer_shared_;
   std::vector<RequestState> reqs_;
   std::vector<Batch> batches_;
   std::vector<std::uint32_t> free_batches_;

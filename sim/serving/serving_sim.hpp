@@ -77,6 +77,18 @@ struct IterationRecord {
   std::int64_t prefill_tokens = 0, decodes = 0;
 };
 
+// Prefix caching (scheduler.hpp): prompt tokens looked up in the cache at admission (every
+// admission, readmissions after preemption too, as vLLM counts its queries) and found cached
+// (their prefill was skipped); the TTFT of prefix-group requests whose first admission found
+// some of their prefix cached, against those that found none (warm-up excluded).
+struct PrefixCacheStats {
+  bool enabled = false;
+  std::int64_t queried_tokens = 0, hit_tokens = 0;
+  double hit_rate = 0;
+  std::int64_t hit_requests = 0, miss_requests = 0;
+  LatencySummary ttft_hit, ttft_miss;
+};
+
 struct ServingResult {
   LatencySummary ttft, tpot, itl, e2e, scheduling_delay;
   double requests_per_s = 0, output_tokens_per_s = 0, tokens_per_s_per_gpu = 0;
@@ -89,6 +101,7 @@ struct ServingResult {
   std::int64_t peak_in_system = 0;
   std::int64_t warmup_requests = 0;  // closed loop: left out of the latency statistics
   double kv_utilization_mean = 0, kv_utilization_peak = 0;
+  PrefixCacheStats prefix_cache;
   std::vector<std::pair<double, double>> kv_utilization;  // (time s, used/total), decimated
   KvCapacity capacity;
   std::int64_t gpus = 0;

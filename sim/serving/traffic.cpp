@@ -19,11 +19,16 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// A whole-string number; nullopt on trailing text, empty text, NaN or infinity.
-std::optional<double> to_number(std::string_view s) {
+std::string_view trim_view(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
     s.remove_suffix(1);
+  return s;
+}
+
+// A whole-string number; nullopt on trailing text, empty text, NaN or infinity.
+std::optional<double> to_number(std::string_view s) {
+  s = trim_view(s);
   if (s.empty()) return std::nullopt;
   double v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -187,6 +192,40 @@ ArrivalSpec arrival_from_rate(const std::string& rate, double cv, const std::str
   return a;
 }
 
+std::string PrefixShare::describe() const {
+  return groups > 0 ? fmt::format("{} prefix groups of {} tokens", groups, tokens) : "no prefixes";
+}
+
+PrefixShare parse_prefix_share(const std::string& text, const std::string& where,
+                               const std::string& flag) {
+  const auto colon = text.find(':');
+  const auto fail = [&]() -> PrefixShare {
+    throw Error(where, flag,
+                "'" + text + "': expected GROUPS:TOKENS, from 1 to 1048576 prefix groups of 1 to " +
+                    std::to_string(kMaxTokens) + " shared tokens");
+  };
+  if (colon == std::string::npos) return fail();
+  const auto g = to_number(std::string_view(text).substr(0, colon));
+  const auto t = to_number(std::string_view(text).substr(colon + 1));
+  if (!g || !t || *g != std::floor(*g) || *t != std::floor(*t) || *g < 1 || *g > (1 << 20) ||
+      *t < 1 || *t > static_cast<double>(kMaxTokens))
+    return fail();
+  return PrefixShare{.groups = static_cast<std::int64_t>(*g),
+                     .tokens = static_cast<std::int64_t>(*t)};
+}
+
+void apply_prefix_share(std::vector<Request>& requests, const PrefixShare& share,
+                        std::uint64_t seed) {
+  if (share.groups <= 0) return;
+  Rng groups(hash_combine(seed, 4));
+  for (auto& r : requests) {
+    r.prefix_group = std::min<std::int64_t>(
+        static_cast<std::int64_t>(groups.uniform01() * static_cast<double>(share.groups)),
+        share.groups - 1);
+    r.prefix_tokens = std::min(share.tokens, r.prompt_tokens);
+  }
+}
+
 std::vector<Request> generate_requests(const TrafficSpec& spec) {
   // Separate streams for gaps and lengths, so changing the rate keeps the same lengths.
   Rng gaps(hash_combine(spec.seed, 1)), prompts(hash_combine(spec.seed, 2)),
@@ -216,6 +255,7 @@ std::vector<Request> generate_requests(const TrafficSpec& spec) {
     r.output_tokens = spec.output.sample(outputs);
     out.push_back(r);
   }
+  apply_prefix_share(out, spec.prefix, spec.seed);
   return out;
 }
 
@@ -252,8 +292,12 @@ std::vector<Request> read_trace_csv(std::istream& in, const std::string& path) {
       throw Error(path, "line " + std::to_string(line_no),
                   std::string("the header has no '") + need +
                       "' column (needed: arrival_s, prompt_tokens, output_tokens)");
-  const std::size_t width =
-      std::max({col["arrival_s"], col["prompt_tokens"], col["output_tokens"]});
+  const bool prefixes = col.contains("prefix_group") || col.contains("prefix_tokens");
+  if (prefixes && !(col.contains("prefix_group") && col.contains("prefix_tokens")))
+    throw Error(path, "line " + std::to_string(line_no),
+                "the header names one of prefix_group and prefix_tokens: give both or neither");
+  std::size_t width = std::max({col["arrival_s"], col["prompt_tokens"], col["output_tokens"]});
+  if (prefixes) width = std::max({width, col["prefix_group"], col["prefix_tokens"]});
   std::vector<Request> out;
   double last = 0;
   while (std::getline(in, line)) {
@@ -279,6 +323,23 @@ std::vector<Request> read_trace_csv(std::istream& in, const std::string& path) {
             path, where,
             std::string(name) + " must be a whole number from 1 to " + std::to_string(kMaxTokens));
       *field = static_cast<std::int64_t>(*v);
+    }
+    if (prefixes) {
+      const auto group_cell = trim_view(cells[col["prefix_group"]]);
+      if (!group_cell.empty() && group_cell != "-1") {
+        const auto g = to_number(group_cell);
+        if (!g || *g < 0 || *g >= 2147483648.0 || *g != std::floor(*g))
+          throw Error(path, where,
+                      "prefix_group must be a whole number from 0 to 2^31 - 1, or empty or -1 "
+                      "for none");
+        const auto t = to_number(cells[col["prefix_tokens"]]);
+        if (!t || *t < 0 || *t > static_cast<double>(r.prompt_tokens) || *t != std::floor(*t))
+          throw Error(path, where,
+                      "prefix_tokens must be a whole number from 0 to the request's "
+                      "prompt_tokens");
+        r.prefix_group = static_cast<std::int64_t>(*g);
+        r.prefix_tokens = static_cast<std::int64_t>(*t);
+      }
     }
     out.push_back(r);
     if (out.size() > (std::size_t{1} << 26)) throw Error(path, where, "trace too long");
@@ -330,6 +391,8 @@ TrafficSpec read_traffic_spec(const JsonRef& root) {
       spec.seed = static_cast<std::uint64_t>(s);
     }
   }
+  if (auto v = r.optional("prefix_share"))
+    spec.prefix = parse_prefix_share(v->string(), path, v->path());
   if (auto v = r.optional("source")) (void)v->string();
   r.finish();
   return spec;

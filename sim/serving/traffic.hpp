@@ -23,6 +23,10 @@ struct Request {
   Time arrival;
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 0;  // tokens generated, the first one included
+  // Requests of one prefix group begin with the same `prefix_tokens` tokens (a system prompt,
+  // a shared document, earlier turns of a conversation); -1: no shared prefix.
+  std::int64_t prefix_group = -1;
+  std::int64_t prefix_tokens = 0;
 };
 
 enum class LengthKind { fixed, uniform, lognormal };
@@ -52,9 +56,23 @@ struct ArrivalSpec {
 // "inf" → offline; a positive number → Poisson at that rate (gamma when cv ≠ 1).
 ArrivalSpec arrival_from_rate(const std::string& rate, double cv, const std::string& flag);
 
+// Shared prefixes (`--prefix-share GROUPS:TOKENS`, a spec's "prefix_share"): each request joins
+// one of `groups` prefix groups, uniformly at random, and its first min(tokens, prompt) prompt
+// tokens are its group's (prompt lengths do not change). groups 0: none.
+struct PrefixShare {
+  std::int64_t groups = 0, tokens = 0;
+  std::string describe() const;
+};
+PrefixShare parse_prefix_share(const std::string& text, const std::string& where,
+                               const std::string& flag);
+// Assigns groups from its own stream of `seed`, so the lengths and arrivals stay those without it.
+void apply_prefix_share(std::vector<Request>& requests, const PrefixShare& share,
+                        std::uint64_t seed);
+
 struct TrafficSpec {
   ArrivalSpec arrival;
   LengthDist prompt, output;
+  PrefixShare prefix;
   std::int64_t requests = 1000;
   std::uint64_t seed = 1;
 };
@@ -63,14 +81,16 @@ struct TrafficSpec {
 std::vector<Request> generate_requests(const TrafficSpec& spec);
 
 // A CSV trace: a header naming the columns `arrival_s`, `prompt_tokens` and `output_tokens`
-// (any order, other columns ignored), one request per line, arrivals non-decreasing.
+// (any order, other columns ignored), one request per line, arrivals non-decreasing; optional
+// `prefix_group` and `prefix_tokens` columns (both or neither; an empty group cell or -1: none)
+// say which requests share a prefix.
 std::vector<Request> read_trace_csv(const std::string& path);
 std::vector<Request> read_trace_csv(std::istream& in, const std::string& name);
 // The JSON spec form of a traffic file (see load_traffic).
 TrafficSpec read_traffic_spec(const JsonRef& root);
 // A traffic file: a CSV trace (by extension .csv) or a JSON spec
 //   {"arrival": "poisson"|"gamma"|"offline", "rate_per_s", "cv", "prompt": "lognormal:...",
-//    "output": "...", "requests", "seed", "source"}
+//    "output": "...", "requests", "seed", "prefix_share": "GROUPS:TOKENS", "source"}
 // Requests are generated from a spec; `requests_override` > 0 replaces its count.
 std::vector<Request> load_traffic(const std::string& path, std::int64_t requests_override = 0);
 

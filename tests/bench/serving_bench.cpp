@@ -19,6 +19,7 @@ std::string path(const std::string& rel) {
 // state.range(0) > 0: a closed loop of that many clients instead of Poisson arrivals.
 // state.range(1): 0 the default scheduler, 1 the vllm engine profile (CUDA-graph padding), 2 the
 // trtllm profile (reserve-at-admission, free-memory KV budget, FP8 KV with FP8 weights).
+// state.range(2), features on top: bit 0 prefix caching with 64 prefix groups of 512 tokens.
 void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
   TopologyOptions opt;
   opt.nodes = 8;
@@ -29,6 +30,8 @@ void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
   spec.prompt = parse_length_dist("lognormal:1024,0.8", "", "bench");
   spec.output = parse_length_dist("lognormal:256,0.7", "", "bench");
   spec.requests = 100000;
+  const auto features = state.range(2);
+  if (features & 1) spec.prefix = PrefixShare{.groups = 64, .tokens = 512};
   const auto reqs = generate_requests(spec);
   ServingSetup s;
   s.shape.tp = 8;
@@ -44,6 +47,7 @@ void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
       s.shape.kv_dtype = default_kv_dtype(*e, DType::fp8);
     }
   }
+  if (features & 1) s.scheduler.prefix_caching = true;
   for (auto _ : state) {
     const auto r = simulate_serving(topo, model, s, reqs);
     state.counters["iterations"] = static_cast<double>(r.iterations);
@@ -51,11 +55,12 @@ void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Serve_100k_Requests_8_Replicas)
-    ->Args({0, 0})
-    ->Args({512, 0})
-    ->Args({0, 1})
-    ->Args({0, 2})
-    ->Args({512, 2})
+    ->Args({0, 0, 0})
+    ->Args({512, 0, 0})
+    ->Args({0, 1, 0})
+    ->Args({0, 2, 0})
+    ->Args({512, 2, 0})
+    ->Args({0, 1, 1})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

@@ -184,6 +184,9 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
       {" --mesh tp=8 --rate 1 --engine trtllm --watermark 0.05", "--watermark"},
       {" --mesh tp=8 --rate 1 --engine " + source_path("workloads/models/llama3.1-8b.json"),
        "llama3.1-8b.json:"},
+      {" --mesh tp=8 --rate 1 --prefix-share 0:512", "--prefix-share"},
+      {" --mesh tp=8 --rate 1 --prefix-share 512", "--prefix-share"},
+      {" --mesh tp=8 --rate 1 --prefix-caching yes", "--prefix-caching"},
   };
   for (const auto& [args, want] : cases) {
     const auto r = run_cli(kServe70b + args);
@@ -240,4 +243,41 @@ TEST_CASE("serve --concurrency: a closed loop of clients, warm-up left out, Litt
   const auto text = run_cli(kServe70b + " --mesh tp=8 --concurrency 12 --requests 240");
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("closed loop of 12 clients") != std::string::npos);
+}
+
+TEST_CASE("serve --prefix-share --prefix-caching: cached prefixes cut TTFT, reported") {
+  const std::string args = kServe70b +
+                           " --mesh tp=8 --rate 2 --requests 200 --prompt fixed:3000 "
+                           "--output fixed:64 --prefix-share 4:2048";
+  const auto off = serve_json(args);
+  const auto on = serve_json(args + " --prefix-caching on");
+  CHECK_FALSE(off["prefix_cache"]["enabled"].get<bool>());
+  CHECK(off["notes"].dump().find("prefix caching is off") != std::string::npos);
+  const auto& pc = on["prefix_cache"];
+  CHECK(pc["enabled"].get<bool>());
+  CHECK(pc["queried_tokens"] == 200 * 3000);
+  // Four groups: all but each group's first request hit 2048 of 3000 tokens.
+  CHECK(pc["hit_tokens"] == 196 * 2048);
+  CHECK(pc["saved_prefill_tokens"] == pc["hit_tokens"]);
+  CHECK(pc["hit_requests"] == 196);
+  CHECK(pc["ttft_hit_s"]["mean"].get<double>() < 0.6 * pc["ttft_miss_s"]["mean"].get<double>());
+  CHECK(on["ttft_s"]["p50"].get<double>() < 0.6 * off["ttft_s"]["p50"].get<double>());
+  // A trace's own prefix columns are used as they are; the flag cannot replace them.
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto trace = (dir / "meshsim_prefix_trace.csv").string();
+  {
+    std::ofstream f(trace);
+    f << "arrival_s,prompt_tokens,output_tokens,prefix_group,prefix_tokens\n";
+    for (int i = 0; i < 40; ++i) f << 0.5 * i << ",1000,16," << (i % 2) << ",640\n";
+  }
+  const auto t = serve_json(kServe70b + " --mesh tp=8 --prefix-caching on --traffic " + trace);
+  CHECK(t["prefix_cache"]["hit_tokens"] == 38 * 640);
+  const auto both = run_cli(kServe70b + " --mesh tp=8 --prefix-share 2:64 --traffic " + trace);
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("--prefix-share") != std::string::npos);
+  const auto text = run_cli(args + " --prefix-caching on");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("prefix cache: ") != std::string::npos);
+  CHECK(text.out.find("4 prefix groups of 2048 tokens") != std::string::npos);
+  std::filesystem::remove(trace);
 }

@@ -61,6 +61,7 @@ inline void serve(const std::vector<Request>& requests) {
   if (requests.empty() || tokens > 200'000) return;
   ServingSetup s;
   s.check_invariants = true;
+  s.scheduler.prefix_caching = true;  // traces and specs may name prefix groups
   const auto r = simulate_serving(small_node(), tiny_model(), s, requests);
   for (const auto* l : {&r.ttft, &r.tpot, &r.e2e}) {
     check_finite(l->mean);

@@ -56,6 +56,10 @@ TEST_CASE("engine profiles: the bundled ones, and a strict loader") {
         trt->scheduler.block_size);
 
   CHECK(engine_error(kValid) == "ok");
+  CHECK_FALSE(vllm->scheduler.prefix_caching);  // v0.6's V0 engine: off unless asked for
+  CHECK(engine_error(
+            with(kValid, "\"free_fraction\",", "\"free_fraction\", \"prefix_caching\": 1,")) ==
+        "e.json:/kv_cache/prefix_caching: expected true or false, found number");
   CHECK(engine_error(with(kValid, "\"reserve\"", "\"lazy\"")) ==
         "e.json:/scheduler/admission: 'lazy' is not one of optimistic, reserve");
   CHECK(engine_error(with(kValid, "\"watermark\": 0", "\"watermark\": 0.01")) ==

@@ -8,6 +8,7 @@
 // replicas) layout for a GPU budget compared under the same traffic.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -34,7 +35,9 @@ struct ServeArgs {
   ClusterArgs cluster;
   std::string workload, mesh = "tp=1", disaggregate, dtype = "bf16", traffic, rate,
                         prompt = "fixed:1024", output = "fixed:256", router = "least-outstanding",
-                        calibration, trace, report, emit, think_time = "0", engine = "vllm";
+                        calibration, trace, report, emit, think_time = "0", engine = "vllm",
+                        prefix_share;
+  std::optional<std::string> prefix_caching;
   std::int64_t replicas = 1, requests = 1000, seed = 1, gpus = 0, concurrency = 0;
   double burstiness = 1, slo_ttft = 2.0, slo_tpot = 0.2;
   // Unset: the engine profile's.
@@ -76,6 +79,16 @@ Json serving_json(const ServingResult& r) {
             {"bytes_per_token_per_gpu", r.capacity.kv_bytes_per_token_rank},
             {"utilization_mean", r.kv_utilization_mean},
             {"utilization_peak", r.kv_utilization_peak}}},
+          {"prefix_cache",
+           {{"enabled", r.prefix_cache.enabled},
+            {"queried_tokens", r.prefix_cache.queried_tokens},
+            {"hit_tokens", r.prefix_cache.hit_tokens},
+            {"saved_prefill_tokens", r.prefix_cache.hit_tokens},
+            {"hit_rate", r.prefix_cache.hit_rate},
+            {"hit_requests", r.prefix_cache.hit_requests},
+            {"miss_requests", r.prefix_cache.miss_requests},
+            {"ttft_hit_s", summary_json(r.prefix_cache.ttft_hit)},
+            {"ttft_miss_s", summary_json(r.prefix_cache.ttft_miss)}}},
           {"kv_transfer_s", summary_json(r.kv_transfer)},
           {"kv_transfer_bytes", r.kv_transfer_bytes},
           {"memory", memory_json(r.capacity.memory)},
@@ -152,6 +165,15 @@ std::vector<Request> requests_of(const ServeArgs& a, std::string& described) {
     if (!a.rate.empty()) throw Error("", "--rate", "give either --traffic or --rate, not both");
     described = loop + a.traffic;
     auto reqs = load_traffic(a.traffic, a.requests_given ? a.requests : 0);
+    if (!a.prefix_share.empty()) {
+      if (std::any_of(reqs.begin(), reqs.end(),
+                      [](const Request& r) { return r.prefix_group >= 0; }))
+        throw Error("", "--prefix-share",
+                    a.traffic + " names its own prefix groups; give one of them");
+      const auto share = parse_prefix_share(a.prefix_share, "", "--prefix-share");
+      apply_prefix_share(reqs, share, static_cast<std::uint64_t>(a.seed));
+      described += ", " + share.describe();
+    }
     if (a.concurrency > 0 && static_cast<std::int64_t>(reqs.size()) <= a.concurrency)
       throw Error(a.traffic, "",
                   fmt::format("{} requests: a closed loop of {} clients needs more "
@@ -169,9 +191,12 @@ std::vector<Request> requests_of(const ServeArgs& a, std::string& described) {
   spec.output = parse_length_dist(a.output, "", "--output");
   spec.requests = a.requests;
   spec.seed = static_cast<std::uint64_t>(a.seed);
-  described = loop + fmt::format("{} requests, {}prompt {}, output {}", spec.requests,
+  if (!a.prefix_share.empty())
+    spec.prefix = parse_prefix_share(a.prefix_share, "", "--prefix-share");
+  described = loop + fmt::format("{} requests, {}prompt {}, output {}{}", spec.requests,
                                  a.concurrency > 0 ? "" : spec.arrival.describe() + ", ",
-                                 spec.prompt.describe(), spec.output.describe());
+                                 spec.prompt.describe(), spec.output.describe(),
+                                 spec.prefix.groups > 0 ? ", " + spec.prefix.describe() : "");
   return generate_requests(spec);
 }
 
@@ -198,6 +223,12 @@ void print_summary(const ServingResult& r) {
       "{:.1f} %, peak {:.1f} %\n",
       r.capacity.blocks, r.capacity.block_size, r.capacity.kv_bytes_per_token_rank / 1e3,
       100 * r.kv_utilization_mean, 100 * r.kv_utilization_peak);
+  if (const auto& pc = r.prefix_cache; pc.enabled)
+    std::cout << fmt::format(
+        "prefix cache: {:.1f} % of looked-up prompt tokens hit ({} prefill tokens saved); TTFT "
+        "mean {:.3f} s with a hit ({} requests), {:.3f} s without ({})\n",
+        100 * pc.hit_rate, pc.hit_tokens, pc.ttft_hit.mean, pc.hit_requests, pc.ttft_miss.mean,
+        pc.miss_requests);
   if (r.kv_transfer.count > 0)
     std::cout << fmt::format("KV transfer: mean {:.2f} ms, p99 {:.2f} ms, {:.2f} GB in all\n",
                              1e3 * r.kv_transfer.mean, 1e3 * r.kv_transfer.p99,
@@ -248,6 +279,11 @@ int run_serve(const ServeArgs& a) {
   if (a.block_size) sch.block_size = *a.block_size;
   if (a.gpu_memory_utilization) sch.gpu_memory_utilization = *a.gpu_memory_utilization;
   if (a.watermark) sch.watermark = *a.watermark;
+  if (a.prefix_caching) {
+    if (*a.prefix_caching != "on" && *a.prefix_caching != "off")
+      throw Error("", "--prefix-caching", "'" + *a.prefix_caching + "': expected on or off");
+    sch.prefix_caching = *a.prefix_caching == "on";
+  }
   if (sch.max_batch_tokens < 1 || sch.max_batch_tokens > (1 << 22))
     throw Error("", "--max-batch-tokens", "must be from 1 to 4194304");
   if (sch.max_seqs < 1 || sch.max_seqs > (1 << 20))
@@ -420,6 +456,11 @@ Runner add_serve_command(CLI::App& app) {
                   "KV; TensorRT-LLM: of the memory free after weights and workspace)");
   cmd->add_option("--watermark", a->watermark,
                   "Free-block fraction kept at admission (default: the engine's)");
+  cmd->add_option("--prefix-caching", a->prefix_caching,
+                  "Automatic prefix caching: on or off (default: the engine's)");
+  cmd->add_option("--prefix-share", a->prefix_share,
+                  "Shared prefixes GROUPS:TOKENS: each request joins one of GROUPS groups and "
+                  "its first TOKENS prompt tokens are the group's");
   cmd->add_option("--calibration", a->calibration, "Calibration profile (JSON)");
   cmd->add_option("--trace", a->trace, "Write a Chrome trace of the iterations");
   cmd->add_option("--report", a->report, "Write an HTML report");

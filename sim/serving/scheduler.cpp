@@ -51,13 +51,17 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     auto& r = reqs[static_cast<std::size_t>(id)];
     BatchEntry e{.request = id, .tokens = n, .context = r.computed, .decode = r.decoding()};
     if (e.decode) {
+      // n − 1 speculated tokens on top of the sequence's one: all n positions get logits.
       ++b.shape.decodes;
-      b.shape.decode_context += r.computed + 1;
+      b.shape.decode_context += r.computed + n;
+      b.shape.speculated += n - 1;
+      b.shape.draft_passes = std::max(b.shape.draft_passes, n - 1);
+      b.shape.sampled += n;
     } else {
       b.shape.prefill.push_back(PrefillChunk{.tokens = n, .context = r.computed});
+      // The sequence samples a token when this iteration computes all its known tokens.
+      if (r.computed + n == r.known()) ++b.shape.sampled;
     }
-    // The sequence samples a token when this iteration computes all its known tokens.
-    if (r.computed + n == r.known()) ++b.shape.sampled;
     r.in_flight = true;
     b.entries.push_back(e);
     budget -= n;
@@ -94,7 +98,12 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
       ++i;
       continue;
     }
-    const std::int64_t n = std::min({r.pending(), budget, fits()});
+    // A decoding sequence asks for its token plus the drafts it may verify.
+    const std::int64_t want =
+        r.decoding() && opt_.speculative_tokens > 0
+            ? 1 + std::clamp<std::int64_t>(r.output - r.generated - 1, 0, opt_.speculative_tokens)
+            : r.pending();
+    const std::int64_t n = std::min({want, budget, fits()});
     // Reserved at admission: the blocks held already cover every token.
     const std::int64_t need =
         std::max<std::int64_t>(0, pool_.blocks_for(r.computed + n) - r.blocks);

@@ -46,6 +46,10 @@ struct SchedulerOptions {
   // Automatic prefix caching (prefix_cache.hpp): a request of a prefix group starts from the
   // group's cached leading blocks.
   bool prefix_caching = false;
+  // Speculative decoding (speculative.hpp): a decoding sequence verifies up to this many draft
+  // tokens per iteration (never more than its remaining output − 1); each takes a slot of the
+  // token budget and of the KV cache, as vLLM counts lookahead slots.
+  std::int64_t speculative_tokens = 0;
   double cpu_seconds(std::int64_t sequences, std::int64_t gpus) const {
     return cpu_fixed_s + cpu_per_sequence_s * static_cast<double>(sequences) +
            (gpus > 1 ? cpu_multi_gpu_extra_s : 0.0);

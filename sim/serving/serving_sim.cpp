@@ -62,6 +62,9 @@ class Cluster {
       rep->gpus = replica_gpus(setup.shape, i);
       rep->cost = std::make_unique<StepCost>(topo, model, setup.shape, rep->gpus, compute_, comm);
       rep->cost->set_cuda_graph_sizes(setup.scheduler.cuda_graph_sizes);
+      if (setup.speculative.enabled())
+        rep->draft = std::make_unique<DraftCost>(topo, setup.speculative, setup.shape, rep->gpus,
+                                                 compute_, comm, *rep->cost);
       rep->stage_busy.assign(static_cast<std::size_t>(setup.shape.pp), false);
       rep->stage_queue.resize(static_cast<std::size_t>(setup.shape.pp));
       if (setup.disaggregated()) {
@@ -111,6 +114,7 @@ class Cluster {
     ReplicaScheduler sched;
     std::vector<std::int32_t> gpus;
     std::unique_ptr<StepCost> cost;
+    std::unique_ptr<DraftCost> draft;  // speculative decoding's proposer
     bool prefill_only = false;
     std::vector<bool> stage_busy;
     std::vector<std::deque<std::uint32_t>> stage_queue;
@@ -242,10 +246,12 @@ class Cluster {
     // The engine's host work for the iteration (scheduling, inputs, sampling, outputs) runs
     // before the first stage, serial with the GPU.
     const auto& batch = batches_[slot];
+    // A speculative proposer drafts before the target verifies (one stage: pp = 1).
     const double dt =
         p.cost->stage_seconds(s, batch.shape) +
         (s == 0 ? setup_.scheduler.cpu_seconds(static_cast<std::int64_t>(batch.entries.size()),
-                                               setup_.shape.gpus())
+                                               setup_.shape.gpus()) +
+                      (p.draft ? p.draft->seconds(batch.shape) : 0.0)
                 : 0.0);
     const double start = sim_.now().seconds();
     sim_.schedule_after(Time::from_seconds_ceil(dt),
@@ -288,23 +294,36 @@ class Cluster {
       auto& r = req(e.request);
       r.in_flight = false;
       const auto before = r.computed;
-      r.computed += e.tokens;
+      // A decode that verified drafts keeps the accepted ones and the target's own next token.
+      std::int64_t done = e.tokens, emitted = 1;
+      if (e.decode && e.tokens > 1) {
+        const auto accepted =
+            accepted_drafts(accept_rng_, setup_.speculative.acceptance, e.tokens - 1);
+        done = emitted = accepted + 1;
+        ++spec_.steps;
+        spec_.proposed += e.tokens - 1;
+        spec_.accepted += accepted;
+        spec_.emitted += emitted;
+      }
+      r.computed += done;
       p.sched.computed(reqs_, e.request, before);
-      p.outstanding_tokens -= d(e.tokens);
-      if (r.computed == r.known()) token(i, e.request);
+      p.outstanding_tokens -= d(done);
+      if (r.computed >= r.known()) token(i, e.request, emitted);
     }
     sample_kv();
     try_schedule(i);
     if (setup_.disaggregated() && !p.prefill_only) try_adopt(i);
   }
 
-  void token(std::int64_t i, std::int32_t id) {
+  // `count` tokens of request `id` arrive together (more than one after a verify step: one
+  // inter-token gap, as a streaming client sees the chunk).
+  void token(std::int64_t i, std::int32_t id, std::int64_t count = 1) {
     auto& r = req(id);
     auto& p = rep(i);
     const Time now = sim_.now();
-    ++r.generated;
-    ++output_tokens_;
-    if (r.generated == 1)
+    r.generated += count;
+    output_tokens_ += count;
+    if (r.generated == count)
       r.first_token = now;
     else
       itl_.add((now - r.last_token).seconds());
@@ -486,6 +505,14 @@ class Cluster {
       pc.ttft_hit = summarize(hit);
       pc.ttft_miss = summarize(miss);
     }
+    if (setup_.speculative.enabled()) {
+      out.speculative = spec_;
+      out.speculative.enabled = true;
+      out.speculative.acceptance_rate =
+          spec_.proposed > 0 ? d(spec_.accepted) / d(spec_.proposed) : 0.0;
+      out.speculative.tokens_per_step = spec_.steps > 0 ? d(spec_.emitted) / d(spec_.steps) : 0.0;
+      out.speculative.expected_tokens_per_step = setup_.speculative.expected_tokens_per_step();
+    }
     out.ttft = summarize(ttft);
     out.tpot = summarize(tpot);
     out.e2e = summarize(e2e);
@@ -548,6 +575,8 @@ class Cluster {
   double in_system_area_ = 0, last_change_s_ = 0;
   std::size_t next_issue_ = 0;  // closed loop: the next request a client sends
   Rng think_rng_{setup_.think_seed};
+  Rng accept_rng_{setup_.speculative.seed};
+  SpeculativeStats spec_;
   double kv_area_ = 0, kv_last_ = 0, kv_last_t_ = 0, kv_peak_ = 0;
   Series kv_series_;
   LogHistogram itl_;
@@ -613,6 +642,28 @@ KvCapacity kv_capacity(const Topology& topo, const ModelSpec& model, const Servi
       model.mla ? 1.0 : (model.kv_heads >= shape.tp ? 1.0 / d(shape.tp) : 1.0 / d(model.kv_heads));
   c.kv_bytes_per_token_rank =
       kv_bytes_per_token(model, shape.kv_dtype) / d(model.layers) * stage_layers * kv_share;
+  if (const auto& spec = setup.speculative; spec.enabled()) {
+    if (shape.pp != 1)
+      throw Error("", "--speculative", "speculative decoding is modelled with pp = 1 only");
+    if (setup.disaggregated())
+      throw Error("", "--speculative",
+                  "speculative decoding is not modelled with disaggregated prefill and decode");
+    if (spec.proposer == Proposer::draft_model && spec.draft) {
+      // The draft model, sharded over the replica's TP degree, beside the target.
+      const auto& dm = *spec.draft;
+      ServingMemoryJob dj = job;
+      dj.pp = 1;
+      c.memory.weights += serving_memory(dm, dj, setup.memory).weights;
+      const double dshare =
+          dm.mla ? 1.0 : (dm.kv_heads >= shape.tp ? 1.0 / d(shape.tp) : 1.0 / d(dm.kv_heads));
+      c.kv_bytes_per_token_rank += kv_bytes_per_token(dm, shape.kv_dtype) * dshare;
+    } else {
+      // The MTP module: one layer's weights (the target's per-layer share, an assumption) and
+      // one layer's KV.
+      c.memory.weights += c.memory.weights / stage_layers;
+      c.kv_bytes_per_token_rank += c.kv_bytes_per_token_rank / stage_layers;
+    }
+  }
   const double hbm = topo.gpu.hbm_bytes.as_double();
   const double fraction = setup.scheduler.gpu_memory_utilization;
   const double room = setup.scheduler.kv_budget == KvBudget::total_fraction

@@ -20,6 +20,7 @@
 #include "model/model_spec.hpp"
 #include "serving/latency_stats.hpp"
 #include "serving/scheduler.hpp"
+#include "serving/speculative.hpp"
 #include "serving/step_cost.hpp"
 #include "serving/traffic.hpp"
 #include "strategy/comm_model.hpp"
@@ -47,6 +48,8 @@ struct ServingSetup {
   double think_time_s = 0;
   bool think_exponential = false;
   std::uint64_t think_seed = 1;
+  // Speculative decoding; scheduler.speculative_tokens must equal its `tokens`.
+  SpeculativeDecoding speculative;
   std::optional<CalibrationProfile> profile;
   MemoryOptions memory;
   bool record_iterations = false;
@@ -60,7 +63,8 @@ struct ServingSetup {
 };
 
 // KV capacity of one replica: HBM × gpu_memory_utilization − weights, workspace, communication
-// buffers and runtime, per rank, over the KV bytes per token of the fullest stage.
+// buffers and runtime, per rank, over the KV bytes per token of the fullest stage. A speculative
+// proposer's weights join the weights and its KV bytes per token the target's.
 struct KvCapacity {
   MemoryBreakdown memory;  // without the KV cache
   double kv_bytes_per_token_rank = 0;
@@ -89,6 +93,16 @@ struct PrefixCacheStats {
   LatencySummary ttft_hit, ttft_miss;
 };
 
+// Speculative decoding: verify steps (one per decoding sequence per iteration that drafted),
+// drafts proposed and accepted, tokens emitted by those steps.
+struct SpeculativeStats {
+  bool enabled = false;
+  std::int64_t steps = 0, proposed = 0, accepted = 0, emitted = 0;
+  double acceptance_rate = 0;           // accepted / proposed
+  double tokens_per_step = 0;           // emitted / steps
+  double expected_tokens_per_step = 0;  // (1 − α^(K+1)) / (1 − α)
+};
+
 struct ServingResult {
   LatencySummary ttft, tpot, itl, e2e, scheduling_delay;
   double requests_per_s = 0, output_tokens_per_s = 0, tokens_per_s_per_gpu = 0;
@@ -102,6 +116,7 @@ struct ServingResult {
   std::int64_t warmup_requests = 0;  // closed loop: left out of the latency statistics
   double kv_utilization_mean = 0, kv_utilization_peak = 0;
   PrefixCacheStats prefix_cache;
+  SpeculativeStats speculative;
   std::vector<std::pair<double, double>> kv_utilization;  // (time s, used/total), decimated
   KvCapacity capacity;
   std::int64_t gpus = 0;

@@ -16,7 +16,7 @@ constexpr double kActBytes = 2;  // activations between layers and stages are 16
 }  // namespace
 
 std::int64_t BatchShape::tokens() const {
-  std::int64_t t = decodes;
+  std::int64_t t = decodes + speculated;
   for (const auto& c : prefill) t += c.tokens;
   return t;
 }
@@ -95,10 +95,14 @@ double StepCost::attention_seconds(const BatchShape& batch) const {
     // All decodes in one paged decode-attention kernel (FlashDecoding-style split-KV; Dao et
     // al. 2023, vLLM's paged attention v2, FlashInfer): priced by the decode model of
     // compute/kernel_time.hpp — a fixed and a per-sequence cost, and every sequence's KV cache
-    // read once plus its query and output.
+    // read once plus its query and output. Verifying speculated tokens gives each sequence
+    // 1 + k queries, which runs as a batched prefill kernel over the paged cache (vLLM and
+    // FlashInfer use their prefill path for it) with the same KV bytes.
+    const std::int64_t queries =
+        (batch.decodes + batch.speculated + batch.decodes - 1) / batch.decodes;
     AttentionShape a;
     a.batch = batch.decodes;
-    a.seq_q = 1;
+    a.seq_q = queries;
     a.seq_kv =
         std::max<std::int64_t>((batch.decode_context + batch.decodes - 1) / batch.decodes, 1);
     a.heads = heads_rank_;
@@ -106,8 +110,9 @@ double StepCost::attention_seconds(const BatchShape& batch) const {
     a.kv_heads = kv_heads_rank_;
     a.causal = true;
     Kernel k = attention_kernel(a, DType::bf16);
-    k.bytes = d(batch.decode_context) * kv_token_bytes() +
-              2.0 * d(batch.decodes) * d(heads_rank_) * d(model_.head_dim) * kActBytes;
+    k.bytes =
+        d(batch.decode_context) * kv_token_bytes() +
+        2.0 * d(batch.decodes + batch.speculated) * d(heads_rank_) * d(model_.head_dim) * kActBytes;
     s += compute_.seconds(k);
   }
   // Every new token's K and V are appended to the paged cache (read and written once; Vidur
@@ -161,6 +166,14 @@ double StepCost::send_seconds(std::int64_t stage, std::int64_t tokens) {
   const double s = priced_seconds(call);
   cache.emplace(tokens, s);
   return s;
+}
+
+double StepCost::layer_pass_seconds(const BatchShape& batch) {
+  const std::int64_t tokens = padded_tokens(batch);
+  if (tokens == 0) return 0;
+  const std::int64_t last = model_.layers - 1;
+  return layer_dense_seconds(last, tokens) + attention_seconds(batch) +
+         2.0 * tp_allreduce_seconds(shape_.pp - 1, tokens);
 }
 
 double StepCost::ends_seconds(std::int64_t stage, const BatchShape& batch) {

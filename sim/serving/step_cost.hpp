@@ -35,7 +35,11 @@ struct BatchShape {
   std::vector<PrefillChunk> prefill;
   std::int64_t decodes = 0;         // sequences computing one token each
   std::int64_t decode_context = 0;  // Σ over decodes of the KV tokens each attends to
-  std::int64_t sampled = 0;         // sequences that produce a token (logits computed)
+  std::int64_t sampled = 0;         // logits rows computed (a sampling sequence, a verified token)
+  // Speculative decoding: draft tokens the decodes verify on top of their one token each
+  // (Σ k_i), and the sequential draft passes that proposed them (max k_i) over the decodes.
+  std::int64_t speculated = 0;
+  std::int64_t draft_passes = 0;
   std::int64_t tokens() const;
 };
 
@@ -54,6 +58,9 @@ class StepCost {
   double layer_dense_seconds(std::int64_t layer, std::int64_t tokens);   // GEMMs, norms, ...
   double attention_seconds(const BatchShape& batch) const;               // one layer
   double tp_allreduce_seconds(std::int64_t stage, std::int64_t tokens);  // one all-reduce
+  // One layer of this model over `batch` (its dense kernels at the batch's tokens, attention, two
+  // TP all-reduces): the MTP module's transformer block (speculative decoding).
+  double layer_pass_seconds(const BatchShape& batch);
   // The model's ends on this stage: the embedding on the first (a vocabulary-parallel lookup
   // and, under TP, the all-reduce of its partial rows), the final norm, logits, their gather
   // to one rank and sampling on the last.

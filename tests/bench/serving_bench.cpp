@@ -19,7 +19,8 @@ std::string path(const std::string& rel) {
 // state.range(0) > 0: a closed loop of that many clients instead of Poisson arrivals.
 // state.range(1): 0 the default scheduler, 1 the vllm engine profile (CUDA-graph padding), 2 the
 // trtllm profile (reserve-at-admission, free-memory KV budget, FP8 KV with FP8 weights).
-// state.range(2), features on top: bit 0 prefix caching with 64 prefix groups of 512 tokens.
+// state.range(2), features on top: bit 0 prefix caching with 64 prefix groups of 512 tokens,
+// bit 1 speculative decoding with an MTP head (3 drafts, acceptance 0.7).
 void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
   TopologyOptions opt;
   opt.nodes = 8;
@@ -48,6 +49,11 @@ void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
     }
   }
   if (features & 1) s.scheduler.prefix_caching = true;
+  if (features & 2) {
+    s.speculative.proposer = Proposer::mtp;
+    s.speculative.tokens = s.scheduler.speculative_tokens = 3;
+    s.speculative.acceptance = 0.7;
+  }
   for (auto _ : state) {
     const auto r = simulate_serving(topo, model, s, reqs);
     state.counters["iterations"] = static_cast<double>(r.iterations);
@@ -61,6 +67,8 @@ BENCHMARK(BM_Serve_100k_Requests_8_Replicas)
     ->Args({0, 2, 0})
     ->Args({512, 2, 0})
     ->Args({0, 1, 1})
+    ->Args({0, 1, 2})
+    ->Args({0, 1, 3})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

@@ -187,6 +187,14 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
       {" --mesh tp=8 --rate 1 --prefix-share 0:512", "--prefix-share"},
       {" --mesh tp=8 --rate 1 --prefix-share 512", "--prefix-share"},
       {" --mesh tp=8 --rate 1 --prefix-caching yes", "--prefix-caching"},
+      {" --mesh tp=8 --rate 1 --acceptance 0.5", "--acceptance"},
+      {" --mesh tp=8 --rate 1 --speculative mtp", "--speculative"},
+      {" --mesh tp=8 --rate 1 --speculative mtp:0 --acceptance 0.5", "--speculative"},
+      {" --mesh tp=8 --rate 1 --speculative mtp:17 --acceptance 0.5", "--speculative"},
+      {" --mesh tp=8 --rate 1 --speculative mtp:3", "--acceptance"},
+      {" --mesh tp=8 --rate 1 --speculative mtp:3 --acceptance 1.5", "--acceptance"},
+      {" --mesh tp=4,pp=2 --rate 1 --speculative mtp:3 --acceptance 0.5", "pp = 1 only"},
+      {" --mesh tp=8 --rate 1 --speculative /nonexistent.json:3 --acceptance 0.5", "nonexistent"},
   };
   for (const auto& [args, want] : cases) {
     const auto r = run_cli(kServe70b + args);
@@ -280,4 +288,40 @@ TEST_CASE("serve --prefix-share --prefix-caching: cached prefixes cut TTFT, repo
   CHECK(text.out.find("prefix cache: ") != std::string::npos);
   CHECK(text.out.find("4 prefix groups of 2048 tokens") != std::string::npos);
   std::filesystem::remove(trace);
+}
+
+TEST_CASE("serve --speculative: an MTP head or a draft model, reported in throughput and ITL") {
+  const std::string args = kServe70b +
+                           " --mesh tp=8 --rate 1 --requests 60 --prompt fixed:1024 "
+                           "--output fixed:128";
+  const auto plain = serve_json(args);
+  const auto mtp = serve_json(args + " --speculative mtp:3 --acceptance 0.7");
+  const auto draft =
+      serve_json(args + " --speculative " + source_path("workloads/models/llama3.1-8b.json") +
+                 ":4 --acceptance 0.8");
+  CHECK_FALSE(plain["speculative"]["enabled"].get<bool>());
+  for (const auto* j : {&mtp, &draft}) {
+    const auto& sp = (*j)["speculative"];
+    CHECK(sp["enabled"].get<bool>());
+    CHECK(sp["tokens_per_step"].get<double>() ==
+          doctest::Approx(sp["expected_tokens_per_step"].get<double>()).epsilon(0.05));
+    CHECK((*j)["tpot_s"]["p50"].get<double>() < 0.75 * plain["tpot_s"]["p50"].get<double>());
+    CHECK((*j)["output_tokens"] == plain["output_tokens"]);
+  }
+  // (1 − 0.7⁴) / 0.3 = 2.533; (1 − 0.8⁵) / 0.2 = 3.362.
+  CHECK(mtp["speculative"]["expected_tokens_per_step"].get<double>() ==
+        doctest::Approx(2.533).epsilon(1e-3));
+  CHECK(draft["speculative"]["expected_tokens_per_step"].get<double>() ==
+        doctest::Approx(3.362).epsilon(1e-3));
+  // The draft model takes KV memory; the MTP head one layer's worth.
+  CHECK(draft["kv_cache"]["blocks_per_replica"] < mtp["kv_cache"]["blocks_per_replica"]);
+  CHECK(mtp["kv_cache"]["blocks_per_replica"] < plain["kv_cache"]["blocks_per_replica"]);
+  const auto text = run_cli(args + " --speculative mtp:3 --acceptance 0.7");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("speculative: MTP head proposing 3 tokens, acceptance 0.7") !=
+        std::string::npos);
+  CHECK(text.out.find("speculative decoding: ") != std::string::npos);
+  // Seeded: the same command gives the same bytes.
+  CHECK(run_cli(args + " --speculative mtp:3 --acceptance 0.7 --json").out ==
+        run_cli(args + " --speculative mtp:3 --acceptance 0.7 --json").out);
 }

@@ -36,8 +36,9 @@ struct ServeArgs {
   std::string workload, mesh = "tp=1", disaggregate, dtype = "bf16", traffic, rate,
                         prompt = "fixed:1024", output = "fixed:256", router = "least-outstanding",
                         calibration, trace, report, emit, think_time = "0", engine = "vllm",
-                        prefix_share;
+                        prefix_share, speculative;
   std::optional<std::string> prefix_caching;
+  std::optional<double> acceptance;
   std::int64_t replicas = 1, requests = 1000, seed = 1, gpus = 0, concurrency = 0;
   double burstiness = 1, slo_ttft = 2.0, slo_tpot = 0.2;
   // Unset: the engine profile's.
@@ -89,6 +90,14 @@ Json serving_json(const ServingResult& r) {
             {"miss_requests", r.prefix_cache.miss_requests},
             {"ttft_hit_s", summary_json(r.prefix_cache.ttft_hit)},
             {"ttft_miss_s", summary_json(r.prefix_cache.ttft_miss)}}},
+          {"speculative",
+           {{"enabled", r.speculative.enabled},
+            {"verify_steps", r.speculative.steps},
+            {"proposed_tokens", r.speculative.proposed},
+            {"accepted_tokens", r.speculative.accepted},
+            {"acceptance_rate", r.speculative.acceptance_rate},
+            {"tokens_per_step", r.speculative.tokens_per_step},
+            {"expected_tokens_per_step", r.speculative.expected_tokens_per_step}}},
           {"kv_transfer_s", summary_json(r.kv_transfer)},
           {"kv_transfer_bytes", r.kv_transfer_bytes},
           {"memory", memory_json(r.capacity.memory)},
@@ -118,6 +127,44 @@ ReplicaShape shape_of(const ServeArgs& a, const EngineProfile& engine) {
     if (dt != DType::bf16 && dt != DType::fp16 && dt != DType::fp8)
       throw Error("", flag, "serving supports bf16, fp16 or fp8");
   return s;
+}
+
+// --speculative mtp:K|MODEL:K --acceptance P (ServingSetup::speculative).
+void speculative_of(const ServeArgs& a, ServingSetup& setup) {
+  if (a.speculative.empty()) {
+    if (a.acceptance)
+      throw Error("", "--acceptance", "applies to speculative decoding (--speculative)");
+    return;
+  }
+  const auto colon = a.speculative.rfind(':');
+  const auto bad = [&] {
+    return Error("", "--speculative",
+                 "'" + a.speculative +
+                     "': expected mtp:K or MODEL:K (a draft model file), K from 1 to 16 draft "
+                     "tokens per step");
+  };
+  if (colon == std::string::npos || colon == 0) throw bad();
+  const auto k = parse_count_list(a.speculative.substr(colon + 1), "--speculative",
+                                  "K from 1 to 16 draft tokens per step", 16);
+  if (k.size() != 1) throw bad();
+  auto& spec = setup.speculative;
+  spec.tokens = k.front();
+  const auto who = a.speculative.substr(0, colon);
+  if (who == "mtp") {
+    spec.proposer = Proposer::mtp;
+  } else {
+    spec.proposer = Proposer::draft_model;
+    spec.draft = load_workload(who).model;
+    if (!spec.draft->has_architecture())
+      throw Error(who, "", "a draft model needs its architecture, not only its size");
+  }
+  if (!a.acceptance) throw Error("", "--acceptance", "speculative decoding needs --acceptance P");
+  if (!(*a.acceptance >= 0) || *a.acceptance > 1)
+    throw Error("", "--acceptance", "must be a probability from 0 to 1");
+  spec.acceptance = *a.acceptance;
+  spec.seed = static_cast<std::uint64_t>(a.seed) ^ 0x7370656344ULL;  // "specD"
+  setup.scheduler.speculative_tokens = spec.tokens;
+  if (a.search) throw Error("", "--speculative", "--search compares layouts without it");
 }
 
 // --concurrency C --think-time S|exp:MEAN: a closed loop of C clients (ServingSetup::clients).
@@ -229,6 +276,12 @@ void print_summary(const ServingResult& r) {
         "mean {:.3f} s with a hit ({} requests), {:.3f} s without ({})\n",
         100 * pc.hit_rate, pc.hit_tokens, pc.ttft_hit.mean, pc.hit_requests, pc.ttft_miss.mean,
         pc.miss_requests);
+  if (const auto& sp = r.speculative; sp.enabled)
+    std::cout << fmt::format(
+        "speculative decoding: {} verify steps, {:.1f} % of {} drafts accepted, {:.2f} tokens per "
+        "step (expected {:.2f})\n",
+        sp.steps, 100 * sp.acceptance_rate, sp.proposed, sp.tokens_per_step,
+        sp.expected_tokens_per_step);
   if (r.kv_transfer.count > 0)
     std::cout << fmt::format("KV transfer: mean {:.2f} ms, p99 {:.2f} ms, {:.2f} GB in all\n",
                              1e3 * r.kv_transfer.mean, 1e3 * r.kv_transfer.p99,
@@ -305,6 +358,7 @@ int run_serve(const ServeArgs& a) {
   setup.profile = calibration_for(topo, a.calibration);
   setup.record_iterations = !a.trace.empty();
   closed_loop_of(a, setup);
+  speculative_of(a, setup);
   std::string traffic;
   const auto requests = requests_of(a, traffic);
   const auto report_of = [&](std::string title, std::string layout) {
@@ -382,12 +436,14 @@ int run_serve(const ServeArgs& a) {
   }
 
   const auto r = simulate_serving(topo, model, setup, requests);
-  const auto layout = fmt::format(
-      "{} × tp={} pp={} ({} weights, {} KV, engine {}){}", setup.total_replicas(), setup.shape.tp,
-      setup.shape.pp, a.dtype, name_of(setup.shape.kv_dtype), engine.name,
-      setup.disaggregated()
-          ? fmt::format(", disaggregated {}:{}", setup.prefill_replicas, setup.decode_replicas)
-          : "");
+  const auto layout =
+      fmt::format(
+          "{} × tp={} pp={} ({} weights, {} KV, engine {}){}", setup.total_replicas(),
+          setup.shape.tp, setup.shape.pp, a.dtype, name_of(setup.shape.kv_dtype), engine.name,
+          setup.disaggregated()
+              ? fmt::format(", disaggregated {}:{}", setup.prefill_replicas, setup.decode_replicas)
+              : "") +
+      (setup.speculative.enabled() ? ", speculative: " + setup.speculative.describe() : "");
   if (a.cluster.json) {
     std::cout << json_text(serving_json(r)) << "\n";
   } else {
@@ -461,6 +517,11 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--prefix-share", a->prefix_share,
                   "Shared prefixes GROUPS:TOKENS: each request joins one of GROUPS groups and "
                   "its first TOKENS prompt tokens are the group's");
+  cmd->add_option("--speculative", a->speculative,
+                  "Speculative decoding: mtp:K (an MTP head) or MODEL:K (a draft model file), "
+                  "K draft tokens per step");
+  cmd->add_option("--acceptance", a->acceptance,
+                  "Probability a draft token is accepted given the ones before it were");
   cmd->add_option("--calibration", a->calibration, "Calibration profile (JSON)");
   cmd->add_option("--trace", a->trace, "Write a Chrome trace of the iterations");
   cmd->add_option("--report", a->report, "Write an HTML report");

@@ -23,6 +23,16 @@ std::string_view name_of(Admission a) {
   return "?";
 }
 
+std::string_view name_of(Preemption p) {
+  switch (p) {
+    case Preemption::recompute:
+      return "recompute";
+    case Preemption::swap:
+      return "swap";
+  }
+  return "?";
+}
+
 std::string_view name_of(KvBudget b) {
   switch (b) {
     case KvBudget::total_fraction:
@@ -37,6 +47,7 @@ namespace {
 
 constexpr std::array kAdmissions{Admission::optimistic, Admission::reserve};
 constexpr std::array kBudgets{KvBudget::total_fraction, KvBudget::free_fraction};
+constexpr std::array kPreemptions{Preemption::recompute, Preemption::swap};
 
 template <class E, std::size_t N>
 E enum_field(const JsonRef& v, const std::array<E, N>& all) {
@@ -57,6 +68,13 @@ void read_scheduler(const JsonRef& ref, SchedulerOptions& s) {
   // A reserved request must be admissible into an empty cache (capacity checks use all blocks).
   if (s.admission == Admission::reserve && s.watermark > 0)
     w.fail("must be 0 with reserve admission (the whole request is reserved; no watermark)");
+  // Optional: preemption by recompute unless the file says swap.
+  if (auto p = r.optional("preemption")) s.preemption = enum_field(*p, kPreemptions);
+  if (auto g = r.optional("swap_space_gb")) {
+    const double gb = g->non_negative_number();
+    if (gb > 4096) g->fail("must be at most 4096 GB of host memory per GPU");
+    s.swap_space_bytes = gb * (1ull << 30);
+  }
   r.finish();
 }
 

@@ -26,6 +26,7 @@ DType default_kv_dtype(const EngineProfile& engine, DType weights);
 
 std::string_view name_of(Admission a);
 std::string_view name_of(KvBudget b);
+std::string_view name_of(Preemption p);
 
 // Strict: unknown keys, bad enums, out-of-range numbers and inconsistent settings are one-line
 // errors naming the file and JSON path.

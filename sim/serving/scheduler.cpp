@@ -32,15 +32,28 @@ void ReplicaScheduler::release_all(RequestState& r) {
   r.blocks = 0;
 }
 
-void ReplicaScheduler::preempt(std::vector<RequestState>& reqs, std::size_t running_index) {
+void ReplicaScheduler::preempt(std::vector<RequestState>& reqs, std::size_t running_index,
+                               Batch& b) {
   const auto id = running_[running_index];
   auto& r = reqs[static_cast<std::size_t>(id)];
+  ++b.preempted;
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
+  if (opt_.preemption == Preemption::swap && r.blocks <= opt_.swap_blocks - swap_used_) {
+    // Swap: every block it covers (its cached prefix blocks as copies) goes to the host; its
+    // computed tokens stay computed.
+    r.swapped_blocks = r.blocks;
+    swap_used_ += r.blocks;
+    b.swapped_out_blocks += r.blocks;
+    release_all(r);
+    swapped_.push_back(id);
+    return;
+  }
   // Recompute: drop the cache; the prompt and every token generated so far become one prefill
   // when the request is scheduled again, at the head of the queue (vLLM). Its prefix blocks stay
   // cached while nobody evicts them.
+  b.recomputed_tokens += r.computed;
   release_all(r);
   r.computed = 0;
-  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
   waiting_.push_front(id);
 }
 
@@ -87,10 +100,8 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
           break;
         }
       if (victim == running_.size()) break;  // only in-flight sequences hold blocks: wait
-      ++b.preempted;
-      b.recomputed_tokens += reqs[static_cast<std::size_t>(running_[victim])].computed;
       self_preempted = victim == i;
-      preempt(reqs, victim);
+      preempt(reqs, victim, b);
       if (self_preempted) break;
     }
     if (self_preempted) continue;  // running_[i] is now the next sequence
@@ -112,8 +123,27 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     add(id, n);
     ++i;
   }
-  // 2. Waiting requests, first come first served, unless this iteration had to preempt.
-  while (b.preempted == 0 && budget > 0 && !waiting_.empty() &&
+  // 2. Swapped-out sequences come back first, oldest first, while their blocks fit above the
+  // watermark (vLLM V0's _schedule_swapped), unless this iteration had to preempt.
+  while (b.preempted == 0 && budget > 0 && !swapped_.empty() &&
+         static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
+    const auto id = swapped_.front();
+    auto& r = reqs[static_cast<std::size_t>(id)];
+    const std::int64_t n = std::min(r.pending(), budget);
+    const std::int64_t need = std::max(r.swapped_blocks, pool_.blocks_for(r.computed + n));
+    if (available() - need < watermark_blocks_) break;
+    swapped_.pop_front();
+    b.swapped_in_blocks += r.swapped_blocks;
+    swap_used_ -= r.swapped_blocks;
+    r.swapped_blocks = 0;
+    take(need);
+    r.blocks = need;
+    running_.push_back(id);
+    add(id, n);
+  }
+  // 3. Waiting requests, first come first served, unless this iteration had to preempt or
+  // swapped-out sequences still wait (vLLM V0 schedules prefills only when none are swapped).
+  while (b.preempted == 0 && swapped_.empty() && budget > 0 && !waiting_.empty() &&
          static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
     const auto id = waiting_.front();
     auto& r = reqs[static_cast<std::size_t>(id)];
@@ -199,6 +229,11 @@ bool ReplicaScheduler::has_runnable(const std::vector<RequestState>& reqs) const
     if (!r.in_flight && r.pending() > 0 &&
         pool_.blocks_for(r.computed + 1) - r.blocks <= available())
       return true;
+  }
+  if (!swapped_.empty() && static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
+    const auto& r = reqs[static_cast<std::size_t>(swapped_.front())];
+    return available() - std::max(r.swapped_blocks, pool_.blocks_for(r.computed + 1)) >=
+           watermark_blocks_;
   }
   if (!waiting_.empty() && static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
     const auto& r = reqs[static_cast<std::size_t>(waiting_.front())];

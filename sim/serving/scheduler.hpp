@@ -28,6 +28,11 @@ enum class KvBudget { total_fraction, free_fraction };
 // running sequence cannot grow), or reserve (TensorRT-LLM's GUARANTEED_NO_EVICT: admit only when
 // the blocks for the whole prompt + output are free, and hold them; nothing is ever preempted).
 enum class Admission { optimistic, reserve };
+// What preemption does with a sequence's KV cache (vLLM V0's preemption_mode): drop it and
+// recompute the prompt and the generated tokens later, or copy its blocks to the host's swap
+// space and copy them back before it runs again (over the GPU's PCIe link, serial with the
+// iteration, as vLLM's cache engine issues the copies before the model runs).
+enum class Preemption { recompute, swap };
 struct SchedulerOptions {
   std::int64_t max_batch_tokens = 8192;
   std::int64_t max_seqs = 256;
@@ -36,6 +41,12 @@ struct SchedulerOptions {
   double gpu_memory_utilization = 0.9;  // the KV budget's fraction
   KvBudget kv_budget = KvBudget::total_fraction;
   Admission admission = Admission::optimistic;
+  Preemption preemption = Preemption::recompute;
+  // Swap space per GPU (vLLM's --swap-space, 4 GiB by default), and the blocks it holds (set
+  // from the KV bytes of a block per GPU when the replica is built). A preemption that does not
+  // fit falls back to recompute (vLLM V0 aborts the request instead).
+  double swap_space_bytes = 4.0 * (1ull << 30);
+  std::int64_t swap_blocks = 0;
   // Decode-only batches up to the largest size run as the CUDA graph of the next captured size
   // (the batch is padded to it); empty: no graphs.
   std::vector<std::int64_t> cuda_graph_sizes;
@@ -67,6 +78,7 @@ struct RequestState {
   std::int64_t prefix_group = -1, prefix_tokens = 0;
   std::vector<std::int32_t> shared;
   std::int64_t first_cached_tokens = -1;
+  std::int64_t swapped_blocks = 0;  // blocks on the host after a preemption by swap
   std::int32_t replica = -1;
   bool in_flight = false;
   bool scheduled = false;
@@ -89,6 +101,7 @@ struct Batch {
   BatchShape shape;
   std::int64_t preempted = 0;
   std::int64_t recomputed_tokens = 0;  // cached tokens the preemptions threw away
+  std::int64_t swapped_out_blocks = 0, swapped_in_blocks = 0;  // copied this iteration
 };
 
 class ReplicaScheduler {
@@ -124,12 +137,14 @@ class ReplicaScheduler {
   std::int64_t prefix_hit_tokens() const { return hit_tokens_; }
   const std::vector<std::int32_t>& running() const { return running_; }
   const std::deque<std::int32_t>& waiting() const { return waiting_; }
+  const std::deque<std::int32_t>& swapped() const { return swapped_; }
+  std::int64_t swap_used() const { return swap_used_; }
   const SchedulerOptions& options() const { return opt_; }
   // Work-conservation probe: something could run now but the last batch left it out.
   bool has_runnable(const std::vector<RequestState>& reqs) const;
 
  private:
-  void preempt(std::vector<RequestState>& reqs, std::size_t running_index);
+  void preempt(std::vector<RequestState>& reqs, std::size_t running_index, Batch& b);
   // Blocks free to allocate: never used, or cached with no holder (evicted when taken).
   std::int64_t available() const { return pool_.free() + cache_.idle(); }
   void take(std::int64_t n);
@@ -146,6 +161,8 @@ class ReplicaScheduler {
   std::int64_t watermark_blocks_ = 0, queried_tokens_ = 0, hit_tokens_ = 0;
   std::vector<std::int32_t> running_;  // admission order: the last is preempted first
   std::deque<std::int32_t> waiting_;
+  std::deque<std::int32_t> swapped_;  // preempted by swap, in preemption order
+  std::int64_t swap_used_ = 0;
 };
 
 }  // namespace meshsim

@@ -16,6 +16,7 @@
 #include "network/flow_network.hpp"
 #include "network/link_usage.hpp"
 #include "parallel/parallel_config.hpp"
+#include "topology/topology_summary.hpp"
 
 namespace meshsim {
 namespace {
@@ -57,8 +58,19 @@ class Cluster {
         compute_(topo.gpu, setup.profile),
         capacity_(kv_capacity(topo, model, setup)) {
     const auto total = setup.total_replicas();
+    SchedulerOptions sched = setup.scheduler;
+    block_bytes_ = capacity_.kv_bytes_per_token_rank * d(capacity_.block_size);
+    if (sched.preemption == Preemption::swap) {
+      // Each GPU copies its shard of a block over its own host link (an assumption: the copy
+      // engines reach the link's rate, and GPUs sharing a PCIe switch do not slow each other).
+      pcie_Bps_ = summarize(topo, false).pcie_Bps;
+      if (!(pcie_Bps_ > 0))
+        throw Error(topo.name, "", "swap preemption needs a PCIe link from GPU 0 to its host");
+      sched.swap_blocks =
+          static_cast<std::int64_t>(std::floor(sched.swap_space_bytes / block_bytes_));
+    }
     for (std::int64_t i = 0; i < total; ++i) {
-      auto rep = std::make_unique<Replica>(setup.scheduler, capacity_.blocks);
+      auto rep = std::make_unique<Replica>(sched, capacity_.blocks);
       rep->gpus = replica_gpus(setup.shape, i);
       rep->cost = std::make_unique<StepCost>(topo, model, setup.shape, rep->gpus, compute_, comm);
       rep->cost->set_cuda_graph_sizes(setup.scheduler.cuda_graph_sizes);
@@ -205,6 +217,8 @@ class Cluster {
     if (p.inflight >= setup_.shape.pp || p.stage_busy[0] || !p.stage_queue[0].empty()) return;
     Batch b = p.sched.form_batch(reqs_);
     preemptions_ += b.preempted;
+    swapped_out_blocks_ += b.swapped_out_blocks;
+    swapped_in_blocks_ += b.swapped_in_blocks;
     p.outstanding_tokens += d(b.recomputed_tokens);
     if (b.entries.empty()) {
       if (p.sched.has_runnable(reqs_)) ++idle_with_work_;
@@ -251,11 +265,17 @@ class Cluster {
         p.cost->stage_seconds(s, batch.shape) +
         (s == 0 ? setup_.scheduler.cpu_seconds(static_cast<std::int64_t>(batch.entries.size()),
                                                setup_.shape.gpus()) +
-                      (p.draft ? p.draft->seconds(batch.shape) : 0.0)
+                      (p.draft ? p.draft->seconds(batch.shape) : 0.0) + swap_seconds(batch)
                 : 0.0);
     const double start = sim_.now().seconds();
     sim_.schedule_after(Time::from_seconds_ceil(dt),
                         [this, i, s, slot, start] { end_stage(i, s, slot, start); });
+  }
+
+  // Blocks copied to and from the host this iteration, before the model runs.
+  double swap_seconds(const Batch& b) const {
+    const auto blocks = b.swapped_out_blocks + b.swapped_in_blocks;
+    return blocks > 0 ? d(blocks) * block_bytes_ / pcie_Bps_ : 0.0;
   }
 
   void end_stage(std::int64_t i, std::int64_t s, std::uint32_t slot, double start) {
@@ -440,6 +460,9 @@ class Cluster {
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
       const auto& pool = replicas_[i]->sched.pool();
       const auto cached = replicas_[i]->sched.cache().size();
+      const auto& sch = replicas_[i]->sched;
+      if (sch.swap_used() < 0 || sch.swap_used() > sch.options().swap_blocks)
+        throw std::logic_error(fmt::format("swap space not conserved on replica {}", i));
       if (pool.used() != held[i] + transfer_held_[i] + cached || pool.free() < 0 ||
           pool.used() > pool.total())
         throw std::logic_error(
@@ -459,6 +482,11 @@ class Cluster {
     out.completed = completed_;
     out.rejected = rejected_;
     out.preemptions = preemptions_;
+    out.swapped_out_blocks = swapped_out_blocks_;
+    out.swapped_in_blocks = swapped_in_blocks_;
+    out.swap_seconds = pcie_Bps_ > 0
+                           ? d(swapped_out_blocks_ + swapped_in_blocks_) * block_bytes_ / pcie_Bps_
+                           : 0.0;
     out.iterations = iterations_;
     out.output_tokens = output_tokens_;
     out.capacity = capacity_;
@@ -576,6 +604,8 @@ class Cluster {
   std::size_t next_issue_ = 0;  // closed loop: the next request a client sends
   Rng think_rng_{setup_.think_seed};
   Rng accept_rng_{setup_.speculative.seed};
+  double block_bytes_ = 0, pcie_Bps_ = 0;
+  std::int64_t swapped_out_blocks_ = 0, swapped_in_blocks_ = 0;
   SpeculativeStats spec_;
   double kv_area_ = 0, kv_last_ = 0, kv_last_t_ = 0, kv_peak_ = 0;
   Series kv_series_;

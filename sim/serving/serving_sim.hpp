@@ -110,6 +110,10 @@ struct ServingResult {
   double makespan_s = 0;
   std::int64_t arrived = 0, completed = 0, rejected = 0, preemptions = 0, iterations = 0;
   std::int64_t output_tokens = 0;
+  // Preemption by swap: blocks copied to and from the host, and the time those copies took
+  // (per GPU, serial with the iterations).
+  std::int64_t swapped_out_blocks = 0, swapped_in_blocks = 0;
+  double swap_seconds = 0;
   // Little's law: the time-averaged number of requests in the system, against throughput × E2E.
   double mean_in_system = 0;
   std::int64_t peak_in_system = 0;

@@ -188,6 +188,8 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
       {" --mesh tp=8 --rate 1 --prefix-share 512", "--prefix-share"},
       {" --mesh tp=8 --rate 1 --prefix-caching yes", "--prefix-caching"},
       {" --mesh tp=8 --rate 1 --acceptance 0.5", "--acceptance"},
+      {" --mesh tp=8 --rate 1 --preemption evict", "--preemption"},
+      {" --mesh tp=8 --rate 1 --swap-space -1", "--swap-space"},
       {" --mesh tp=8 --rate 1 --speculative mtp", "--speculative"},
       {" --mesh tp=8 --rate 1 --speculative mtp:0 --acceptance 0.5", "--speculative"},
       {" --mesh tp=8 --rate 1 --speculative mtp:17 --acceptance 0.5", "--speculative"},
@@ -324,4 +326,24 @@ TEST_CASE("serve --speculative: an MTP head or a draft model, reported in throug
   // Seeded: the same command gives the same bytes.
   CHECK(run_cli(args + " --speculative mtp:3 --acceptance 0.7 --json").out ==
         run_cli(args + " --speculative mtp:3 --acceptance 0.7 --json").out);
+}
+
+TEST_CASE("serve --preemption swap: preempted sequences go to the host and come back") {
+  const std::string args = "serve --topology " + source_path("topologies/dgx-h100.json") +
+                           " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                           " --mesh tp=1 --rate inf --requests 96 --prompt uniform:256,1536 "
+                           "--output uniform:64,768 --seed 5 --gpu-memory-utilization 0.22";
+  const auto rec = serve_json(args);
+  const auto swp = serve_json(args + " --preemption swap");
+  CHECK(rec["preemptions"].get<int>() > 0);
+  CHECK(rec["swap"]["out_blocks"] == 0);
+  CHECK(swp["swap"]["out_blocks"].get<int>() > 0);
+  CHECK(swp["swap"]["in_blocks"] == swp["swap"]["out_blocks"]);
+  CHECK(swp["swap"]["seconds"].get<double>() > 0);
+  CHECK(swp["completed"] == 96);
+  // No swap space: every preemption recomputes.
+  CHECK(serve_json(args + " --preemption swap --swap-space 0")["swap"]["out_blocks"] == 0);
+  const auto text = run_cli(args + " --preemption swap");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("swap: ") != std::string::npos);
 }

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "serving/serving_sim.hpp"
 #include "serving_fixture.hpp"
+#include "topology/topology_summary.hpp"
 
 namespace meshsim::test {
 namespace {
@@ -56,6 +57,13 @@ TEST_CASE("engine profiles: the bundled ones, and a strict loader") {
         trt->scheduler.block_size);
 
   CHECK(engine_error(kValid) == "ok");
+  CHECK(vllm->scheduler.preemption == Preemption::recompute);
+  CHECK(vllm->scheduler.swap_space_bytes == 4.0 * (1ull << 30));
+  CHECK(engine_error(
+            with(kValid, "\"watermark\": 0}", "\"watermark\": 0, \"preemption\": \"drop\"}")) ==
+        "e.json:/scheduler/preemption: 'drop' is not one of recompute, swap");
+  CHECK(engine_error(with(kValid, "\"watermark\": 0}", "\"watermark\": 0, \"swap_space_gb\": -1}"))
+            .find("e.json:/scheduler/swap_space_gb: ") == 0);
   CHECK_FALSE(vllm->scheduler.prefix_caching);  // v0.6's V0 engine: off unless asked for
   CHECK(engine_error(
             with(kValid, "\"free_fraction\",", "\"free_fraction\", \"prefix_caching\": 1,")) ==
@@ -233,6 +241,90 @@ TEST_CASE("serving on the trtllm profile: no preemption under a KV cache that vL
   const auto opt = simulate_serving(topo, model, s, reqs);
   CHECK(opt.completed == 96);
   CHECK(opt.preemptions > 0);
+}
+
+
+TEST_CASE("preemption by swap keeps a sequence's computed tokens and resumes it before new work") {
+  // 20 blocks of 16 tokens; two requests of 150 + 60 tokens (14 blocks each at the end) cannot
+  // both grow: the later one is preempted.
+  SchedulerOptions opt;
+  opt.watermark = 0;
+  opt.max_batch_tokens = 512;
+  opt.preemption = Preemption::swap;
+  opt.swap_blocks = 100;
+  RequestState proto;
+  proto.prompt = 150;
+  proto.output = 60;
+  for (const std::int64_t swap_blocks : {100, 0}) {
+    opt.swap_blocks = swap_blocks;
+    ReplicaScheduler s(opt, 20);
+    std::vector<RequestState> reqs(3, proto);
+    for (std::int32_t i = 0; i < 3; ++i) s.enqueue(i);
+    std::int64_t out = 0, in = 0, recomputed = 0, done = 0, swapped_seen = 0;
+    for (int step = 0; step < 10000 && done < 3; ++step) {
+      const auto waiting_before = s.waiting().size();
+      const auto b = s.form_batch(reqs);
+      // Nothing new is admitted while a sequence waits on the host.
+      if (!s.swapped().empty()) CHECK(s.waiting().size() == waiting_before);
+      out += b.swapped_out_blocks;
+      in += b.swapped_in_blocks;
+      recomputed += b.recomputed_tokens;
+      for (const auto id : s.swapped()) {
+        const auto& r = reqs[static_cast<std::size_t>(id)];
+        ++swapped_seen;
+        CHECK(r.blocks == 0);
+        CHECK(r.computed > 0);  // its KV lives on the host
+        CHECK(r.swapped_blocks >= s.pool().blocks_for(r.computed));
+      }
+      for (const auto& e : b.entries) {
+        auto& r = reqs[static_cast<std::size_t>(e.request)];
+        r.computed += e.tokens;
+        r.in_flight = false;
+        if (r.computed == r.known()) ++r.generated;
+        if (r.generated == r.output) {
+          s.finish(reqs, e.request);
+          ++done;
+        }
+      }
+      CHECK(s.swap_used() <= swap_blocks);
+    }
+    CHECK(done == 3);
+    if (swap_blocks > 0) {
+      CHECK(swapped_seen > 0);
+      CHECK(out > 0);
+      CHECK(in == out);
+      CHECK(recomputed == 0);
+    } else {
+      CHECK(out == 0);  // no room on the host: recompute
+      CHECK(recomputed > 0);
+    }
+    CHECK(s.swap_used() == 0);
+  }
+}
+
+TEST_CASE("swap in a simulation: blocks conserved, copies priced over the host link by hand") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto model = load_model(source_path("workloads/models/llama3.1-8b.json"));
+  TrafficSpec spec;
+  spec.arrival = arrival_from_rate("inf", 1, "--rate");
+  spec.prompt = parse_length_dist("uniform:256,1536", "", "--prompt");
+  spec.output = parse_length_dist("uniform:64,768", "", "--output");
+  spec.requests = 96;
+  spec.seed = 5;
+  const auto reqs = generate_requests(spec);
+  ServingSetup s;
+  s.check_invariants = true;
+  s.scheduler.gpu_memory_utilization = 0.22;
+  s.scheduler.preemption = Preemption::swap;
+  const auto r = simulate_serving(topo, model, s, reqs);
+  CHECK(r.completed == 96);
+  CHECK(r.preemptions > 0);
+  CHECK(r.swapped_out_blocks > 0);
+  CHECK(r.swapped_in_blocks == r.swapped_out_blocks);
+  CHECK(r.idle_with_work == 0);
+  const double block = r.capacity.kv_bytes_per_token_rank * 16;
+  CHECK(r.swap_seconds == doctest::Approx(2.0 * static_cast<double>(r.swapped_out_blocks) * block /
+                                          summarize(topo, false).pcie_Bps));
 }
 
 }  // namespace meshsim::test

@@ -37,7 +37,8 @@ struct ServeArgs {
                         prompt = "fixed:1024", output = "fixed:256", router = "least-outstanding",
                         calibration, trace, report, emit, think_time = "0", engine = "vllm",
                         prefix_share, speculative;
-  std::optional<std::string> prefix_caching;
+  std::optional<std::string> prefix_caching, preemption;
+  std::optional<double> swap_space;
   std::optional<double> acceptance;
   std::int64_t replicas = 1, requests = 1000, seed = 1, gpus = 0, concurrency = 0;
   double burstiness = 1, slo_ttft = 2.0, slo_tpot = 0.2;
@@ -80,6 +81,10 @@ Json serving_json(const ServingResult& r) {
             {"bytes_per_token_per_gpu", r.capacity.kv_bytes_per_token_rank},
             {"utilization_mean", r.kv_utilization_mean},
             {"utilization_peak", r.kv_utilization_peak}}},
+          {"swap",
+           {{"out_blocks", r.swapped_out_blocks},
+            {"in_blocks", r.swapped_in_blocks},
+            {"seconds", r.swap_seconds}}},
           {"prefix_cache",
            {{"enabled", r.prefix_cache.enabled},
             {"queried_tokens", r.prefix_cache.queried_tokens},
@@ -265,6 +270,9 @@ void print_summary(const ServingResult& r) {
   std::cout << fmt::format("goodput: {:.3f} req/s meet the SLOs\n", r.goodput_requests_per_s);
   std::cout << fmt::format("requests: {} completed, {} rejected; {} preemptions; {} iterations\n",
                            r.completed, r.rejected, r.preemptions, r.iterations);
+  if (r.swapped_out_blocks > 0)
+    std::cout << fmt::format("swap: {} blocks out, {} back in, {:.3f} s of copies per GPU\n",
+                             r.swapped_out_blocks, r.swapped_in_blocks, r.swap_seconds);
   std::cout << fmt::format(
       "KV cache: {} blocks × {} tokens per replica ({:.1f} KB/token/GPU); utilisation mean "
       "{:.1f} %, peak {:.1f} %\n",
@@ -332,6 +340,19 @@ int run_serve(const ServeArgs& a) {
   if (a.block_size) sch.block_size = *a.block_size;
   if (a.gpu_memory_utilization) sch.gpu_memory_utilization = *a.gpu_memory_utilization;
   if (a.watermark) sch.watermark = *a.watermark;
+  if (a.preemption) {
+    if (*a.preemption == "recompute")
+      sch.preemption = Preemption::recompute;
+    else if (*a.preemption == "swap")
+      sch.preemption = Preemption::swap;
+    else
+      throw Error("", "--preemption", "'" + *a.preemption + "': expected recompute or swap");
+  }
+  if (a.swap_space) {
+    if (!(*a.swap_space >= 0) || *a.swap_space > 4096)
+      throw Error("", "--swap-space", "must be from 0 to 4096 GiB per GPU");
+    sch.swap_space_bytes = *a.swap_space * (1ull << 30);
+  }
   if (a.prefix_caching) {
     if (*a.prefix_caching != "on" && *a.prefix_caching != "off")
       throw Error("", "--prefix-caching", "'" + *a.prefix_caching + "': expected on or off");
@@ -512,6 +533,11 @@ Runner add_serve_command(CLI::App& app) {
                   "KV; TensorRT-LLM: of the memory free after weights and workspace)");
   cmd->add_option("--watermark", a->watermark,
                   "Free-block fraction kept at admission (default: the engine's)");
+  cmd->add_option("--preemption", a->preemption,
+                  "What preemption does with the KV cache: recompute or swap (default: the "
+                  "engine's)");
+  cmd->add_option("--swap-space", a->swap_space,
+                  "Host swap space per GPU in GiB for --preemption swap (default: the engine's)");
   cmd->add_option("--prefix-caching", a->prefix_caching,
                   "Automatic prefix caching: on or off (default: the engine's)");
   cmd->add_option("--prefix-share", a->prefix_share,

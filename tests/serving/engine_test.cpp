@@ -198,17 +198,13 @@ TEST_CASE("vllm's host work: every iteration adds 0.814 ms + 0.0426 ms per seque
   // sequence; TPOT each decode step plus the same (batch 1 is a captured graph size: no padding).
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto model = load_model(source_path("workloads/models/llama3.1-8b.json"));
-  TrafficSpec t;
-  t.arrival = arrival_from_rate("0.001", 1, "--rate");
-  t.prompt = parse_length_dist("fixed:1024", "", "--prompt");
-  t.output = parse_length_dist("fixed:16", "", "--output");
-  t.requests = 3;
   ServingSetup s;
   s.scheduler = bundled_engine("vllm")->scheduler;
   const double host = 0.814e-3 + 0.0426e-3;
   CHECK(s.scheduler.cpu_seconds(1, 1) == doctest::Approx(host));
   CHECK(s.scheduler.cpu_seconds(256, 8) == doctest::Approx(0.814e-3 + 0.579e-3 + 256 * 0.0426e-3));
-  const auto r = simulate_serving(topo, model, s, generate_requests(t));
+  const auto r =
+      simulate_serving(topo, model, s, make_requests("0.001", 3, "fixed:1024", "fixed:16"));
   ReplicaFixture f("dgx-h100.json", "llama3.1-8b.json", {});
   const auto at = [](double x) { return Time::from_seconds_ceil(x).seconds(); };
   CHECK(r.ttft.p50 ==
@@ -242,7 +238,6 @@ TEST_CASE("serving on the trtllm profile: no preemption under a KV cache that vL
   CHECK(opt.completed == 96);
   CHECK(opt.preemptions > 0);
 }
-
 
 TEST_CASE("preemption by swap keeps a sequence's computed tokens and resumes it before new work") {
   // 20 blocks of 16 tokens; two requests of 150 + 60 tokens (14 blocks each at the end) cannot
@@ -305,13 +300,7 @@ TEST_CASE("preemption by swap keeps a sequence's computed tokens and resumes it 
 TEST_CASE("swap in a simulation: blocks conserved, copies priced over the host link by hand") {
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto model = load_model(source_path("workloads/models/llama3.1-8b.json"));
-  TrafficSpec spec;
-  spec.arrival = arrival_from_rate("inf", 1, "--rate");
-  spec.prompt = parse_length_dist("uniform:256,1536", "", "--prompt");
-  spec.output = parse_length_dist("uniform:64,768", "", "--output");
-  spec.requests = 96;
-  spec.seed = 5;
-  const auto reqs = generate_requests(spec);
+  const auto reqs = make_requests("inf", 96, "uniform:256,1536", "uniform:64,768", 5);
   ServingSetup s;
   s.check_invariants = true;
   s.scheduler.gpu_memory_utilization = 0.22;

@@ -149,13 +149,8 @@ TEST_CASE("prefix caching in a simulation: hit rate, saved prefill, TTFT of a hi
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto model = load_model(source_path("workloads/models/llama3.1-8b.json"));
   // One group: every request after the first finds 1536 of its 2048 prompt tokens cached.
-  TrafficSpec spec;
-  spec.arrival = arrival_from_rate("0.01", 1, "--rate");
-  spec.prompt = parse_length_dist("fixed:2048", "", "--prompt");
-  spec.output = parse_length_dist("fixed:4", "", "--output");
-  spec.requests = 5;
-  spec.prefix = PrefixShare{.groups = 1, .tokens = 1536};
-  const auto reqs = generate_requests(spec);
+  const auto reqs = make_requests("0.01", 5, "fixed:2048", "fixed:4", 1,
+                                  PrefixShare{.groups = 1, .tokens = 1536});
   for (const auto& r : reqs) CHECK(r.prefix_tokens == 1536);
   ServingSetup s;
   s.check_invariants = true;
@@ -194,14 +189,8 @@ TEST_CASE("prefix caching in a simulation: hit rate, saved prefill, TTFT of a hi
 TEST_CASE("prefix caching conserves KV blocks under preemption and disaggregation") {
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto model = load_model(source_path("workloads/models/llama3.1-8b.json"));
-  TrafficSpec spec;
-  spec.arrival = arrival_from_rate("inf", 1, "--rate");
-  spec.prompt = parse_length_dist("uniform:256,1536", "", "--prompt");
-  spec.output = parse_length_dist("uniform:64,768", "", "--output");
-  spec.requests = 96;
-  spec.seed = 5;
-  spec.prefix = PrefixShare{.groups = 3, .tokens = 512};
-  const auto reqs = generate_requests(spec);
+  const auto reqs = make_requests("inf", 96, "uniform:256,1536", "uniform:64,768", 5,
+                                  PrefixShare{.groups = 3, .tokens = 512});
   ServingSetup s;
   s.check_invariants = true;  // blocks: private + in transfer + cached = used, after every event
   s.scheduler.prefix_caching = true;

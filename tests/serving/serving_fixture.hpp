@@ -5,6 +5,7 @@
 
 #include "model/model_loader.hpp"
 #include "serving/step_cost.hpp"
+#include "serving/traffic.hpp"
 #include "strategy/comm_model.hpp"
 #include "test_paths.hpp"
 #include "topology/topology_loader.hpp"
@@ -27,6 +28,20 @@ struct ReplicaFixture {
   CommContext comm;
   std::unique_ptr<StepCost> cost;
 };
+
+// Requests as `serve` generates them: `rate` as --rate takes it, lengths as --prompt/--output.
+inline std::vector<Request> make_requests(const std::string& rate, std::int64_t n,
+                                          const std::string& prompt, const std::string& output,
+                                          std::uint64_t seed = 1, PrefixShare prefix = {}) {
+  TrafficSpec s;
+  s.arrival = arrival_from_rate(rate, 1, "--rate");
+  s.prompt = parse_length_dist(prompt, "", "--prompt");
+  s.output = parse_length_dist(output, "", "--output");
+  s.requests = n;
+  s.seed = seed;
+  s.prefix = prefix;
+  return generate_requests(s);
+}
 
 inline BatchShape one_decode(std::int64_t context) {
   BatchShape b;

@@ -14,13 +14,7 @@ namespace {
 
 std::vector<Request> traffic(const std::string& rate, std::int64_t n, const std::string& prompt,
                              const std::string& output, std::uint64_t seed = 1) {
-  TrafficSpec s;
-  s.arrival = arrival_from_rate(rate, 1, "--rate");
-  s.prompt = parse_length_dist(prompt, "", "--prompt");
-  s.output = parse_length_dist(output, "", "--output");
-  s.requests = n;
-  s.seed = seed;
-  return generate_requests(s);
+  return make_requests(rate, n, prompt, output, seed);
 }
 
 struct Run {

@@ -11,13 +11,10 @@
 namespace meshsim::test {
 namespace {
 
+// n requests, each alone in the system.
 std::vector<Request> one_request_each(std::int64_t n, std::int64_t prompt, std::int64_t output) {
-  TrafficSpec spec;
-  spec.arrival = arrival_from_rate("0.001", 1, "--rate");  // alone in the system
-  spec.prompt = parse_length_dist("fixed:" + std::to_string(prompt), "", "--prompt");
-  spec.output = parse_length_dist("fixed:" + std::to_string(output), "", "--output");
-  spec.requests = n;
-  return generate_requests(spec);
+  return make_requests("0.001", n, "fixed:" + std::to_string(prompt),
+                       "fixed:" + std::to_string(output));
 }
 
 ServingSetup with_mtp(std::int64_t k, double acceptance) {

@@ -16,7 +16,6 @@
 #include "network/flow_network.hpp"
 #include "network/link_usage.hpp"
 #include "parallel/parallel_config.hpp"
-#include "topology/topology_summary.hpp"
 
 namespace meshsim {
 namespace {
@@ -63,7 +62,7 @@ class Cluster {
     if (sched.preemption == Preemption::swap) {
       // Each GPU copies its shard of a block over its own host link (an assumption: the copy
       // engines reach the link's rate, and GPUs sharing a PCIe switch do not slow each other).
-      pcie_Bps_ = summarize(topo, false).pcie_Bps;
+      pcie_Bps_ = topo.gpus().empty() ? 0.0 : pcie_Bps_of(topo, topo.gpus().front());
       if (!(pcie_Bps_ > 0))
         throw Error(topo.name, "", "swap preemption needs a PCIe link from GPU 0 to its host");
       sched.swap_blocks =

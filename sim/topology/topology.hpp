@@ -93,4 +93,7 @@ class Topology {
   std::int32_t nodes_ = 0;
 };
 
+// The bandwidth of the PCIe links leaving a GPU (its host link, per direction); 0 when none.
+double pcie_Bps_of(const Topology& topo, VertexId gpu);
+
 }  // namespace meshsim

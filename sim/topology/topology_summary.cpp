@@ -14,10 +14,9 @@ TopologySummary summarize(const Topology& topo, bool with_bisection) {
     ++s.links[std::string(name_of(topo.link(id).kind))];
   if (!topo.gpus().empty()) {
     const VertexId gpu0 = topo.gpus().front();
-    for (auto [e, end] = boost::out_edges(gpu0, g); e != end; ++e) {
+    for (auto [e, end] = boost::out_edges(gpu0, g); e != end; ++e)
       if (is_nvlink(g[*e].kind)) s.nvlink_Bps += g[*e].bandwidth_Bps;
-      if (g[*e].kind == LinkKind::pcie) s.pcie_Bps += g[*e].bandwidth_Bps;
-    }
+    s.pcie_Bps = pcie_Bps_of(topo, gpu0);
     const std::int32_t node = topo.vertex(gpu0).node;
     double nic_Bps = 0;
     std::size_t node_gpus = 0;

@@ -150,8 +150,9 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     // Prefix caching: the group's cached leading blocks count as computed. At least one prompt
     // token is always computed, so that the request has logits to sample (vLLM V1 caps a hit at
     // prompt − 1 tokens).
+    const bool lookup = opt_.prefix_caching && r.prefix_group >= 0;
     PrefixCache::Match hit;
-    if (opt_.prefix_caching && r.prefix_group >= 0 && r.computed == 0)
+    if (lookup && r.computed == 0)
       hit = cache_.match(r.prefix_group,
                          std::min(r.prefix_tokens, r.prompt - 1) / pool_.block_size());
     const std::int64_t cached = hit.blocks * pool_.block_size();
@@ -162,7 +163,7 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     // Cached blocks nobody held stop being free once this request holds them.
     if (available() - hit.idle - need < watermark_blocks_) break;
     waiting_.pop_front();
-    if (opt_.prefix_caching && r.prefix_group >= 0) {
+    if (lookup) {
       queried_tokens_ += r.prompt;
       hit_tokens_ += cached;
       if (r.first_cached_tokens < 0) r.first_cached_tokens = cached;

@@ -59,7 +59,8 @@ struct SchedulerOptions {
   bool prefix_caching = false;
   // Speculative decoding (speculative.hpp): a decoding sequence verifies up to this many draft
   // tokens per iteration (never more than its remaining output − 1); each takes a slot of the
-  // token budget and of the KV cache, as vLLM counts lookahead slots.
+  // token budget and of the KV cache, as vLLM counts lookahead slots. A serving simulation sets
+  // it from ServingSetup::speculative when it builds the replicas.
   std::int64_t speculative_tokens = 0;
   double cpu_seconds(std::int64_t sequences, std::int64_t gpus) const {
     return cpu_fixed_s + cpu_per_sequence_s * static_cast<double>(sequences) +

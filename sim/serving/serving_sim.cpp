@@ -58,6 +58,7 @@ class Cluster {
         capacity_(kv_capacity(topo, model, setup)) {
     const auto total = setup.total_replicas();
     SchedulerOptions sched = setup.scheduler;
+    sched.speculative_tokens = setup.speculative.enabled() ? setup.speculative.tokens : 0;
     block_bytes_ = capacity_.kv_bytes_per_token_rank * d(capacity_.block_size);
     if (sched.preemption == Preemption::swap) {
       // Each GPU copies its shard of a block over its own host link (an assumption: the copy
@@ -264,16 +265,16 @@ class Cluster {
         p.cost->stage_seconds(s, batch.shape) +
         (s == 0 ? setup_.scheduler.cpu_seconds(static_cast<std::int64_t>(batch.entries.size()),
                                                setup_.shape.gpus()) +
-                      (p.draft ? p.draft->seconds(batch.shape) : 0.0) + swap_seconds(batch)
+                      (p.draft ? p.draft->seconds(batch.shape) : 0.0) +
+                      swap_seconds(batch.swapped_out_blocks + batch.swapped_in_blocks)
                 : 0.0);
     const double start = sim_.now().seconds();
     sim_.schedule_after(Time::from_seconds_ceil(dt),
                         [this, i, s, slot, start] { end_stage(i, s, slot, start); });
   }
 
-  // Blocks copied to and from the host this iteration, before the model runs.
-  double swap_seconds(const Batch& b) const {
-    const auto blocks = b.swapped_out_blocks + b.swapped_in_blocks;
+  // Copying `blocks` KV blocks to or from the host, per GPU (before the iteration's model runs).
+  double swap_seconds(std::int64_t blocks) const {
     return blocks > 0 ? d(blocks) * block_bytes_ / pcie_Bps_ : 0.0;
   }
 
@@ -483,9 +484,7 @@ class Cluster {
     out.preemptions = preemptions_;
     out.swapped_out_blocks = swapped_out_blocks_;
     out.swapped_in_blocks = swapped_in_blocks_;
-    out.swap_seconds = pcie_Bps_ > 0
-                           ? d(swapped_out_blocks_ + swapped_in_blocks_) * block_bytes_ / pcie_Bps_
-                           : 0.0;
+    out.swap_seconds = swap_seconds(swapped_out_blocks_ + swapped_in_blocks_);
     out.iterations = iterations_;
     out.output_tokens = output_tokens_;
     out.capacity = capacity_;

@@ -48,7 +48,7 @@ struct ServingSetup {
   double think_time_s = 0;
   bool think_exponential = false;
   std::uint64_t think_seed = 1;
-  // Speculative decoding; scheduler.speculative_tokens must equal its `tokens`.
+  // Speculative decoding (its draft count is the replicas' scheduler.speculative_tokens).
   SpeculativeDecoding speculative;
   std::optional<CalibrationProfile> profile;
   MemoryOptions memory;

@@ -51,7 +51,7 @@ void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
   if (features & 1) s.scheduler.prefix_caching = true;
   if (features & 2) {
     s.speculative.proposer = Proposer::mtp;
-    s.speculative.tokens = s.scheduler.speculative_tokens = 3;
+    s.speculative.tokens = 3;
     s.speculative.acceptance = 0.7;
   }
   for (auto _ : state) {

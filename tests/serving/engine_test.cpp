@@ -127,16 +127,7 @@ TEST_CASE("reserve-at-admission never preempts and never holds more than the KV 
         CHECK(held <= 40);
         CHECK(s.running().size() <= 2);
       }
-      for (const auto& e : b.entries) {
-        auto& r = reqs[static_cast<std::size_t>(e.request)];
-        r.computed += e.tokens;
-        r.in_flight = false;
-        if (r.computed == r.known()) ++r.generated;
-        if (r.generated == r.output) {
-          s.finish(reqs, e.request);
-          ++done;
-        }
-      }
+      done += complete_by_hand(s, reqs, b);
     }
     CHECK(done == 6);
     if (admission == Admission::reserve)
@@ -271,16 +262,7 @@ TEST_CASE("preemption by swap keeps a sequence's computed tokens and resumes it 
         CHECK(r.computed > 0);  // its KV lives on the host
         CHECK(r.swapped_blocks >= s.pool().blocks_for(r.computed));
       }
-      for (const auto& e : b.entries) {
-        auto& r = reqs[static_cast<std::size_t>(e.request)];
-        r.computed += e.tokens;
-        r.in_flight = false;
-        if (r.computed == r.known()) ++r.generated;
-        if (r.generated == r.output) {
-          s.finish(reqs, e.request);
-          ++done;
-        }
-      }
+      done += complete_by_hand(s, reqs, b);
       CHECK(s.swap_used() <= swap_blocks);
     }
     CHECK(done == 3);

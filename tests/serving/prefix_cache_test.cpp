@@ -16,21 +16,6 @@
 namespace meshsim::test {
 namespace {
 
-// Runs one iteration by hand: computes the batch's tokens, samples, finishes what is done.
-Batch step(ReplicaScheduler& s, std::vector<RequestState>& reqs) {
-  Batch b = s.form_batch(reqs);
-  for (const auto& e : b.entries) {
-    auto& r = reqs[static_cast<std::size_t>(e.request)];
-    const auto before = r.computed;
-    r.computed += e.tokens;
-    r.in_flight = false;
-    s.computed(reqs, e.request, before);
-    if (r.computed == r.known()) ++r.generated;
-    if (r.generated == r.output) s.finish(reqs, e.request);
-  }
-  return b;
-}
-
 RequestState request(std::int64_t prompt, std::int64_t output, std::int64_t group,
                      std::int64_t prefix) {
   RequestState r;
@@ -82,7 +67,7 @@ TEST_CASE("prefix hits skip exactly the cached blocks' prefill") {
                                     request(97, 2, 7, 97), request(96, 2, 7, 96),
                                     request(200, 2, 8, 100)};
   s.enqueue(0);
-  auto b = step(s, reqs);
+  auto b = step_by_hand(s, reqs);
   REQUIRE(b.entries.size() == 1);
   CHECK(b.entries[0].tokens == 300);
   CHECK(b.entries[0].context == 0);
@@ -97,7 +82,7 @@ TEST_CASE("prefix hits skip exactly the cached blocks' prefill") {
   s.enqueue(3);
   // E: another group: nothing cached.
   s.enqueue(4);
-  b = step(s, reqs);
+  b = step_by_hand(s, reqs);
   std::map<std::int32_t, BatchEntry> by;
   for (const auto& e : b.entries) by[e.request] = e;
   CHECK(by.at(1).tokens == 104);
@@ -115,7 +100,7 @@ TEST_CASE("prefix hits skip exactly the cached blocks' prefill") {
   for (const auto& r : reqs) priv += r.private_blocks();
   CHECK(s.pool().used() == priv + s.cache().size());
   // Finish everything: the cached blocks stay, idle, and count as free for usage.
-  for (int i = 0; i < 20; ++i) step(s, reqs);
+  for (int i = 0; i < 20; ++i) step_by_hand(s, reqs);
   for (const auto& r : reqs) CHECK(r.generated == r.output);
   CHECK(s.running().empty());
   CHECK(s.cache().idle() == s.cache().size());
@@ -133,13 +118,13 @@ TEST_CASE("prefix caching: a full cache evicts idle prefix blocks to admit new r
                                     request(150, 1, 2, 0)};
   for (std::int32_t i = 0; i < 2; ++i) {
     s.enqueue(i);
-    step(s, reqs);
+    step_by_hand(s, reqs);
   }
   CHECK(s.cache().size() == 8);  // 4 + 4 idle prefix blocks after both finished
   CHECK(s.pool().free() == 2);
   // 150 tokens need 10 blocks: 2 never used, then the 8 cached ones, oldest first.
   s.enqueue(2);
-  const auto b = step(s, reqs);
+  const auto b = step_by_hand(s, reqs);
   REQUIRE(b.entries.size() == 1);
   CHECK(b.entries[0].tokens == 150);
   CHECK(s.cache().size() == 0);

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "model/model_loader.hpp"
+#include "serving/scheduler.hpp"
 #include "serving/step_cost.hpp"
 #include "serving/traffic.hpp"
 #include "strategy/comm_model.hpp"
@@ -41,6 +42,33 @@ inline std::vector<Request> make_requests(const std::string& rate, std::int64_t 
   s.seed = seed;
   s.prefix = prefix;
   return generate_requests(s);
+}
+
+// Completes a formed batch by hand, as the serving simulation does (one token per decode, no
+// speculation): computes its tokens, samples, finishes what is done. Returns how many finished.
+inline std::int64_t complete_by_hand(ReplicaScheduler& s, std::vector<RequestState>& reqs,
+                                     const Batch& b) {
+  std::int64_t finished = 0;
+  for (const auto& e : b.entries) {
+    auto& r = reqs[static_cast<std::size_t>(e.request)];
+    const auto before = r.computed;
+    r.computed += e.tokens;
+    r.in_flight = false;
+    s.computed(reqs, e.request, before);
+    if (r.computed == r.known()) ++r.generated;
+    if (r.generated == r.output) {
+      s.finish(reqs, e.request);
+      ++finished;
+    }
+  }
+  return finished;
+}
+
+// One iteration by hand: forms the batch and completes it.
+inline Batch step_by_hand(ReplicaScheduler& s, std::vector<RequestState>& reqs) {
+  Batch b = s.form_batch(reqs);
+  complete_by_hand(s, reqs, b);
+  return b;
 }
 
 inline BatchShape one_decode(std::int64_t context) {

@@ -23,7 +23,6 @@ ServingSetup with_mtp(std::int64_t k, double acceptance) {
   s.speculative.proposer = Proposer::mtp;
   s.speculative.tokens = k;
   s.speculative.acceptance = acceptance;
-  s.scheduler.speculative_tokens = k;
   return s;
 }
 

@@ -159,6 +159,18 @@ TEST_CASE("bad traces and specs name the file and the line or field") {
   const auto badlen = write_temp(
       "ms_t8.json", R"({"arrival": "offline", "prompt": "fixed:x", "output": "fixed:5"})");
   CHECK_THROWS_WITH_AS(load_traffic(badlen), doctest::Contains("/prompt"), Error);
+  // A spec's shared prefixes: read, and a bad one names the file and the field.
+  const auto shared = write_temp("ms_t9.json", R"({"arrival": "offline", "prompt": "fixed:600",
+      "output": "fixed:5", "requests": 4, "prefix_share": "2:512"})");
+  for (const auto& r : load_traffic(shared)) {
+    CHECK(r.prefix_group >= 0);
+    CHECK(r.prefix_group < 2);
+    CHECK(r.prefix_tokens == 512);
+  }
+  const auto badshare = write_temp("ms_t10.json", R"({"arrival": "offline", "prompt": "fixed:5",
+      "output": "fixed:5", "prefix_share": "0:512"})");
+  CHECK_THROWS_WITH_AS(load_traffic(badshare), doctest::Contains("ms_t10.json:/prefix_share: "),
+                       Error);
 }
 
 TEST_CASE("a CSV byte-order mark and a 64-bit seed are accepted as the JSON reader accepts them") {

@@ -168,7 +168,6 @@ void speculative_of(const ServeArgs& a, ServingSetup& setup) {
     throw Error("", "--acceptance", "must be a probability from 0 to 1");
   spec.acceptance = *a.acceptance;
   spec.seed = static_cast<std::uint64_t>(a.seed) ^ 0x7370656344ULL;  // "specD"
-  setup.scheduler.speculative_tokens = spec.tokens;
   if (a.search) throw Error("", "--speculative", "--search compares layouts without it");
 }
 

@@ -306,14 +306,21 @@ void ObjectReader::finish() const {
   }
 }
 
-Bytes parse_size(std::string_view text, const std::string& where, const std::string& path) {
-  auto bad = [&](const std::string& why) -> Bytes {
-    throw Error(where, path, "invalid size '" + std::string(text) + "': " + why);
+namespace {
+
+// "8", "1.5K", "8GiB": a number times a binary multiple (K, KB and KiB all mean 2^10) of the
+// suffixes `kind` allows; the whole value, rounded down when it is one. Errors say "invalid
+// WHAT 'TEXT': ...".
+double binary_multiple(std::string_view text, const std::string& where, const std::string& path,
+                       const std::string& what, bool bytes) {
+  auto bad = [&](const std::string& why) -> double {
+    throw Error(where, path, "invalid " + what + " '" + std::string(text) + "': " + why);
   };
+  const std::string suffixes = bytes ? "K, M, G or T" : "K or M";
   std::size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
     ++i;
-  if (i == 0) return bad("expected a number with an optional K/M/G/T suffix");
+  if (i == 0) return bad("expected a number with an optional " + suffixes + " suffix");
   double value = 0;
   try {
     std::size_t used = 0;
@@ -322,21 +329,42 @@ Bytes parse_size(std::string_view text, const std::string& where, const std::str
   } catch (const std::exception&) {
     return bad("malformed number");
   }
-  // Binary multiples whatever the spelling: K, KB and KiB all mean 2^10.
   std::string suffix(text.substr(i));
   for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  static const std::pair<const char*, int> kSuffixes[] = {
+  static const std::pair<const char*, int> kByteSuffixes[] = {
       {"", 0},     {"B", 0},  {"K", 10},  {"KB", 10},  {"KIB", 10}, {"M", 20},  {"MB", 20},
       {"MIB", 20}, {"G", 30}, {"GB", 30}, {"GIB", 30}, {"T", 40},   {"TB", 40}, {"TIB", 40}};
+  // Token counts: "8k" is the 8,192-token context of a model card, "1M" 2^20 tokens.
+  static const std::pair<const char*, int> kCountSuffixes[] = {{"", 0}, {"K", 10}, {"M", 20}};
   int shift = -1;
-  for (const auto& [name, s] : kSuffixes)
-    if (suffix == name) shift = s;
-  if (shift < 0) return bad("unknown suffix (use K, M, G or T)");
-  const double bytes = value * std::ldexp(1.0, shift);
-  if (!std::isfinite(bytes) || bytes > 1.8e19) return bad("too large");
-  const double rounded = std::floor(bytes);
-  if (rounded != bytes) return bad("not a whole number of bytes");
-  return Bytes(static_cast<std::uint64_t>(rounded));
+  if (bytes) {
+    for (const auto& [name, s] : kByteSuffixes)
+      if (suffix == name) shift = s;
+  } else {
+    for (const auto& [name, s] : kCountSuffixes)
+      if (suffix == name) shift = s;
+  }
+  if (shift < 0) return bad("unknown suffix (use " + suffixes + ")");
+  const double scaled = value * std::ldexp(1.0, shift);
+  if (!std::isfinite(scaled) || scaled > 1.8e19) return bad("too large");
+  if (std::floor(scaled) != scaled)
+    return bad(bytes ? "not a whole number of bytes" : "not a whole number");
+  return scaled;
+}
+
+}  // namespace
+
+Bytes parse_size(std::string_view text, const std::string& where, const std::string& path) {
+  return Bytes(static_cast<std::uint64_t>(binary_multiple(text, where, path, "size", true)));
+}
+
+std::int64_t parse_token_count(std::string_view text, const std::string& where,
+                               const std::string& path) {
+  const double n = binary_multiple(text, where, path, "token count", false);
+  // 2^40 tokens: past any sequence or batch, and exact in a double and an int64.
+  if (n > std::ldexp(1.0, 40))
+    throw Error(where, path, "invalid token count '" + std::string(text) + "': too large");
+  return static_cast<std::int64_t>(n);
 }
 
 }  // namespace meshsim

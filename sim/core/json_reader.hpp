@@ -85,4 +85,10 @@ class ObjectReader {
 // DESIGN.md command-line contract says). Throws Error(where, path, ...) on anything else.
 Bytes parse_size(std::string_view text, const std::string& where, const std::string& path);
 
+// A token count with an optional binary multiple: "8192", "8k" and "8K" are 8,192, "128K"
+// 131,072, "1M" 2^20 (a model card's "8K context" is 8,192 tokens). Throws Error(where, path,
+// ...) on anything else, a fraction or more than 2^40.
+std::int64_t parse_token_count(std::string_view text, const std::string& where,
+                               const std::string& path);
+
 }  // namespace meshsim

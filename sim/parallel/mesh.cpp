@@ -7,7 +7,7 @@
 
 namespace meshsim {
 
-Mesh parse_mesh(std::string_view text, const std::string& where) {
+Mesh parse_mesh(std::string_view text, const std::string& where, std::int64_t world) {
   Mesh m;
   std::set<std::string, std::less<>> seen;
   auto fail = [&](const std::string& why) -> Mesh {
@@ -45,6 +45,13 @@ Mesh parse_mesh(std::string_view text, const std::string& where) {
       return fail("unknown degree '" + std::string(name) + "' (known: dp, tp, pp, cp, ep, fsdp)");
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
+  }
+  if (!seen.contains("dp") && world > 0) {
+    const std::int64_t rest = m.tp * m.pp * m.cp;
+    if (world % rest != 0)
+      return fail("dp is left out, and tp·pp·cp = " + std::to_string(rest) +
+                  " does not divide the cluster's " + std::to_string(world) + " GPUs");
+    m.dp = world / rest;
   }
   if (m.world() > (std::int64_t{1} << 24)) return fail("more than 16M ranks");
   if (m.fsdp > 0 && m.dp % m.fsdp != 0)

@@ -29,8 +29,9 @@ struct Mesh {
 };
 
 // "dp=64,tp=8,pp=4" (any order; absent degrees are 1); "dp=64,fsdp=8": HSDP, shards over 8 of
-// the 64 data-parallel ranks. Errors name `where` (a flag or file path).
-Mesh parse_mesh(std::string_view text, const std::string& where);
+// the 64 data-parallel ranks. Without dp and with `world` > 0 GPUs, dp is what fills them:
+// world / (tp·pp·cp), an error unless it divides. Errors name `where` (a flag or file path).
+Mesh parse_mesh(std::string_view text, const std::string& where, std::int64_t world = 0);
 std::string to_string(const Mesh& m);  // "dp=64 tp=8 pp=4 cp=1 ep=1" (+ " fsdp=8" with HSDP)
 
 }  // namespace meshsim

@@ -126,7 +126,7 @@ TEST_CASE("a cluster file can name its calibration profile") {
   std::ofstream(file) << topo.dump();
   const auto r = run_cli("train --topology " + file + " --workload " +
                          source_path("workloads/models/llama3.1-8b.json") +
-                         " --mesh dp=8 --seq 4096 --gbs 8 --json");
+                         " --mesh dp=8 --seq 4096 --gbs 8 --zero 3 --json");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   topo["calibration"] = "no-such-profile.json";
   std::ofstream(file) << topo.dump();

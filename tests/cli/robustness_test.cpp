@@ -64,11 +64,13 @@ TEST_CASE("robustness: edge-of-range inputs give finite numbers") {
   };
   for (const auto& args : cases) {
     INFO(args);
-    const auto r = run_cli(args + " --json");
+    // Layouts past the GPU's memory (DDP of 8B) are simulated anyway: the numbers are the point.
+    const auto with = args + (args.starts_with("train") ? " --allow-oom" : "");
+    const auto r = run_cli(with + " --json");
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const auto j = json::parse(r.out);
     CHECK_MESSAGE(null_path(j).empty(), "null or non-finite at " << null_path(j));
-    const auto text = run_cli(args);
+    const auto text = run_cli(with);
     CHECK(text.exit_code == 0);
     for (const char* bad : {" nan", " inf", "-nan", "-inf"})
       CHECK(text.out.find(bad) == std::string::npos);

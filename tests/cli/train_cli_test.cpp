@@ -222,3 +222,56 @@ TEST_CASE("train: reliability flags out of their domain are errors, not defaults
     CHECK(r.err.starts_with(message));
   }
 }
+
+TEST_CASE("train: a layout past the GPU's memory exits 3 with the verdict; --allow-oom runs it") {
+  // Llama 3.1 8B with plain DDP keeps 16 bytes of model state per parameter on every GPU (about
+  // 128 GB), over the H100's 80 GiB.
+  const std::string args = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --mesh dp=8 --seq 4096 --gbs 8";
+  const auto text = run_cli(args);
+  CHECK(text.exit_code == 3);
+  CHECK(text.out.find("verdict: does not fit: stage 0 needs") != std::string::npos);
+  CHECK(text.out.find("--allow-oom") != std::string::npos);
+  CHECK(text.out.find("tokens/s") == std::string::npos);  // no step is reported
+
+  const auto js = run_cli(args + " --json");
+  CHECK(js.exit_code == 3);
+  const auto j = json::parse(js.out);  // stdout is the JSON document alone
+  CHECK(j["fits"] == false);
+  CHECK(j["memory"]["total"].get<double>() > j["memory"]["gpu_bytes"].get<double>());
+  CHECK(j["memory"]["over_bytes"].get<double>() ==
+        doctest::Approx(j["memory"]["total"].get<double>() -
+                        j["memory"]["gpu_bytes"].get<double>()));
+  CHECK(!j.contains("step_time_s"));
+  CHECK(js.err.find("verdict: does not fit") != std::string::npos);
+
+  const auto oom = run_cli(args + " --json --allow-oom");
+  REQUIRE_MESSAGE(oom.exit_code == 0, oom.err);
+  const auto k = json::parse(oom.out);
+  CHECK(k["memory"]["fits"] == false);
+  CHECK(k["step_time_s"].get<double>() > 0);
+}
+
+TEST_CASE("train: --seq takes K suffixes and a mesh without dp fills the cluster") {
+  const std::string base = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") + " --zero 3 --json";
+  const auto suffixed = run_cli(base + " --mesh tp=2 --seq 4k --gbs 8");
+  const auto plain = run_cli(base + " --mesh dp=4,tp=2 --seq 4096 --gbs 8");
+  REQUIRE_MESSAGE(suffixed.exit_code == 0, suffixed.err);
+  REQUIRE_MESSAGE(plain.exit_code == 0, plain.err);
+  const auto j = json::parse(suffixed.out);
+  CHECK(j["mesh"]["dp"] == 4);  // 8 GPUs / tp=2
+  CHECK(j["step_time_s"] == json::parse(plain.out)["step_time_s"]);
+  CHECK(j["tokens_per_s"].get<double>() * j["step_time_s"].get<double>() ==
+        doctest::Approx(8.0 * 4096));
+
+  const auto odd = run_cli(base + " --mesh tp=3 --seq 4096");
+  CHECK(odd.exit_code == 2);
+  CHECK(odd.err ==
+        "error: --mesh: 'tp=3': dp is left out, and tp·pp·cp = 3 does not divide the cluster's 8 "
+        "GPUs\n");
+  const auto bad = run_cli(base + " --mesh tp=2 --seq 4G");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "error: --seq: invalid token count '4G': unknown suffix (use K or M)\n");
+}

@@ -31,6 +31,24 @@ TEST_CASE("parse_size uses binary multiples") {
         std::string::npos);
 }
 
+TEST_CASE("parse_token_count takes K and M as binary multiples of tokens") {
+  CHECK(parse_token_count("8192", "", "--seq") == 8192);
+  CHECK(parse_token_count("8k", "", "--seq") == 8192);
+  CHECK(parse_token_count("128K", "", "--seq") == 131072);
+  CHECK(parse_token_count("1M", "", "--seq") == 1048576);
+  CHECK(parse_token_count("1.5k", "", "--seq") == 1536);
+  CHECK(error_of([] { parse_token_count("8G", "", "--seq"); }) ==
+        "--seq: invalid token count '8G': unknown suffix (use K or M)");
+  CHECK(error_of([] { parse_token_count("8KB", "", "--seq"); }).find("unknown suffix") !=
+        std::string::npos);
+  CHECK(error_of([] { parse_token_count("1.3k", "", "--seq"); }) ==
+        "--seq: invalid token count '1.3k': not a whole number");
+  CHECK(error_of([] { parse_token_count("-8", "", "--seq"); }).find("expected a number") !=
+        std::string::npos);
+  CHECK(error_of([] { parse_token_count("2000000M", "", "--seq"); }).find("too large") !=
+        std::string::npos);
+}
+
 TEST_CASE("malformed JSON names line and column") {
   const std::string text = "{\n  \"a\": 1,\n  \"b\": ]\n}";
   const auto msg = error_of([&] { parse_json_text(text, "x.json"); });

@@ -35,6 +35,20 @@ TEST_CASE("mesh parsing") {
   CHECK_THROWS_AS(parse_mesh("dp=99999999999999999999", "--mesh"), Error);
 }
 
+TEST_CASE("a mesh without dp fills the cluster's GPUs") {
+  CHECK(parse_mesh("tp=8,pp=4", "--mesh", 512) == Mesh{16, 8, 4, 1, 1});  // 512 / 32
+  CHECK(parse_mesh("tp=8,pp=4", "--mesh") == Mesh{1, 8, 4, 1, 1});       // no cluster: dp = 1
+  CHECK(parse_mesh("dp=2,tp=8", "--mesh", 512).dp == 2);                  // a given dp stays
+  // The checks that need dp run on the inferred one: ep divides dp·cp, fsdp divides dp.
+  CHECK(parse_mesh("tp=8,ep=8", "--mesh", 64).expert_replicas() == 1);
+  CHECK(parse_mesh("tp=8,fsdp=4", "--mesh", 512).shard_replicas() == 16);
+  CHECK_THROWS_WITH_AS(parse_mesh("tp=3", "--mesh", 16),
+                       "--mesh: 'tp=3': dp is left out, and tp·pp·cp = 3 does not divide the "
+                       "cluster's 16 GPUs",
+                       Error);
+  CHECK_THROWS_AS(parse_mesh("tp=8,ep=16", "--mesh", 64), Error);  // dp = 8 < ep
+}
+
 TEST_CASE("schedules and layer splits") {
   CHECK(to_string(parse_schedule("interleaved:4", "--schedule")) == "interleaved:4");
   CHECK(parse_schedule("zb", "--schedule").kind == ScheduleKind::zero_bubble);

@@ -140,7 +140,7 @@ int run_kineto(const KinetoArgs& a) {
     c.topology = a.topology;
     c.nodes = a.nodes;
     auto topo = c.load();
-    const auto job = a.job.resolve();
+    const auto job = a.job.resolve(static_cast<std::int64_t>(topo.gpus().size()));
     auto setup = training_setup(job);
     setup.profile = calibration_for(topo, a.calibration);
     const auto r = simulate_training(topo, job.workload.model, setup);

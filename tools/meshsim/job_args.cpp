@@ -145,7 +145,8 @@ void write_report(const std::string& path, HtmlReport report, const Topology& to
 void JobArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--workload", workload, "Model or job file (workloads/)")->required();
   cmd->add_option("--mesh", mesh,
-                  "dp=..,tp=..,pp=..,cp=..,ep=.. (fsdp=N: HSDP, shard over N of the dp ranks)")
+                  "dp=..,tp=..,pp=..,cp=..,ep=.. (fsdp=N: HSDP, shard over N of the dp ranks; "
+                  "without dp, the degree that fills the cluster)")
       ->required();
   cmd->add_option("--zero", zero, "0 DDP, 1, 2, 3 (= FSDP)");
   cmd->add_option("--reshard-after-forward", reshard, "ZeRO-3/FSDP2: on or off");
@@ -157,7 +158,7 @@ void JobArgs::add_to(CLI::App* cmd) {
                   "ideal, or a stack file (workloads/stacks/*.json)");
   cmd->add_option("--tp-overlap", tp_overlap,
                   "TP communication overlap on or off (default: the stack's; needs SP)");
-  cmd->add_option("--seq", seq, "Sequence length (tokens)");
+  cmd->add_option("--seq", seq, "Sequence length in tokens (8192, 8k, 128K)");
   cmd->add_option("--gbs", gbs, "Global batch (sequences); default dp × mbs");
   cmd->add_option("--mbs", mbs, "Micro-batch (sequences); default 1");
   cmd->add_option("--dtype", dtype, "bf16, fp16 or fp8 (GEMMs and, serving, weights)");
@@ -166,13 +167,13 @@ void JobArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--attention", attention, "flash (default) or unfused");
 }
 
-JobArgs::Resolved JobArgs::resolve() const {
+JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   Resolved r;
   r.workload = load_workload(workload);
   const auto& w = r.workload;
   r.dtype = !dtype.empty() ? dtype_flag(dtype, "--dtype") : w.job.dtype.value_or(DType::bf16);
   auto& cfg = r.config;
-  cfg.mesh = parse_mesh(mesh, "--mesh");
+  cfg.mesh = parse_mesh(mesh, "--mesh", world);
   cfg.zero = zero;
   cfg.sp = sp.empty() ? cfg.mesh.tp > 1 : on_off(sp, "--sp");
   cfg.reshard_after_forward = on_off(reshard, "--reshard-after-forward");
@@ -186,15 +187,17 @@ JobArgs::Resolved JobArgs::resolve() const {
   r.flash_attention = attention == "flash";
   if (!r.flash_attention && attention != "unfused")
     throw Error("", "--attention", "'" + attention + "': expected flash or unfused");
-  if (seq < 0) throw Error("", "--seq", "must be a positive integer");
+  const std::int64_t seq_tokens = seq.empty() ? 0 : parse_token_count(seq, "", "--seq");
+  if (!seq.empty() && seq_tokens < 1) throw Error("", "--seq", "must be a positive integer");
   // 16M tokens: well past any context a model supports, and far from integer overflow in
   // activation and FLOP counts.
-  if (seq > (std::int64_t{1} << 24)) throw Error("", "--seq", "must be at most 16777216 tokens");
+  if (seq_tokens > (std::int64_t{1} << 24))
+    throw Error("", "--seq", "must be at most 16777216 tokens");
   if (gbs > (std::int64_t{1} << 30) || mbs > (std::int64_t{1} << 30))
     throw Error("", gbs > (std::int64_t{1} << 30) ? "--gbs" : "--mbs", "is implausibly large");
   if (gbs < 0) throw Error("", "--gbs", "must be a positive integer");
   if (mbs < 0) throw Error("", "--mbs", "must be a positive integer");
-  r.seq = seq > 0 ? seq : w.job.seq.value_or(0);
+  r.seq = seq_tokens > 0 ? seq_tokens : w.job.seq.value_or(0);
   r.micro_batch = mbs > 0 ? mbs : w.job.micro_batch.value_or(1);
   r.global_batch = gbs > 0 ? gbs : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
   return r;

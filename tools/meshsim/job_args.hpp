@@ -64,7 +64,8 @@ struct JobArgs {
   std::int32_t zero = 0;
   std::string recompute, dtype, sp, schedule = "1f1b", attention = "flash", reshard = "on",
                                     stack = "megatron", tp_overlap;
-  std::int64_t seq = 0, gbs = 0, mbs = 0;
+  std::string seq;  // tokens, with K/M suffixes ("8k"); empty: the job file's
+  std::int64_t gbs = 0, mbs = 0;
 
   void add_to(CLI::App* cmd);
 
@@ -78,8 +79,10 @@ struct JobArgs {
     std::optional<bool> tp_overlap;
   };
   // Loads the workload and applies the flags over the job file's values. The global batch
-  // defaults to dp × micro-batch (one micro-batch per replica) when neither gives it.
-  Resolved resolve() const;
+  // defaults to dp × micro-batch (one micro-batch per replica) when neither gives it. A mesh
+  // without dp takes the data-parallel degree that fills `world` GPUs (the cluster's; 0: none
+  // known, dp = 1).
+  Resolved resolve(std::int64_t world = 0) const;
 };
 
 // A training setup with the job, the parallel config and the dtype's precision recipe set; the

@@ -22,7 +22,8 @@ namespace {
 struct MemoryArgs {
   JobArgs job;
   std::string mode = "train";
-  std::int64_t concurrency = 1, context = 0, max_batch_tokens = 8192;
+  std::int64_t concurrency = 1, max_batch_tokens = 8192;
+  std::string context;  // tokens, with K/M suffixes
   std::string kv_dtype;
   std::string gpu, topology;
   std::int32_t nodes = 0;
@@ -38,9 +39,13 @@ int run_memory(const MemoryArgs& a) {
   const bool serve = a.mode == "serve";
   if (!serve && a.mode != "train")
     throw Error("", "--mode", "'" + a.mode + "': expected train or serve");
-  const auto job_flags = a.job.resolve();
+  const auto resolved_gpu = resolve_gpu(a.gpu, a.topology, a.nodes);
+  const auto& gpu = resolved_gpu.gpu;
+  // A training mesh without dp fills the cluster when one is given.
+  const auto job_flags = a.job.resolve(
+      resolved_gpu.topology && !serve ? static_cast<std::int64_t>(resolved_gpu.topology->gpus().size())
+                                      : 0);
   const auto& model = job_flags.workload.model;
-  const auto gpu = resolve_gpu(a.gpu, a.topology, a.nodes).gpu;
   auto cfg = job_flags.config;
   MemoryOptions opt;
   if (a.allocator_headroom >= 0) {
@@ -60,20 +65,21 @@ int run_memory(const MemoryArgs& a) {
     check.mesh = cfg.mesh;
     check_mesh(model, check, {});
     if (a.concurrency < 1) throw Error("", "--concurrency", "must be a positive integer");
-    if (a.context < 0) throw Error("", "--context", "must not be negative");
+    const std::int64_t context =
+        a.context.empty() ? 0 : parse_token_count(a.context, "", "--context");
     // The bounds of --seq (job_args.cpp) and of a traffic file's request count.
-    if (a.context > (std::int64_t{1} << 24))
+    if (context > (std::int64_t{1} << 24))
       throw Error("", "--context", "must be at most 16777216 tokens");
     if (a.concurrency > (std::int64_t{1} << 26))
       throw Error("", "--concurrency", "must be at most 67108864 sequences");
-    if (a.context == 0 && model.has_architecture())
+    if (context == 0 && model.has_architecture())
       throw Error("", "--context",
                   "give the tokens per sequence (prompt + output) to size the KV cache");
     ServingMemoryJob job;
     job.tp = cfg.mesh.tp;
     job.pp = cfg.mesh.pp;
     job.concurrency = a.concurrency;
-    job.context = a.context;
+    job.context = context;
     job.weight_dtype = dtype;
     job.kv_dtype = a.kv_dtype.empty() ? (dtype == DType::fp8 ? DType::fp8 : DType::bf16)
                                       : dtype_flag(a.kv_dtype, "--kv-dtype");
@@ -165,7 +171,7 @@ Runner add_memory_command(CLI::App& app) {
   a->job.add_to(cmd);
   cmd->add_option("--mode", a->mode, "train or serve (serve: --mesh tp=..,pp=..)");
   cmd->add_option("--concurrency", a->concurrency, "Serve: sequences resident at once");
-  cmd->add_option("--context", a->context, "Serve: tokens per sequence");
+  cmd->add_option("--context", a->context, "Serve: tokens per sequence (4096, 4k, 128K)");
   cmd->add_option("--kv-dtype", a->kv_dtype, "Serve: KV cache dtype (default: bf16; fp8 with fp8)");
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Serve: tokens per forward");
   cmd->add_option("--gpu", a->gpu, "GPU model (default H100-SXM5-80GB)");

@@ -30,7 +30,8 @@ struct SearchArgs {
   ClusterArgs cluster;
   std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep, report,
                                scaling = "strong", calibration, tp_overlap;
-  std::int64_t seq = 0, gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
+  std::string seq;
+  std::int64_t gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
   double time_budget_s = 0;  // 0: none
   bool allow_tp_across_nodes = false;
@@ -506,7 +507,7 @@ Runner add_search_command(CLI::App& app) {
   auto a = std::make_shared<SearchArgs>();
   a->cluster.add_to(cmd);
   cmd->add_option("--workload", a->workload, "Model or job file (workloads/)")->required();
-  cmd->add_option("--seq", a->seq, "Sequence length (tokens)");
+  cmd->add_option("--seq", a->seq, "Sequence length in tokens (8192, 8k, 128K)");
   cmd->add_option("--gbs", a->gbs, "Global batch (sequences)");
   cmd->add_option("--dtype", a->dtype, "bf16, fp16 or fp8");
   cmd->add_option("--attention", a->attention, "flash (default) or unfused");

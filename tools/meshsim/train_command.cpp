@@ -1,8 +1,9 @@
 // meshsim train --topology T [--nodes N] --workload W --mesh ... [job flags as memory]
 //               [--schedule gpipe|1f1b|interleaved:V|zb] [--stage-layers 7,8,..] [--full]
-//               [--trace FILE.json] [--json]
+//               [--trace FILE.json] [--json] [--allow-oom]
 // One training step simulated on the cluster: step time, throughput, MFU/HFU, where the time
 // goes (compute, exposed communication by group and op, bubble), memory, checkpoint/goodput.
+// A layout that does not fit memory exits 3 with the memory verdict (--allow-oom: the step too).
 #include <fmt/format.h>
 
 #include <fstream>
@@ -24,7 +25,7 @@ struct TrainArgs {
   JobArgs job;
   std::string stage_layers, trace, report, degrade_link, rank_order = "tp-cp-dp-pp",
                                                          cp_comm = "ring", straggler, calibration;
-  bool full = false;
+  bool full = false, allow_oom = false;
   double bucket_mb = 0, expert_imbalance = 0, input_stall_s = 0, storage_GBps = 0, mtbf_hours = 0,
          restart_s = -1, checkpoint_interval_s = 0;
 };
@@ -36,6 +37,45 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
 
 std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
+}
+
+// The layout needs more memory than a GPU has: the verdict and the memory by category, not a
+// step time a real run would never reach (it stops with CUDA out of memory). Exit 3.
+int report_does_not_fit(const TrainingResult& r, const TrainingSetup& setup, double capacity,
+                        bool json) {
+  const double over = r.memory.total() - capacity;
+  if (json) {
+    Json j;
+    j["fits"] = false;
+    j["mesh"] = mesh_json(setup.config.mesh);
+    j["zero"] = setup.config.zero;
+    j["recompute"] = name_of(setup.config.recompute);
+    j["memory"] = memory_json(r.memory);
+    j["memory"]["total"] = r.memory.total();
+    j["memory"]["stage"] = r.memory.stage;
+    j["memory"]["gpu_bytes"] = capacity;
+    j["memory"]["over_bytes"] = over;
+    std::cout << json_text(j) << "\n";
+  } else {
+    std::cout << fmt::format("# {}, ZeRO-{}, recompute {}\n", to_string(setup.config.mesh),
+                             setup.config.zero, name_of(setup.config.recompute));
+    const std::pair<const char*, double> rows[] = {
+        {"weights", r.memory.weights},         {"gradients", r.memory.gradients},
+        {"optimizer", r.memory.optimizer},     {"activations", r.memory.activations},
+        {"temporary", r.memory.temporary},     {"communication", r.memory.communication},
+        {"allocator", r.memory.allocator}};
+    for (const auto& [name, v] : rows)
+      std::cout << fmt::format("{:<22}{:.2f} GB\n", name, v / 1e9);
+    std::cout << fmt::format("{:<22}{:.2f} GB of {:.2f} (stage {})\n", "peak memory",
+                             r.memory.total() / 1e9, capacity / 1e9, r.memory.stage);
+  }
+  // Text: the verdict is the result (stdout, as `memory` prints it); JSON: stdout is the document.
+  (json ? std::cerr : std::cout) << fmt::format(
+      "verdict: does not fit: stage {} needs {:.2f} GB per GPU, {:.2f} GB over the GPU's {:.2f}; "
+      "no step time is reported (--allow-oom simulates it anyway; more pp/tp, a higher --zero "
+      "or --recompute full use less)\n",
+      r.memory.stage, r.memory.total() / 1e9, over / 1e9, capacity / 1e9);
+  return 3;
 }
 
 int run_train(const TrainArgs& a) {
@@ -59,7 +99,7 @@ int run_train(const TrainArgs& a) {
     if (!v) throw Error("", "--degrade-link", "no vertex named '" + name + "' in the cluster");
     topo.scale_links_at(*v, factor);
   }
-  const auto job = a.job.resolve();
+  const auto job = a.job.resolve(static_cast<std::int64_t>(topo.gpus().size()));
   const auto& model = job.workload.model;
   TrainingSetup setup = training_setup(job);
   setup.rank_order = parse_rank_order(a.rank_order, "--rank-order");
@@ -103,6 +143,9 @@ int run_train(const TrainArgs& a) {
   setup.profile = calibration_for(topo, a.calibration);
 
   const auto r = simulate_training(topo, model, setup);
+  const double capacity = topo.gpu.hbm_bytes.as_double();
+  const bool fits = r.memory.total() <= capacity;
+  if (!fits && !a.allow_oom) return report_does_not_fit(r, setup, capacity, a.cluster.json);
   if (!a.report.empty()) {
     HtmlReport rep;
     rep.title = "meshsim train: " + model.name + " on " + to_string(setup.config.mesh);
@@ -119,8 +162,8 @@ int run_train(const TrainArgs& a) {
   const auto& mesh = setup.config.mesh;
   if (a.cluster.json) {
     Json j = training_json(r);
-    j["memory"]["gpu_bytes"] = topo.gpu.hbm_bytes.as_double();
-    j["memory"]["fits"] = r.memory.total() <= topo.gpu.hbm_bytes.as_double();
+    j["memory"]["gpu_bytes"] = capacity;
+    j["memory"]["fits"] = fits;
     j["mesh"] = mesh_json(mesh);
     j["zero"] = setup.config.zero;
     j["schedule"] = to_string(setup.config.schedule);
@@ -180,10 +223,9 @@ int run_train(const TrainArgs& a) {
                              v, pct(v, step), r.comm_bytes_per_gpu.at(g) / 1e9);
   for (const auto& [k, v] : r.exposed_comm_by_op_s)
     std::cout << fmt::format("{:<22}{:.4f} s\n", "  by op " + k, v);
-  std::cout << fmt::format(
-      "{:<22}{:.2f} GB of {:.2f} (stage {}, {})\n", "peak memory", r.memory.total() / 1e9,
-      topo.gpu.hbm_bytes.as_double() / 1e9, r.memory.stage,
-      r.memory.total() <= topo.gpu.hbm_bytes.as_double() ? "fits" : "does not fit");
+  std::cout << fmt::format("{:<22}{:.2f} GB of {:.2f} (stage {}, {})\n", "peak memory",
+                           r.memory.total() / 1e9, capacity / 1e9, r.memory.stage,
+                           fits ? "fits" : "does not fit; simulated anyway (--allow-oom)");
   std::cout << fmt::format("{:<22}{:.1f} s every {:.0f} s; goodput {:.1f}% of wall time\n",
                            "checkpoint", r.reliability.checkpoint_s,
                            r.reliability.checkpoint_interval_s,
@@ -218,6 +260,9 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--stage-layers", a->stage_layers,
                   "Layers per pipeline stage (pp × virtual entries), e.g. 7,8,8,7");
   cmd->add_flag("--full", a->full, "Simulate every rank (default: one per stage, folded)");
+  cmd->add_flag("--allow-oom", a->allow_oom,
+                "Report the step of a layout that does not fit memory (default: exit 3 with the "
+                "memory verdict)");
   cmd->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace (JSON)");
   cmd->add_option("--report", a->report, "Write an HTML report with plots");
   cmd->add_option("--rank-order", a->rank_order, "Innermost first (default tp-cp-dp-pp)");

@@ -82,6 +82,45 @@ TEST_CASE("calibrate kineto: measured per-op times next to the simulated step") 
                             " --mesh dp=8 --seq 8192 --gbs 8 --calibration " + prof);
   REQUIRE_MESSAGE(with.exit_code == 0, with.err);
   CHECK(with.out.find("(+0.0%)") != std::string::npos);
+  // --json: the same rows as one document; the GEMM model times equal the measured ones.
+  const auto js = run_cli("calibrate kineto --trace " + example("kineto-step-example.json") +
+                          " --topology " + source_path("topologies/dgx-h100.json") +
+                          " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                          " --mesh dp=8 --seq 8192 --gbs 8 --calibration " + prof + " --json");
+  REQUIRE_MESSAGE(js.exit_code == 0, js.err);
+  const auto j = json::parse(js.out);
+  CHECK(j["steps"] == 2);
+  CHECK(j["simulated"]["mesh"]["dp"] == 8);
+  REQUIRE(j["gemm"].size() == 4);
+  for (const auto& g : j["gemm"])
+    CHECK(g["model_s"].get<double>() == doctest::Approx(g["measured_s"].get<double>()));
+  bool all_reduce = false;
+  for (const auto& part : j["parts"]) {
+    CHECK(part["measured_s"].get<double>() >= 0);
+    if (part["part"] == "nccl all_reduce") all_reduce = part.contains("simulated_s");
+  }
+  CHECK(all_reduce);
+}
+
+TEST_CASE("calibrate fit and nccl-topo take --json") {
+  const auto out = temp("meshsim_fit_profile_json.json");
+  const auto fit = run_cli("calibrate fit --raw " + example("h100-raw-example.json") + " --out " +
+                           out + " --json");
+  REQUIRE_MESSAGE(fit.exit_code == 0, fit.err);
+  const auto f = json::parse(fit.out);
+  CHECK(f["gpu"] == "H100-SXM5-80GB");
+  CHECK(f["out"] == out);
+  CHECK(f["profile"] == read(out));  // the document is the file written
+  CHECK(!f["fits"].empty());
+
+  const auto node = temp("meshsim_nccl_node_json.json");
+  const auto topo = run_cli("calibrate nccl-topo --xml " + example("nccl-topo-dgx-h100.xml") +
+                            " --out " + node + " --json");
+  REQUIRE_MESSAGE(topo.exit_code == 0, topo.err);
+  const auto t = json::parse(topo.out);
+  CHECK(t["gpus"] == 8);
+  CHECK(t["gpu"] == "H100-SXM5-80GB");
+  CHECK(t["per_gpu_Bps"]["nvlink"].get<double>() > 100e9);
 }
 
 TEST_CASE("a profile's collective fit moves collective, train and serve results") {

@@ -10,6 +10,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "commands.hpp"
 #include "compute/calibration_fit.hpp"
@@ -32,12 +33,14 @@ struct FitArgs {
 
 struct TopoArgs {
   std::string xml, out, gpu, name = "nccl-topo-node";
+  bool json = false;
 };
 
 struct KinetoArgs {
   std::string trace, topology, write_profile, calibration;
   std::int32_t nodes = 0, device = 0;
   JobArgs job;
+  bool json = false;
 };
 
 void write_json(const std::string& path, const Json& j, const char* flag) {
@@ -94,6 +97,15 @@ int run_fit(const FitArgs& a) {
       throw Error(a.raw, "/topology", "no topology section (run the harness's topo command)");
     write_json(a.topology_out, doc["topology"], "--topology-out");
   }
+  if (a.json) {
+    std::cout << json_text(Json{{"out", a.out},
+                                {"gpu", fit.profile.gpu},
+                                {"source", fit.profile.source},
+                                {"fits", fit.lines},
+                                {"profile", out}})
+              << "\n";
+    return 0;
+  }
   std::cout << fmt::format("# calibration profile for {} written to {}\n", fit.profile.gpu, a.out);
   for (const auto& l : fit.lines) std::cout << l << "\n";
   return 0;
@@ -109,6 +121,18 @@ int run_nccl_topo(const TopoArgs& a) {
   const auto loaded = load_topology_json(topo, a.xml + " (converted)");
   write_json(a.out, topo, "--out");
   const auto s = summarize(loaded, false);
+  if (a.json) {
+    std::cout << json_text(Json{{"out", a.out},
+                                {"description", topo["description"]},
+                                {"gpu", loaded.gpu.model},
+                                {"gpus", loaded.gpus().size()},
+                                {"per_gpu_Bps",
+                                 {{"nvlink", s.nvlink_Bps},
+                                  {"pcie", s.pcie_Bps},
+                                  {"network", s.network_Bps}}}})
+              << "\n";
+    return 0;
+  }
   std::cout << fmt::format("# {} written to {}: {}\n", topo["description"].get<std::string>(),
                            a.out, loaded.gpu.model);
   std::cout << fmt::format(
@@ -120,8 +144,12 @@ int run_nccl_topo(const TopoArgs& a) {
 
 int run_kineto(const KinetoArgs& a) {
   const auto m = read_kineto_trace(a.trace, a.device);
-  std::cout << fmt::format("# {}: device {}, {} kernels, {} profiled step(s)\n", a.trace, m.device,
-                           m.kernels, m.steps);
+  // --json: the same parts and GEMM rows as one document; the text lines go nowhere.
+  std::ostringstream discard;
+  std::ostream& text = a.json ? discard : std::cout;
+  Json doc{{"trace", a.trace}, {"device", m.device}, {"kernels", m.kernels}, {"steps", m.steps}};
+  text << fmt::format("# {}: device {}, {} kernels, {} profiled step(s)\n", a.trace, m.device,
+                      m.kernels, m.steps);
   struct Line {
     std::string part;
     double measured = 0;
@@ -167,37 +195,52 @@ int run_kineto(const KinetoArgs& a) {
     }
     for (const auto& [op, s] : comm)
       if (!m.comm_s.contains(op)) lines.push_back({"nccl " + op, 0, s});
-    std::cout << fmt::format("# simulated: meshsim train of the same job on {} ({})\n", topo.name,
-                             to_string(job.config.mesh));
+    text << fmt::format("# simulated: meshsim train of the same job on {} ({})\n", topo.name,
+                        to_string(job.config.mesh));
+    doc["simulated"] = {{"topology", topo.name}, {"mesh", mesh_json(job.config.mesh)}};
     cm.emplace(topo.gpu, setup.profile);
   }
-  std::cout << fmt::format("{:<20} {:>12} {:>12} {:>8}\n", "per step", "measured s", "simulated s",
-                           "error");
+  text << fmt::format("{:<20} {:>12} {:>12} {:>8}\n", "per step", "measured s", "simulated s",
+                      "error");
+  Json parts = Json::array();
   for (const auto& l : lines) {
+    Json p{{"part", l.part}, {"measured_s", l.measured}};
+    if (l.simulated) p["simulated_s"] = *l.simulated;
+    if (l.simulated && l.measured > 0)
+      p["error"] = (*l.simulated - l.measured) / l.measured;
+    parts.push_back(std::move(p));
     const auto sim =
         l.simulated ? fmt::format("{:>12.4f}", *l.simulated) : fmt::format("{:>12}", "-");
     const auto err = l.simulated && l.measured > 0
                          ? fmt::format("{:+7.1f}%", 100 * (*l.simulated - l.measured) / l.measured)
                          : std::string("       -");
-    std::cout << fmt::format("{:<20} {:>12.4f} {} {}\n", l.part, l.measured, sim, err);
+    text << fmt::format("{:<20} {:>12.4f} {} {}\n", l.part, l.measured, sim, err);
   }
+  doc["parts"] = std::move(parts);
+  Json gemms = Json::array();
   if (!m.gemm_points.empty()) {
-    std::cout << fmt::format("# {} GEMM shapes with kernel times (aten::mm/addmm/bmm)\n",
-                             m.gemm_points.size());
+    text << fmt::format("# {} GEMM shapes with kernel times (aten::mm/addmm/bmm)\n",
+                        m.gemm_points.size());
     for (const auto& p : m.gemm_points) {
       const auto k = gemm_kernel(p.shape, p.dtype);
       const double measured = k.flops / p.flops_per_s;
       std::string model;
+      Json g{{"dtype", name_of(p.dtype)}, {"m", p.shape.m},         {"n", p.shape.n},
+             {"k", p.shape.k},            {"batch", p.shape.batch}, {"measured_s", measured},
+             {"flops_per_s", p.flops_per_s}};
       if (cm) {
         const double s = cm->seconds(k);
         model =
             fmt::format(" model {:.1f} us ({:+.1f}%)", s * 1e6, 100 * (s - measured) / measured);
+        g["model_s"] = s;
       }
-      std::cout << fmt::format("  {} {}x{}x{} batch {}: {:.1f} us, {:.1f} TFLOP/s{}\n",
-                               name_of(p.dtype), p.shape.m, p.shape.n, p.shape.k, p.shape.batch,
-                               measured * 1e6, p.flops_per_s / 1e12, model);
+      text << fmt::format("  {} {}x{}x{} batch {}: {:.1f} us, {:.1f} TFLOP/s{}\n",
+                          name_of(p.dtype), p.shape.m, p.shape.n, p.shape.k, p.shape.batch,
+                          measured * 1e6, p.flops_per_s / 1e12, model);
+      gemms.push_back(std::move(g));
     }
   }
+  doc["gemm"] = std::move(gemms);
   if (!a.write_profile.empty()) {
     if (m.gemm_points.empty())
       throw Error(a.trace, "", "no GEMM shapes to write (profile with record_shapes=True)");
@@ -206,7 +249,9 @@ int run_kineto(const KinetoArgs& a) {
     p.source = "GEMM kernel times from the PyTorch profiler trace " + a.trace;
     p.gemm = m.gemm_points;
     write_json(a.write_profile, to_json(p), "--write-profile");
+    doc["profile_written"] = a.write_profile;
   }
+  if (a.json) std::cout << json_text(doc) << "\n";
   return 0;
 }
 
@@ -230,12 +275,14 @@ Runner add_calibrate_command(CLI::App& app) {
               "Write only the fitted kernel parameters, not the measured points");
   f->add_option("--out", fit->out, "Profile to write")->required();
   f->add_option("--topology-out", fit->topology_out, "Also write the raw file's node topology");
+  f->add_flag("--json", fit->json, "Print one JSON document (the fits and the written profile)");
   auto topo = std::make_shared<TopoArgs>();
   auto* t = cmd->add_subcommand("nccl-topo", "NCCL topology XML -> meshsim cluster file");
   t->add_option("--xml", topo->xml, "NCCL_TOPO_DUMP_FILE output")->required();
   t->add_option("--out", topo->out, "Cluster file to write")->required();
   t->add_option("--gpu", topo->gpu, "GPU catalogue name (default: from the SM version)");
   t->add_option("--name", topo->name, "Cluster name");
+  t->add_flag("--json", topo->json, "Print one JSON document");
   auto kin = std::make_shared<KinetoArgs>();
   auto* k = cmd->add_subcommand("kineto", "PyTorch profiler trace -> per-op times vs simulated");
   k->add_option("--trace", kin->trace, "Chrome trace JSON of real steps")->required();
@@ -247,6 +294,7 @@ Runner add_calibrate_command(CLI::App& app) {
   k->add_option("--write-profile", kin->write_profile,
                 "Write the trace's GEMM shapes as a profile");
   kin->job.add_to(k);
+  k->add_flag("--json", kin->json, "Print one JSON document (measured and simulated per part)");
   return [f, t, fit, topo, kin] {
     if (f->parsed()) return run_fit(*fit);
     if (t->parsed()) return run_nccl_topo(*topo);

@@ -124,6 +124,10 @@ ModelSpec read_llama_family(const HfReader& r, ModelSpec m) {
   m.activation = gated_activation(r.get("hidden_act"));
   m.norm = Norm::rmsnorm;
   m.positions = Positions::rope;
+  if (auto theta = r.maybe("rope_theta")) {
+    m.rope_theta = theta->number();
+    if (!(m.rope_theta > 1) || m.rope_theta > 1e12) theta->fail("must be within (1, 1e12]");
+  }
   m.tied_embeddings = false;
   if (auto t = r.maybe("tie_word_embeddings")) m.tied_embeddings = t->boolean();
   m.bias = false;
@@ -193,6 +197,7 @@ ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
   const auto type_ref = r.get("model_type");
   const auto type = type_ref.string();
   m.format = "hf:" + type;
+  if (auto id = r.maybe("_name_or_path")) m.hf_id = id->string();
   if (type == "gpt2") return read_gpt2(r, std::move(m));
   static const std::set<std::string, std::less<>> kDense = {"llama", "mistral", "qwen2"};
   static const std::set<std::string, std::less<>> kMoe = {"mixtral", "qwen2_moe", "deepseek_v2",

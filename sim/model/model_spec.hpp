@@ -38,6 +38,9 @@ struct ModelSpec {
   std::string name;
   std::string file;
   std::string format;  // "hf:<model_type>", "gpt" or "params"
+  // The Hugging Face id an engine or tokenizer loads ("meta-llama/Llama-3.1-70B"): a config's
+  // `_name_or_path`, which transformers writes when it saves one; empty when not known.
+  std::string hf_id;
 
   // A model known only by its parameter count (the seed's "a 70B model"): enough for the model
   // state in memory, not for activations, FLOPs or kernels.
@@ -54,6 +57,7 @@ struct ModelSpec {
   Activation activation = Activation::swiglu;
   Norm norm = Norm::rmsnorm;
   Positions positions = Positions::rope;
+  double rope_theta = 10000;  // RoPE base (HF rope_theta; 10,000 is its default and Megatron's)
   bool tied_embeddings = false;
   bool bias = false;      // GPT-2/3: biases on every linear layer and LayerNorm
   bool dropout = false;   // GPT training recipes (Megatron: 0.1); Llama recipes train without

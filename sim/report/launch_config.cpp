@@ -7,23 +7,110 @@
 namespace meshsim {
 namespace {
 
+// What a Megatron line cannot say, as "# " lines printed before it.
+std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
+  std::string s;
+  if (c.schedule.kind == ScheduleKind::gpipe)
+    s += "# Megatron-LM has no GPipe schedule; it runs 1F1B (the line below)\n";
+  if (c.schedule.kind == ScheduleKind::zero_bubble)
+    s += "# Megatron-LM has no zero-bubble schedule in its main line; the line below is 1F1B\n";
+  if (c.zero >= 3 && !c.reshard_after_forward)
+    s += "# Megatron-FSDP frees gathered weights after each forward (reshard after forward on); "
+         "simulated here with it off\n";
+  if (c.recompute == Recompute::selective && !c.recompute_ops.empty())
+    s += "# the stack's selective ops are written as Megatron's default module set (core_attn)\n";
+  if (!m.has_architecture())
+    s += "# the model is known by its parameter count only: no architecture flags\n";
+  const auto chunks = c.mesh.pp * (c.schedule.kind == ScheduleKind::interleaved
+                                       ? c.schedule.virtual_stages
+                                       : std::int64_t{1});
+  if (m.layers % chunks != 0)
+    s += fmt::format(
+        "# {} layers do not split evenly into {} pipeline chunks: meshsim gave the extra layers "
+        "to the middle chunks; Megatron needs --decoder-first-pipeline-num-layers / "
+        "--decoder-last-pipeline-num-layers for an uneven split\n",
+        m.layers, chunks);
+  return s;
+}
+
+// The model as Megatron-LM's architecture arguments (megatron/training/arguments.py), so the
+// line trains the model that was simulated, not Megatron's defaults.
+std::string megatron_architecture(const ModelSpec& m) {
+  if (!m.has_architecture()) return "";
+  std::string s = fmt::format(
+      " --num-layers {} --hidden-size {} --ffn-hidden-size {} --num-attention-heads {}", m.layers,
+      m.hidden, m.ffn, m.heads);
+  if (m.kv_heads != m.heads && !m.mla)
+    s += fmt::format(" --group-query-attention --num-query-groups {}", m.kv_heads);
+  if (!m.mla && m.head_dim != m.hidden / m.heads) s += fmt::format(" --kv-channels {}", m.head_dim);
+  if (m.activation == Activation::swiglu) s += " --swiglu";
+  s += m.norm == Norm::rmsnorm ? " --normalization RMSNorm" : " --normalization LayerNorm";
+  if (m.positions == Positions::rope)
+    s += fmt::format(" --position-embedding-type rope --rotary-base {:.0f}", m.rope_theta);
+  else
+    s += " --position-embedding-type learned_absolute";
+  if (m.max_positions > 0) s += fmt::format(" --max-position-embeddings {}", m.max_positions);
+  // NullTokenizer with mock data: a benchmark of the simulated shapes as is (it adds an EOD
+  // token, so Megatron's padded embedding can be up to 128 rows larger than `vocab`).
+  s += fmt::format(" --mock-data --tokenizer-type NullTokenizer --vocab-size {}", m.vocab);
+  if (!m.tied_embeddings) s += " --untie-embeddings-and-output-weights";
+  if (!m.bias) s += " --disable-bias-linear";
+  if (m.qkv_bias) s += " --add-qkv-bias";
+  if (!m.dropout) s += " --attention-dropout 0 --hidden-dropout 0";
+  if (m.mla)
+    s += fmt::format(
+        " --multi-latent-attention --q-lora-rank {} --kv-lora-rank {} --qk-head-dim {} "
+        "--qk-pos-emb-head-dim {} --v-head-dim {}",
+        m.mla->q_lora_rank, m.mla->kv_lora_rank, m.mla->qk_nope_head_dim, m.mla->qk_rope_head_dim,
+        m.mla->v_head_dim);
+  if (m.moe) {
+    s += fmt::format(" --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {}",
+                     m.moe->experts, m.moe->top_k, m.moe->expert_ffn);
+    if (m.moe->shared_experts > 0)
+      s += fmt::format(" --moe-shared-expert-intermediate-size {}",
+                       m.moe->shared_experts * m.moe->expert_ffn);
+    if (m.moe->first_dense_layers > 0)
+      s += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", m.moe->first_dense_layers,
+                       m.layers - m.moe->first_dense_layers);
+    s += " --moe-grouped-gemm";
+  }
+  return s;
+}
+
 std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j) {
   // Megatron-LM's argument names (megatron/training/arguments.py).
   const auto& mesh = c.mesh;
   std::string s = fmt::format(
       "--tensor-model-parallel-size {} --pipeline-model-parallel-size {} "
       "--context-parallel-size {} --expert-model-parallel-size {} --micro-batch-size {} "
-      "--global-batch-size {} --seq-length {} --num-layers {}",
-      mesh.tp, mesh.pp, mesh.cp, mesh.ep, j.micro_batch, j.global_batch, j.seq, m.layers);
+      "--global-batch-size {} --seq-length {}",
+      mesh.tp, mesh.pp, mesh.cp, mesh.ep, j.micro_batch, j.global_batch, j.seq);
+  if (!m.has_architecture()) s += fmt::format(" --num-layers {}", m.layers);
+  s += megatron_architecture(m);
   if (c.sp && mesh.tp > 1) s += " --sequence-parallel";
-  if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1)
-    s += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
-                     m.layers / (mesh.pp * c.schedule.virtual_stages));
-  if (c.zero >= 1) s += " --use-distributed-optimizer --overlap-param-gather";
-  // HSDP: Megatron-Core shards the distributed optimizer within each of these instances and
-  // all-reduces across them (megatron/training/arguments.py).
-  if (c.zero >= 1 && mesh.fsdp > 0)
+  if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
+    const auto chunks = mesh.pp * c.schedule.virtual_stages;
+    if (m.layers % chunks == 0)
+      s += fmt::format(" --num-layers-per-virtual-pipeline-stage {}", m.layers / chunks);
+    else
+      s += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", c.schedule.virtual_stages);
+  }
+  // The ZeRO stage as Megatron shards state: its distributed optimizer shards the optimizer
+  // state and fp32 main weights and keeps a full gradient buffer (ZeRO-1:
+  // docs/user-guide/features/dist_optimizer.md); gradients and weights are sharded by
+  // Megatron-FSDP's strategies optim_grads (ZeRO-2) and optim_grads_params (ZeRO-3)
+  // (docs/user-guide/features/megatron_fsdp.md, Megatron-Core ≥ 0.14's flag names).
+  if (c.zero == 1) s += " --use-distributed-optimizer --overlap-param-gather";
+  if (c.zero >= 2)
+    s += fmt::format(" --use-megatron-fsdp --data-parallel-sharding-strategy {}",
+                     c.zero == 2 ? "optim_grads" : "optim_grads_params");
+  // HSDP: Megatron-Core shards within each of these instances and all-reduces across them
+  // (megatron/training/arguments.py); Megatron-FSDP replicates across them with
+  // --outer-dp-sharding-strategy no_shard.
+  if (c.zero >= 1 && mesh.fsdp > 0) {
     s += fmt::format(" --num-distributed-optimizer-instances {}", mesh.dp / mesh.fsdp);
+    if (c.zero >= 2) s += " --outer-dp-sharding-strategy no_shard";
+  }
   s += " --overlap-grad-reduce";
   if (c.recompute == Recompute::full)
     s += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
@@ -124,14 +211,17 @@ std::string accelerate_yaml(const ModelSpec& m, const ParallelConfig& c, const L
 
 std::string launch_config(const std::string& format, const ModelSpec& model,
                           const ParallelConfig& config, const LaunchJob& job) {
-  if (format == "megatron") return "pretrain_gpt.py " + megatron_args(model, config, job) + "\n";
+  if (format == "megatron")
+    return megatron_caveats(model, config) + "pretrain_gpt.py " + megatron_args(model, config, job) +
+           "\n";
   if (format == "torchtitan") return torchtitan_toml(config, job);
   if (format == "accelerate") return accelerate_yaml(model, config, job);
   if (format == "torchrun")
-    return fmt::format(
-        "torchrun --nnodes {} --nproc-per-node {} --rdzv-backend c10d "
-        "--rdzv-endpoint $MASTER_ADDR:29500 pretrain_gpt.py {}\n",
-        job.nodes, job.gpus_per_node, megatron_args(model, config, job));
+    return megatron_caveats(model, config) +
+           fmt::format(
+               "torchrun --nnodes {} --nproc-per-node {} --rdzv-backend c10d "
+               "--rdzv-endpoint $MASTER_ADDR:29500 pretrain_gpt.py {}\n",
+               job.nodes, job.gpus_per_node, megatron_args(model, config, job));
   throw Error("", "--emit",
               "'" + format + "': expected megatron, torchtitan, accelerate or torchrun");
 }
@@ -145,6 +235,13 @@ std::string serving_launch_config(const std::string& format, const ModelSpec& mo
                                   const SchedulerOptions& scheduler) {
   const bool fp8 = shape.weight_dtype == DType::fp8, kv8 = shape.kv_dtype == DType::fp8;
   std::string out;
+  // The engines load a Hugging Face id or a local checkpoint directory, not a meshsim file.
+  const std::string id = model.hf_id.empty() ? "MODEL" : model.hf_id;
+  if (model.hf_id.empty())
+    out += fmt::format(
+        "# {} has no Hugging Face id (\"_name_or_path\" in its config): replace MODEL with the "
+        "checkpoint's id or directory\n",
+        model.file.empty() ? model.name : model.file);
   if (format == "vllm") {
     out += fmt::format("# {} replica(s) of tp={} pp={} ({} GPUs each); model: {}\n", replicas,
                        shape.tp, shape.pp, shape.gpus(), model.name);
@@ -156,7 +253,7 @@ std::string serving_launch_config(const std::string& format, const ModelSpec& mo
           "CUDA_VISIBLE_DEVICES={} vllm serve {} --port {} --tensor-parallel-size {} "
           "--pipeline-parallel-size {} --max-num-seqs {} --max-num-batched-tokens {} "
           "--enable-chunked-prefill --block-size {} --gpu-memory-utilization {}{}{}\n",
-          devices, model.name, 8000 + r, shape.tp, shape.pp, scheduler.max_seqs,
+          devices, id, 8000 + r, shape.tp, shape.pp, scheduler.max_seqs,
           scheduler.max_batch_tokens, scheduler.block_size, scheduler.gpu_memory_utilization,
           fp8 ? " --quantization fp8" : "", kv8 ? " --kv-cache-dtype fp8" : "");
     }
@@ -167,12 +264,12 @@ std::string serving_launch_config(const std::string& format, const ModelSpec& mo
     return out;
   }
   if (format == "sglang") {
-    return fmt::format(
+    return out + fmt::format(
         "# {} replica(s) of tp={} pp={}; model: {}\n"
         "python -m sglang.launch_server --model-path {} --tp-size {} --pp-size {} --dp-size {} "
         "--max-running-requests {} --chunked-prefill-size {} --page-size {} "
         "--mem-fraction-static {}{}{}\n",
-        replicas, shape.tp, shape.pp, model.name, model.name, shape.tp, shape.pp, replicas,
+        replicas, shape.tp, shape.pp, model.name, id, shape.tp, shape.pp, replicas,
         scheduler.max_seqs, scheduler.max_batch_tokens, scheduler.block_size,
         scheduler.gpu_memory_utilization, fp8 ? " --quantization fp8" : "",
         kv8 ? " --kv-cache-dtype fp8_e4m3" : "");

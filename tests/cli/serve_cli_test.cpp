@@ -134,7 +134,7 @@ TEST_CASE("serve --search compares layouts and answers replicas versus sharding"
   CHECK(r.out.find("beat") != std::string::npos);
   CHECK(r.out.find("1 × tp=8 pp=1") != std::string::npos);
   CHECK(r.out.find("refused") != std::string::npos);  // tp=1: 70B does not fit one GPU
-  CHECK(r.err.find("vllm serve llama3.1-70b") != std::string::npos);
+  CHECK(r.err.find("vllm serve meta-llama/Llama-3.1-70B --port 8000") != std::string::npos);
   CHECK(r.err.find("--tensor-parallel-size") != std::string::npos);
   const auto j = serve_json(kServe70b +
                             " --search --gpus 8 --rate 4 --requests 100 --prompt fixed:512 "

@@ -7,6 +7,8 @@
 #include "commands.hpp"
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "report/megatron_line.hpp"
 
 namespace meshsim::cli {
 
@@ -144,27 +146,42 @@ void write_report(const std::string& path, HtmlReport report, const Topology& to
 
 void JobArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--workload", workload, "Model or job file (workloads/)")->required();
-  cmd->add_option("--mesh", mesh,
-                  "dp=..,tp=..,pp=..,cp=..,ep=.. (fsdp=N: HSDP, shard over N of the dp ranks; "
-                  "without dp, the degree that fills the cluster)")
-      ->required();
-  cmd->add_option("--zero", zero, "0 DDP, 1, 2, 3 (= FSDP)");
+  auto* mesh_opt = cmd->add_option(
+      "--mesh", mesh,
+      "dp=..,tp=..,pp=..,cp=..,ep=.. (fsdp=N: HSDP, shard over N of the dp ranks; without dp, "
+      "the degree that fills the cluster); required unless --from-megatron gives it");
+  auto* zero_opt = cmd->add_option("--zero", zero, "0 DDP, 1, 2, 3 (= FSDP)");
   cmd->add_option("--reshard-after-forward", reshard, "ZeRO-3/FSDP2: on or off");
-  cmd->add_option("--recompute", recompute,
-                  "The stack's policy (none, selective, full, or the stack's own names such as "
-                  "torchtitan's op); default the stack's");
+  auto* recompute_opt =
+      cmd->add_option("--recompute", recompute,
+                      "The stack's policy (none, selective, full, or the stack's own names such as "
+                      "torchtitan's op); default the stack's");
   cmd->add_option("--stack", stack,
                   "Software stack: megatron (default), torchtitan, torchtitan-compile, deepspeed, "
                   "ideal, or a stack file (workloads/stacks/*.json)");
   cmd->add_option("--tp-overlap", tp_overlap,
                   "TP communication overlap on or off (default: the stack's; needs SP)");
-  cmd->add_option("--seq", seq, "Sequence length in tokens (8192, 8k, 128K)");
-  cmd->add_option("--gbs", gbs, "Global batch (sequences); default dp × mbs");
-  cmd->add_option("--mbs", mbs, "Micro-batch (sequences); default 1");
-  cmd->add_option("--dtype", dtype, "bf16, fp16 or fp8 (GEMMs and, serving, weights)");
-  cmd->add_option("--sp", sp, "Sequence parallelism on or off (default on when tp > 1)");
-  cmd->add_option("--schedule", schedule, "gpipe, 1f1b, interleaved:V or zb");
+  auto* seq_opt = cmd->add_option("--seq", seq, "Sequence length in tokens (8192, 8k, 128K)");
+  auto* gbs_opt = cmd->add_option("--gbs", gbs, "Global batch (sequences); default dp × mbs");
+  auto* mbs_opt = cmd->add_option("--mbs", mbs, "Micro-batch (sequences); default 1");
+  auto* dtype_opt =
+      cmd->add_option("--dtype", dtype, "bf16, fp16 or fp8 (GEMMs and, serving, weights)");
+  auto* sp_opt =
+      cmd->add_option("--sp", sp, "Sequence parallelism on or off (default on when tp > 1)");
+  auto* schedule_opt = cmd->add_option("--schedule", schedule, "gpipe, 1f1b, interleaved:V or zb");
   cmd->add_option("--attention", attention, "flash (default) or unfused");
+  cmd->add_option("--from-megatron", from_megatron,
+                  "A Megatron-LM launch line (quoted) or script file: its parallelism, batch, "
+                  "sequence, recompute and precision flags set the job (dp fills the cluster)")
+      ->excludes(mesh_opt)
+      ->excludes(zero_opt)
+      ->excludes(recompute_opt)
+      ->excludes(seq_opt)
+      ->excludes(gbs_opt)
+      ->excludes(mbs_opt)
+      ->excludes(dtype_opt)
+      ->excludes(sp_opt)
+      ->excludes(schedule_opt);
 }
 
 JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
@@ -173,12 +190,15 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   const auto& w = r.workload;
   r.dtype = !dtype.empty() ? dtype_flag(dtype, "--dtype") : w.job.dtype.value_or(DType::bf16);
   auto& cfg = r.config;
+  r.stack = resolve_stack(stack);
+  if (!tp_overlap.empty()) r.tp_overlap = on_off(tp_overlap, "--tp-overlap");
+  cfg.reshard_after_forward = on_off(reshard, "--reshard-after-forward");
+  if (!from_megatron.empty()) return resolve_megatron(std::move(r), world);
+  if (mesh.empty())
+    throw Error("", "--mesh", "is required (or give the layout with --from-megatron)");
   cfg.mesh = parse_mesh(mesh, "--mesh", world);
   cfg.zero = zero;
   cfg.sp = sp.empty() ? cfg.mesh.tp > 1 : on_off(sp, "--sp");
-  cfg.reshard_after_forward = on_off(reshard, "--reshard-after-forward");
-  r.stack = resolve_stack(stack);
-  if (!tp_overlap.empty()) r.tp_overlap = on_off(tp_overlap, "--tp-overlap");
   const auto policy =
       recompute_policy(r.stack, recompute.empty() ? r.stack.default_recompute : recompute);
   cfg.recompute = policy.mode;
@@ -200,6 +220,51 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   r.seq = seq_tokens > 0 ? seq_tokens : w.job.seq.value_or(0);
   r.micro_batch = mbs > 0 ? mbs : w.job.micro_batch.value_or(1);
   r.global_batch = gbs > 0 ? gbs : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
+  return r;
+}
+
+JobArgs::Resolved JobArgs::resolve_megatron(Resolved r, std::int64_t world) const {
+  const std::string flag = "--from-megatron";
+  if (world <= 0)
+    throw Error("", flag,
+                "needs the cluster (--topology): a Megatron line's data-parallel degree is what "
+                "fills its GPUs");
+  // A script file or the line itself.
+  std::string text = from_megatron;
+  if (from_megatron.find(' ') == std::string::npos && std::filesystem::is_regular_file(from_megatron))
+    text = read_input_file(from_megatron);
+  const auto line = parse_megatron_line(text, flag);
+  const auto& model = r.workload.model;
+  if (const auto mismatch = megatron_architecture_mismatch(line, model))
+    throw Error("", flag, *mismatch + " (the line trains another model than --workload)");
+  if (!line.ignored.empty()) {
+    std::string names;
+    for (const auto& f : line.ignored) names += (names.empty() ? "" : ", ") + f;
+    std::cerr << "--from-megatron: not read (no effect on the simulation): " << names << "\n";
+  }
+  const auto m = megatron_job(line, world, model.layers, flag);
+  auto& cfg = r.config;
+  const bool keep_reshard = cfg.reshard_after_forward;
+  cfg = m.config;
+  cfg.reshard_after_forward = keep_reshard;
+  // The stack's own policy of that name (its selective op set).
+  const auto policy = recompute_policy(r.stack, std::string(name_of(m.config.recompute)));
+  cfg.recompute = policy.mode;
+  cfg.recompute_ops = policy.ops;
+  r.dtype = m.job.dtype;
+  const auto& w = r.workload;
+  if (m.job.seq > (std::int64_t{1} << 24))
+    throw Error("", flag, "--seq-length must be at most 16777216 tokens");
+  r.seq = m.job.seq > 0 ? m.job.seq : w.job.seq.value_or(0);
+  r.micro_batch = m.job.micro_batch;
+  r.global_batch =
+      m.job.global_batch > 0 ? m.job.global_batch
+                             : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
+  if (r.global_batch > (std::int64_t{1} << 30) || r.micro_batch > (std::int64_t{1} << 30))
+    throw Error("", flag, "the batch is implausibly large");
+  if (attention != "flash" && attention != "unfused")
+    throw Error("", "--attention", "'" + attention + "': expected flash or unfused");
+  r.flash_attention = attention == "flash";
   return r;
 }
 

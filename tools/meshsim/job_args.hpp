@@ -65,6 +65,9 @@ struct JobArgs {
   std::string recompute, dtype, sp, schedule = "1f1b", attention = "flash", reshard = "on",
                                     stack = "megatron", tp_overlap;
   std::string seq;  // tokens, with K/M suffixes ("8k"); empty: the job file's
+  // A Megatron-LM launch line (or script) giving the mesh, ZeRO stage, recompute, schedule, SP,
+  // batch, sequence and precision instead of the flags (sim/report/megatron_line.hpp).
+  std::string from_megatron;
   std::int64_t gbs = 0, mbs = 0;
 
   void add_to(CLI::App* cmd);
@@ -81,8 +84,12 @@ struct JobArgs {
   // Loads the workload and applies the flags over the job file's values. The global batch
   // defaults to dp × micro-batch (one micro-batch per replica) when neither gives it. A mesh
   // without dp takes the data-parallel degree that fills `world` GPUs (the cluster's; 0: none
-  // known, dp = 1).
+  // known, dp = 1). With --from-megatron the line gives the layout and job (dp from `world`,
+  // which must then be known), and its architecture flags must match the workload's model.
   Resolved resolve(std::int64_t world = 0) const;
+
+ private:
+  Resolved resolve_megatron(Resolved r, std::int64_t world) const;
 };
 
 // A training setup with the job, the parallel config and the dtype's precision recipe set; the

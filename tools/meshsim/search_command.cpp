@@ -370,6 +370,18 @@ int run_search_command(const SearchArgs& a) {
     rep.notes = winner.notes;
     write_report(a.report, std::move(rep), topo, a.cluster.topology);
   }
+  // The winner as the launch configuration asked for (text and --json alike).
+  std::string launch;
+  if (!a.emit.empty() && !r.results.empty() && r.results.front().error.empty()) {
+    const auto& best = r.results.front();
+    const LaunchJob lj{job.seq,
+                       job.global_batch,
+                       best.candidate.micro_batch,
+                       job.dtype,
+                       static_cast<std::int64_t>(topo.node_count()),
+                       topo.gpus_per_node()};
+    launch = launch_config(a.emit, model, best.candidate.config, lj);
+  }
   const auto& en = r.enumeration;
   if (a.cluster.json) {
     Json j;
@@ -389,6 +401,7 @@ int run_search_command(const SearchArgs& a) {
     j["results"] = std::move(results);
     j["heuristic"] = {
         {"label", heuristic.label()}, {"rule", heuristic_why}, {"rank", heuristic_rank}};
+    if (!launch.empty()) j["launch"] = {{"format", a.emit}, {"text", launch}};
     std::cout << json_text(j) << "\n";
     return exit_code;
   }
@@ -488,15 +501,7 @@ int run_search_command(const SearchArgs& a) {
                              heuristic.label(),
                              heuristic_eval ? " (" + heuristic_eval->error + ")" : "");
   std::cout << "heuristics pick candidates; the simulation picks the winner\n";
-  if (!a.emit.empty()) {
-    LaunchJob lj{job.seq,
-                 job.global_batch,
-                 best.candidate.micro_batch,
-                 job.dtype,
-                 static_cast<std::int64_t>(topo.node_count()),
-                 topo.gpus_per_node()};
-    std::cout << "\n" << launch_config(a.emit, model, best.candidate.config, lj);
-  }
+  if (!launch.empty()) std::cout << "\n" << launch;
   return exit_code;
 }
 

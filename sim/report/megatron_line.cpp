@@ -1,0 +1,330 @@
+#include "report/megatron_line.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace meshsim {
+namespace {
+
+// Shell words: blanks split, '…' and "…" quote, a backslash escapes the next character (a
+// backslash-newline joins lines), a line whose first word starts with # is a comment.
+std::vector<std::string> shell_words(std::string_view text, const std::string& where) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false, line_start = true;
+  auto flush = [&] {
+    if (in_word) words.push_back(std::move(word));
+    word.clear();
+    in_word = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n' || c == ' ' || c == '\t' || c == '\r') {
+      flush();
+      if (c == '\n') line_start = true;
+      continue;
+    }
+    if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {  // a continued line
+      ++i;
+      continue;
+    }
+    if (line_start && c == '#') {  // a comment line (what --emit writes before the command)
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    line_start = false;
+    in_word = true;
+    if (c == '\\' && i + 1 < text.size()) {
+      word += text[++i];
+    } else if (c == '\'' || c == '"') {
+      const auto close = text.find(c, i + 1);
+      if (close == std::string_view::npos)
+        throw Error("", where, fmt::format("unterminated {} quote", c == '"' ? "double" : "single"));
+      word += text.substr(i + 1, close - i - 1);
+      i = close;
+    } else {
+      word += c;
+    }
+  }
+  flush();
+  return words;
+}
+
+// Flags meshsim reads and whether each takes a value. The rest are skipped (with their value:
+// the next word when it does not start with --) and listed as ignored.
+const std::map<std::string, bool, std::less<>>& known_flags() {
+  static const std::map<std::string, bool, std::less<>> kFlags = {
+      // layout and batch
+      {"--tensor-model-parallel-size", true},
+      {"--pipeline-model-parallel-size", true},
+      {"--context-parallel-size", true},
+      {"--expert-model-parallel-size", true},
+      {"--micro-batch-size", true},
+      {"--global-batch-size", true},
+      {"--seq-length", true},
+      {"--sequence-parallel", false},
+      {"--num-layers-per-virtual-pipeline-stage", true},
+      {"--num-virtual-stages-per-pipeline-rank", true},
+      // sharding of model state
+      {"--use-distributed-optimizer", false},
+      {"--use-megatron-fsdp", false},
+      {"--use-custom-fsdp", false},  // Megatron-FSDP's name before Megatron-Core 0.14
+      {"--use-torch-fsdp2", false},
+      {"--data-parallel-sharding-strategy", true},
+      {"--outer-dp-sharding-strategy", true},
+      {"--num-distributed-optimizer-instances", true},
+      {"--overlap-grad-reduce", false},
+      {"--overlap-param-gather", false},
+      // recompute and precision
+      {"--recompute-granularity", true},
+      {"--recompute-method", true},
+      {"--recompute-num-layers", true},
+      {"--recompute-activations", false},
+      {"--bf16", false},
+      {"--fp16", false},
+      {"--fp8-format", true},
+      // architecture (checked against the model)
+      {"--num-layers", true},
+      {"--hidden-size", true},
+      {"--ffn-hidden-size", true},
+      {"--num-attention-heads", true},
+      {"--group-query-attention", false},
+      {"--num-query-groups", true},
+      {"--kv-channels", true},
+      {"--swiglu", false},
+      {"--normalization", true},
+      {"--position-embedding-type", true},
+      {"--rotary-base", true},
+      {"--max-position-embeddings", true},
+      {"--vocab-size", true},
+      {"--untie-embeddings-and-output-weights", false},
+      {"--disable-bias-linear", false},
+      {"--add-qkv-bias", false},
+      {"--multi-latent-attention", false},
+      {"--q-lora-rank", true},
+      {"--kv-lora-rank", true},
+      {"--qk-head-dim", true},
+      {"--qk-pos-emb-head-dim", true},
+      {"--v-head-dim", true},
+      {"--num-experts", true},
+      {"--moe-router-topk", true},
+      {"--moe-ffn-hidden-size", true},
+      {"--moe-shared-expert-intermediate-size", true},
+      {"--moe-layer-freq", true},
+      {"--moe-grouped-gemm", false},
+      {"--attention-dropout", true},
+      {"--hidden-dropout", true},
+      // data: synthetic batches of the simulated shapes
+      {"--mock-data", false},
+      {"--tokenizer-type", true},
+  };
+  return kFlags;
+}
+
+std::int64_t int_flag(const MegatronLine& line, std::string_view flag, std::int64_t fallback,
+                      const std::string& where) {
+  const auto it = line.flags.find(flag);
+  if (it == line.flags.end()) return fallback;
+  std::int64_t v = 0;
+  const auto& text = it->second;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v > (std::int64_t{1} << 40))
+    throw Error("", where,
+                std::string(flag) + " '" + text + "' is not a positive integer");
+  return v;
+}
+
+bool has(const MegatronLine& line, std::string_view flag) {
+  return line.flags.contains(flag);
+}
+
+}  // namespace
+
+MegatronLine parse_megatron_line(std::string_view text, const std::string& where) {
+  const auto words = shell_words(text, where);
+  // Flags after the training script (torchrun's own come before it), else from the first --.
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    if (words[i].ends_with(".py")) start = i + 1;
+  while (start < words.size() && !words[start].starts_with("--")) ++start;
+  if (start == words.size()) throw Error("", where, "no --flags in the launch line");
+  MegatronLine line;
+  const auto& known = known_flags();
+  for (std::size_t i = start; i < words.size(); ++i) {
+    std::string flag = words[i];
+    if (!flag.starts_with("--"))
+      throw Error("", where, "'" + flag + "' is not a flag (a value without one?)");
+    std::string value;
+    bool valued = false;
+    if (const auto eq = flag.find('='); eq != std::string::npos) {  // --flag=value
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+      valued = true;
+    }
+    const auto k = known.find(flag);
+    const bool takes_value =
+        k != known.end() ? k->second : i + 1 < words.size() && !words[i + 1].starts_with("--");
+    if (takes_value && !valued) {
+      if (i + 1 >= words.size() || words[i + 1].starts_with("--"))
+        throw Error("", where, flag + " needs a value");
+      value = words[++i];
+    } else if (!takes_value && valued) {
+      throw Error("", where, flag + " takes no value");
+    }
+    if (k == known.end()) {
+      line.ignored.push_back(flag);
+      continue;
+    }
+    if (!line.flags.emplace(flag, value).second) throw Error("", where, flag + " is given twice");
+  }
+  return line;
+}
+
+MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int64_t layers,
+                         const std::string& where) {
+  MegatronJob out;
+  auto& c = out.config;
+  const auto tp = int_flag(line, "--tensor-model-parallel-size", 1, where);
+  const auto pp = int_flag(line, "--pipeline-model-parallel-size", 1, where);
+  const auto cp = int_flag(line, "--context-parallel-size", 1, where);
+  const auto ep = int_flag(line, "--expert-model-parallel-size", 1, where);
+  c.mesh = parse_mesh(fmt::format("tp={},pp={},cp={},ep={}", tp, pp, cp, ep), where, world);
+
+  // ZeRO stage: the distributed optimizer is ZeRO-1; Megatron-FSDP's strategies name the rest.
+  const bool fsdp = has(line, "--use-megatron-fsdp") || has(line, "--use-custom-fsdp");
+  if (fsdp) {
+    const auto it = line.flags.find("--data-parallel-sharding-strategy");
+    const std::string strategy = it == line.flags.end() ? "no_shard" : it->second;
+    static const std::map<std::string, std::int32_t, std::less<>> kStages = {
+        {"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
+    const auto s = kStages.find(strategy);
+    if (s == kStages.end())
+      throw Error("", where,
+                  "--data-parallel-sharding-strategy '" + strategy +
+                      "': expected no_shard, optim, optim_grads or optim_grads_params");
+    c.zero = s->second;
+  } else if (has(line, "--use-torch-fsdp2")) {
+    c.zero = 3;
+  } else if (has(line, "--use-distributed-optimizer")) {
+    c.zero = 1;
+  }
+  if (const auto instances = int_flag(line, "--num-distributed-optimizer-instances", 1, where);
+      instances > 1) {
+    if (c.zero == 0)
+      throw Error("", where,
+                  "--num-distributed-optimizer-instances needs a sharded optimizer "
+                  "(--use-distributed-optimizer or Megatron-FSDP)");
+    if (c.mesh.dp % instances != 0)
+      throw Error("", where,
+                  fmt::format("--num-distributed-optimizer-instances {} does not divide the "
+                              "data-parallel degree {}",
+                              instances, c.mesh.dp));
+    c.mesh.fsdp = c.mesh.dp / instances;
+  }
+
+  c.sp = has(line, "--sequence-parallel");
+  // Recompute: Megatron's full recompute of every layer (uniform, one layer per checkpoint) or
+  // its selective attention-core recompute; partial full recompute is not modelled.
+  const auto gran = line.flags.find("--recompute-granularity");
+  if (gran != line.flags.end()) {
+    if (gran->second == "full") {
+      const auto method = line.flags.find("--recompute-method");
+      if (method != line.flags.end() && method->second != "uniform")
+        throw Error("", where,
+                    "--recompute-method '" + method->second +
+                        "': only uniform (every layer recomputed) is modelled");
+      if (int_flag(line, "--recompute-num-layers", 1, where) != 1)
+        throw Error("", where, "--recompute-num-layers: only 1 (every layer on its own) is modelled");
+      c.recompute = Recompute::full;
+    } else if (gran->second == "selective") {
+      c.recompute = Recompute::selective;
+    } else {
+      throw Error("", where,
+                  "--recompute-granularity '" + gran->second + "': expected full or selective");
+    }
+  } else if (has(line, "--recompute-activations")) {
+    c.recompute = Recompute::selective;  // Megatron's older spelling of selective
+  }
+
+  if (has(line, "--num-virtual-stages-per-pipeline-rank") &&
+      has(line, "--num-layers-per-virtual-pipeline-stage"))
+    throw Error("", where,
+                "give --num-virtual-stages-per-pipeline-rank or "
+                "--num-layers-per-virtual-pipeline-stage, not both");
+  std::int64_t virtual_stages = int_flag(line, "--num-virtual-stages-per-pipeline-rank", 1, where);
+  if (has(line, "--num-layers-per-virtual-pipeline-stage")) {
+    const auto per = int_flag(line, "--num-layers-per-virtual-pipeline-stage", 1, where);
+    const auto model_layers = int_flag(line, "--num-layers", layers, where);
+    if (model_layers % (pp * per) != 0)
+      throw Error("", where,
+                  fmt::format("--num-layers-per-virtual-pipeline-stage {} × pp {} does not divide "
+                              "the {} layers",
+                              per, pp, model_layers));
+    virtual_stages = model_layers / (pp * per);
+  }
+  if (virtual_stages > 1) c.schedule = {ScheduleKind::interleaved, virtual_stages};
+
+  auto& j = out.job;
+  if (has(line, "--fp8-format"))
+    j.dtype = DType::fp8;
+  else if (has(line, "--fp16"))
+    j.dtype = DType::fp16;
+  else if (has(line, "--bf16"))
+    j.dtype = DType::bf16;
+  else
+    j.dtype = DType::fp32;  // Megatron's default without a precision flag
+  j.seq = int_flag(line, "--seq-length", 0, where);
+  j.micro_batch = int_flag(line, "--micro-batch-size", 1, where);
+  j.global_batch = int_flag(line, "--global-batch-size", 0, where);
+  return out;
+}
+
+std::optional<std::string> megatron_architecture_mismatch(const MegatronLine& line,
+                                                          const ModelSpec& m) {
+  if (!m.has_architecture()) return std::nullopt;
+  auto differs = [&](std::string_view flag, std::int64_t expected) -> std::optional<std::string> {
+    const auto it = line.flags.find(flag);
+    if (it == line.flags.end() || it->second == std::to_string(expected)) return std::nullopt;
+    return fmt::format("{} {}, but the model {} has {}", flag, it->second, m.name, expected);
+  };
+  const std::pair<std::string_view, std::int64_t> ints[] = {
+      {"--num-layers", m.layers},
+      {"--hidden-size", m.hidden},
+      {"--ffn-hidden-size", m.ffn},
+      {"--num-attention-heads", m.heads},
+      {"--num-query-groups", m.kv_heads},
+      {"--kv-channels", m.head_dim},
+      {"--vocab-size", m.vocab},
+      {"--num-experts", m.moe ? m.moe->experts : 0},
+      {"--moe-router-topk", m.moe ? m.moe->top_k : 0},
+      {"--moe-ffn-hidden-size", m.moe ? m.moe->expert_ffn : 0},
+      {"--kv-lora-rank", m.mla ? m.mla->kv_lora_rank : 0},
+      {"--q-lora-rank", m.mla ? m.mla->q_lora_rank : 0},
+  };
+  for (const auto& [flag, expected] : ints)
+    if (auto d = differs(flag, expected)) return d;
+  bool any = false;
+  for (const auto& [flag, expected] : ints) any = any || has(line, flag);
+  if (!any) return std::nullopt;
+  if (has(line, "--swiglu") != (m.activation == Activation::swiglu))
+    return fmt::format("the line's MLP is {} ({}--swiglu), but the model {} uses {}",
+                       has(line, "--swiglu") ? "SwiGLU" : "GELU",
+                       has(line, "--swiglu") ? "" : "no ", m.name, name_of(m.activation));
+  if (has(line, "--untie-embeddings-and-output-weights") == m.tied_embeddings)
+    return fmt::format("the line's embeddings are {}, but the model {}'s are {}",
+                       m.tied_embeddings ? "untied" : "tied", m.name,
+                       m.tied_embeddings ? "tied" : "untied");
+  if (const auto norm = line.flags.find("--normalization"); norm != line.flags.end()) {
+    const bool rms = norm->second == "RMSNorm";
+    if (rms != (m.norm == Norm::rmsnorm))
+      return fmt::format("--normalization {}, but the model {} uses {}", norm->second, m.name,
+                         name_of(m.norm));
+  }
+  return std::nullopt;
+}
+
+}  // namespace meshsim

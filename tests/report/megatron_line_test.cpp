@@ -1,0 +1,217 @@
+#include "report/megatron_line.hpp"
+
+#include <doctest/doctest.h>
+
+#include "core/error.hpp"
+#include "model/model_loader.hpp"
+#include "test_paths.hpp"
+
+using namespace meshsim;
+using meshsim::test::model_path;
+
+namespace {
+
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct Layout {
+  const char* model;
+  const char* mesh;
+  std::int32_t zero;
+  Recompute recompute;
+  Schedule schedule;
+  DType dtype;
+};
+
+}  // namespace
+
+TEST_CASE("an emitted Megatron line reads back as the same layout and job") {
+  const Layout layouts[] = {
+      {"llama3.1-70b", "dp=64,tp=8", 0, Recompute::none, {}, DType::bf16},
+      {"llama3.1-70b", "dp=16,tp=8,pp=4", 1, Recompute::selective,
+       {ScheduleKind::interleaved, 5}, DType::bf16},
+      {"llama3.1-70b", "dp=128,tp=4", 3, Recompute::full, {}, DType::fp8},
+      {"llama3.1-70b", "dp=128,tp=4,fsdp=16", 3, Recompute::none, {}, DType::bf16},
+      {"llama3.1-70b", "dp=64,tp=2,cp=4", 2, Recompute::none, {}, DType::fp16},
+      {"llama3.1-405b", "dp=32,tp=8,pp=16,fsdp=8", 1, Recompute::full,
+       {ScheduleKind::interleaved, 2}, DType::bf16},
+      {"mixtral-8x7b", "dp=32,tp=2,pp=2,ep=8", 1, Recompute::selective, {}, DType::bf16},
+      {"deepseek-v3", "dp=64,pp=8,ep=64", 1, Recompute::full, {}, DType::fp8},
+      {"gpt3-175b", "dp=8,tp=8,pp=8", 0, Recompute::full, {ScheduleKind::interleaved, 3},
+       DType::bf16},
+  };
+  for (const auto& l : layouts) {
+    const auto model = load_model(model_path(l.model));
+    ParallelConfig c;
+    c.mesh = parse_mesh(l.mesh, "--mesh");
+    c.zero = l.zero;
+    c.sp = c.mesh.tp > 1;
+    c.recompute = l.recompute;
+    c.schedule = l.schedule;
+    const LaunchJob job{8192, 1024, 2, l.dtype, c.mesh.world() / 8, 8};
+    for (const char* format : {"megatron", "torchrun"}) {
+      const auto text = launch_config(format, model, c, job);
+      const std::string context = std::string(l.model) + " " + l.mesh + " " + format + "\n" + text;
+      INFO(context);
+      const auto line = parse_megatron_line(text, "--from-megatron");
+      CHECK(line.ignored.empty());  // every flag meshsim writes, it reads
+      const auto back = megatron_job(line, c.mesh.world(), model.layers, "--from-megatron");
+      CHECK(back.config.mesh == c.mesh);
+      CHECK(back.config.zero == c.zero);
+      CHECK(back.config.sp == c.sp);
+      CHECK(back.config.recompute == c.recompute);
+      CHECK(back.config.schedule.kind == c.schedule.kind);
+      CHECK(back.config.schedule.virtual_stages == c.schedule.virtual_stages);
+      CHECK(back.job.seq == job.seq);
+      CHECK(back.job.global_batch == job.global_batch);
+      CHECK(back.job.micro_batch == job.micro_batch);
+      CHECK(back.job.dtype == job.dtype);
+      CHECK(!megatron_architecture_mismatch(line, model).has_value());
+    }
+  }
+}
+
+TEST_CASE("the emitted architecture is the model's, and another model's line is refused") {
+  const auto m70 = load_model(model_path("llama3.1-70b"));
+  const auto m8 = load_model(model_path("llama3.1-8b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=8,tp=8", "--mesh");
+  const LaunchJob job{8192, 64, 1, DType::bf16, 8, 8};
+  const auto text = launch_config("megatron", m70, c, job);
+  for (const char* flag :
+       {"--num-layers 80 ", "--hidden-size 8192 ", "--ffn-hidden-size 28672 ",
+        "--num-attention-heads 64 ", "--group-query-attention --num-query-groups 8 ", "--swiglu ",
+        "--normalization RMSNorm ", "--position-embedding-type rope --rotary-base 500000 ",
+        "--max-position-embeddings 131072 ", "--vocab-size 128256 ",
+        "--untie-embeddings-and-output-weights ", "--disable-bias-linear "}) {
+    INFO(flag);
+    CHECK(text.find(flag) != std::string::npos);
+  }
+  const auto line = parse_megatron_line(text, "--from-megatron");
+  CHECK(megatron_architecture_mismatch(line, m8) ==
+        "--num-layers 80, but the model llama3.1-8b has 32");
+  // GPT-3: GELU, LayerNorm, learned positions, tied embeddings with biases.
+  const auto gpt = load_model(model_path("gpt3-175b"));
+  const auto g = launch_config("megatron", gpt, c, job);
+  CHECK(g.find("--swiglu") == std::string::npos);
+  CHECK(g.find("--normalization LayerNorm --position-embedding-type learned_absolute") !=
+        std::string::npos);
+  CHECK(g.find("--untie-embeddings") == std::string::npos);
+  CHECK(g.find("--disable-bias-linear") == std::string::npos);
+  const auto gl = parse_megatron_line(g, "x");
+  CHECK(megatron_architecture_mismatch(gl, m70).has_value());
+  // DeepSeek-V3: MLA and the MoE layers after the first three dense ones.
+  const auto ds = load_model(model_path("deepseek-v3"));
+  const auto d = launch_config("megatron", ds, c, job);
+  CHECK(d.find("--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 "
+               "--qk-pos-emb-head-dim 64 --v-head-dim 128") != std::string::npos);
+  CHECK(d.find("--num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048 "
+               "--moe-shared-expert-intermediate-size 2048 --moe-layer-freq '([0]*3+[1]*58)'") !=
+        std::string::npos);
+}
+
+TEST_CASE("the ZeRO stage is Megatron's: distributed optimizer, then Megatron-FSDP") {
+  const auto m = load_model(model_path("llama3.1-8b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=64", "--mesh");
+  const LaunchJob job{4096, 64, 1, DType::bf16, 8, 8};
+  auto line_of = [&](std::int32_t zero) {
+    c.zero = zero;
+    return launch_config("megatron", m, c, job);
+  };
+  CHECK(line_of(0).find("--use-distributed-optimizer") == std::string::npos);
+  CHECK(line_of(0).find("--use-megatron-fsdp") == std::string::npos);
+  CHECK(line_of(1).find("--use-distributed-optimizer --overlap-param-gather") != std::string::npos);
+  CHECK(line_of(2).find("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads ") !=
+        std::string::npos);
+  CHECK(line_of(3).find("--use-megatron-fsdp --data-parallel-sharding-strategy "
+                        "optim_grads_params") != std::string::npos);
+  // What has no Megatron flag is said in a comment before the command.
+  c.reshard_after_forward = false;
+  c.schedule = {ScheduleKind::zero_bubble, 1};
+  const auto text = line_of(3);
+  CHECK(text.starts_with("# Megatron-LM has no zero-bubble schedule"));
+  CHECK(text.find("# Megatron-FSDP frees gathered weights after each forward") !=
+        std::string::npos);
+}
+
+TEST_CASE("a user's Megatron launch script reads into a job") {
+  // The shape of a recipe script: environment, torchrun's flags, continuation lines, quotes,
+  // --flag=value, and flags meshsim does not read.
+  const std::string script =
+      "# Llama 2 70B on 16 nodes\n"
+      "CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node 8 --nnodes 16 \\\n"
+      "  pretrain_gpt.py \\\n"
+      "  --tensor-model-parallel-size 8 --pipeline-model-parallel-size=4 \\\n"
+      "  --sequence-parallel --use-distributed-optimizer --overlap-grad-reduce \\\n"
+      "  --num-layers 80 --hidden-size 8192 --num-attention-heads 64 --swiglu \\\n"
+      "  --untie-embeddings-and-output-weights --seq-length 4096 --micro-batch-size 1 \\\n"
+      "  --global-batch-size 512 --recompute-activations --bf16 --lr 1.5e-4 \\\n"
+      "  --data-path \"/data/my corpus_text_document\" --no-masked-softmax-fusion --log-interval 1\n";
+  const auto line = parse_megatron_line(script, "--from-megatron");
+  CHECK(line.ignored == std::vector<std::string>{"--lr", "--data-path", "--no-masked-softmax-fusion",
+                                                 "--log-interval"});
+  const auto j = megatron_job(line, 128, 80, "--from-megatron");
+  CHECK(j.config.mesh == Mesh{4, 8, 4, 1, 1});  // dp = 128 / (8 · 4)
+  CHECK(j.config.zero == 1);
+  CHECK(j.config.sp);
+  CHECK(j.config.recompute == Recompute::selective);
+  CHECK(j.job.seq == 4096);
+  CHECK(j.job.global_batch == 512);
+  CHECK(j.job.dtype == DType::bf16);
+  const auto llama2 = load_model(model_path("llama2-70b"));
+  CHECK(!megatron_architecture_mismatch(line, llama2).has_value());
+
+  // Megatron-FSDP's pre-0.14 name, HSDP instances, the virtual-stage count, fp32 default.
+  const auto older = megatron_job(
+      parse_megatron_line("--use-custom-fsdp --data-parallel-sharding-strategy optim_grads_params "
+                          "--num-distributed-optimizer-instances 4 --pipeline-model-parallel-size 2 "
+                          "--num-virtual-stages-per-pipeline-rank 3",
+                          "x"),
+      64, 48, "x");
+  CHECK(older.config.zero == 3);
+  CHECK(older.config.mesh.fsdp == 8);  // dp 32 in 4 instances
+  CHECK(older.config.schedule.virtual_stages == 3);
+  CHECK(older.job.dtype == DType::fp32);
+}
+
+TEST_CASE("launch lines meshsim cannot model are clear errors naming the flag") {
+  auto job_error = [](const std::string& text, std::int64_t world = 64) {
+    return error_of([&] { megatron_job(parse_megatron_line(text, "--from-megatron"), world, 32,
+                                       "--from-megatron"); });
+  };
+  CHECK(job_error("--tensor-model-parallel-size 3") ==
+        "--from-megatron: 'tp=3,pp=1,cp=1,ep=1': dp is left out, and tp·pp·cp = 3 does not divide "
+        "the cluster's 64 GPUs");
+  CHECK(job_error("--tensor-model-parallel-size eight") ==
+        "--from-megatron: --tensor-model-parallel-size 'eight' is not a positive integer");
+  CHECK(job_error("--recompute-granularity full --recompute-method block") ==
+        "--from-megatron: --recompute-method 'block': only uniform (every layer recomputed) is "
+        "modelled");
+  CHECK(job_error("--recompute-granularity full --recompute-num-layers 4").find(
+            "--recompute-num-layers") != std::string::npos);
+  CHECK(job_error("--use-megatron-fsdp --data-parallel-sharding-strategy everything")
+            .find("expected no_shard, optim, optim_grads or optim_grads_params") !=
+        std::string::npos);
+  CHECK(job_error("--num-distributed-optimizer-instances 2") ==
+        "--from-megatron: --num-distributed-optimizer-instances needs a sharded optimizer "
+        "(--use-distributed-optimizer or Megatron-FSDP)");
+  CHECK(job_error("--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 5")
+            .find("does not divide the 32 layers") != std::string::npos);
+  CHECK(error_of([] { parse_megatron_line("--bf16 --bf16", "x"); }) == "x: --bf16 is given twice");
+  CHECK(error_of([] { parse_megatron_line("--seq-length", "x"); }) ==
+        "x: --seq-length needs a value");
+  CHECK(error_of([] { parse_megatron_line("--bf16=1", "x"); }) == "x: --bf16 takes no value");
+  CHECK(error_of([] { parse_megatron_line("--data-path 'a b", "x"); }) ==
+        "x: unterminated single quote");
+  CHECK(error_of([] { parse_megatron_line("pretrain_gpt.py", "x"); }) ==
+        "x: no --flags in the launch line");
+  CHECK(error_of([] { parse_megatron_line("--bf16 stray", "x"); }) ==
+        "x: 'stray' is not a flag (a value without one?)");
+}

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -142,4 +144,29 @@ TEST_CASE("memory: a bad stack file is one error line naming the file and field,
   CHECK(r.out.empty());
   CHECK(r.err.starts_with("error: " + bad + ":/"));
   CHECK(r.err.find('\n') == r.err.size() - 1);
+}
+
+TEST_CASE("memory: --workload takes a Hugging Face id, bundled or in the local hub cache") {
+  const auto bundled = run_cli("memory --workload meta-llama/Llama-3.1-8B --mesh tp=8 --seq 4k --json");
+  REQUIRE_MESSAGE(bundled.exit_code == 0, bundled.err);
+  const auto file = run_cli("memory --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                            " --mesh tp=8 --seq 4096 --json");
+  CHECK(bundled.out == file.out);
+  // A config in huggingface_hub's cache layout, found through HF_HUB_CACHE.
+  const auto hub = std::filesystem::temp_directory_path() / "meshsim_cli_hub";
+  const auto snap = hub / "models--acme--Tiny-1B" / "snapshots" / "abc";
+  std::filesystem::create_directories(snap);
+  std::ofstream(snap / "config.json")
+      << R"({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+             "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+             "vocab_size": 32000, "hidden_act": "silu"})";
+  ::setenv("HF_HUB_CACHE", hub.c_str(), 1);
+  const auto cached = run_cli("memory --workload acme/Tiny-1B --mesh dp=1 --seq 2048");
+  const auto typo = run_cli("memory --workload acme/Tiny-1 --mesh dp=1 --seq 2048");
+  ::unsetenv("HF_HUB_CACHE");
+  REQUIRE_MESSAGE(cached.exit_code == 0, cached.err);
+  CHECK(cached.out.find("# meshsim memory: Tiny-1B") != std::string::npos);
+  CHECK(typo.exit_code == 2);
+  CHECK(typo.err.starts_with("error: acme/Tiny-1: not a file, a bundled model or a Hugging Face "
+                             "id in the local cache (" + hub.string() + ")"));
 }

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "model/model_registry.hpp"
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -186,7 +187,7 @@ void JobArgs::add_to(CLI::App* cmd) {
 
 JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   Resolved r;
-  r.workload = load_workload(workload);
+  r.workload = load_workload_or_model_id(workload, hf_hub_cache_dir());
   const auto& w = r.workload;
   r.dtype = !dtype.empty() ? dtype_flag(dtype, "--dtype") : w.job.dtype.value_or(DType::bf16);
   auto& cfg = r.config;

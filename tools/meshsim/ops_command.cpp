@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "model/model_registry.hpp"
 #include "job_args.hpp"
 #include "model/workload.hpp"
 #include "report/ops_report.hpp"
@@ -22,7 +23,7 @@ struct OpsArgs {
 };
 
 int run_ops(const OpsArgs& a) {
-  const auto workload = load_workload(a.workload);
+  const auto workload = load_workload_or_model_id(a.workload, hf_hub_cache_dir());
   auto resolved = resolve_gpu(a.gpu, a.topology, a.nodes);
   std::optional<CalibrationProfile> profile;
   if (resolved.topology)

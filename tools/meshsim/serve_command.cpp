@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "commands.hpp"
+#include "model/model_registry.hpp"
 #include "compute/calibration_profile.hpp"
 #include "compute/compute_model.hpp"
 #include "job_args.hpp"
@@ -159,7 +160,7 @@ void speculative_of(const ServeArgs& a, ServingSetup& setup) {
     spec.proposer = Proposer::mtp;
   } else {
     spec.proposer = Proposer::draft_model;
-    spec.draft = load_workload(who).model;
+    spec.draft = load_workload_or_model_id(who, hf_hub_cache_dir()).model;
     if (!spec.draft->has_architecture())
       throw Error(who, "", "a draft model needs its architecture, not only its size");
   }
@@ -298,7 +299,7 @@ void print_summary(const ServingResult& r) {
 
 int run_serve(const ServeArgs& a) {
   auto topo = a.cluster.load();
-  const auto workload = load_workload(a.workload);
+  const auto workload = load_workload_or_model_id(a.workload, hf_hub_cache_dir());
   const auto& model = workload.model;
   ServingSetup setup;
   const auto engine = resolve_engine(a.engine);

@@ -121,17 +121,22 @@ ModelSpec read_llama_family(const HfReader& r, ModelSpec m) {
   m.vocab = dim(r.get("vocab_size"));
   m.ffn = dim(r.get("intermediate_size"));
   if (auto p = r.maybe("max_position_embeddings")) m.max_positions = dim(*p);
-  m.activation = gated_activation(r.get("hidden_act"));
+  // Gemma names it hidden_activation (its hidden_act is a deprecated alias).
+  m.activation = gated_activation(r.get(r.has("hidden_activation") ? "hidden_activation"
+                                                                    : "hidden_act"));
   m.norm = Norm::rmsnorm;
   m.positions = Positions::rope;
   if (auto theta = r.maybe("rope_theta")) {
     m.rope_theta = theta->number();
     if (!(m.rope_theta > 1) || m.rope_theta > 1e12) theta->fail("must be within (1, 1e12]");
   }
-  m.tied_embeddings = false;
+  // Gemma's configs tie the embeddings by default (Gemma2Config / Gemma3TextConfig), the
+  // others untie them.
+  m.tied_embeddings = m.format.starts_with("hf:gemma");
   if (auto t = r.maybe("tie_word_embeddings")) m.tied_embeddings = t->boolean();
   m.bias = false;
   m.qkv_bias = m.format == "hf:qwen2" || m.format == "hf:qwen2_moe";
+  if (auto b = r.maybe("attention_bias")) m.qkv_bias = m.qkv_bias || b->boolean();
   m.dropout = false;
   bool head_dim_given = false;
   if (auto hd = r.maybe("head_dim")) {
@@ -146,9 +151,17 @@ ModelSpec read_llama_family(const HfReader& r, ModelSpec m) {
 
 void read_moe(const HfReader& r, ModelSpec& m, const std::string& type) {
   MoeSpec moe;
-  if (type == "mixtral") {
+  if (type == "mixtral" || type == "gpt_oss") {
+    // gpt-oss: every layer's MLP is the MoE; intermediate_size is one expert's.
     moe.experts = dim(r.get("num_local_experts"));
     moe.expert_ffn = m.ffn;
+  } else if (type == "qwen3_moe") {
+    moe.experts = dim(r.get("num_experts"));
+    moe.expert_ffn = dim(r.get("moe_intermediate_size"));
+    if (auto step = r.maybe("decoder_sparse_step"); step && step->integer() != 1)
+      step->fail("only decoder_sparse_step 1 (every layer a MoE layer) is modelled");
+    if (auto dense = r.maybe("mlp_only_layers"); dense && !dense->raw().empty())
+      dense->fail("only an empty mlp_only_layers (every layer a MoE layer) is modelled");
   } else if (type == "qwen2_moe") {
     moe.experts = dim(r.get("num_experts"));
     moe.expert_ffn = dim(r.get("moe_intermediate_size"));
@@ -168,7 +181,8 @@ void read_moe(const HfReader& r, ModelSpec& m, const std::string& type) {
     if (auto freq = r.maybe("moe_layer_freq"); freq && freq->integer() != 1)
       freq->fail("only moe_layer_freq 1 (every layer after the dense ones) is modelled");
   }
-  const auto k = r.get("num_experts_per_tok");
+  // gpt-oss's config also spells it experts_per_token.
+  const auto k = r.get(r.has("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token");
   moe.top_k = dim(k);
   if (moe.top_k > moe.experts)
     k.fail("top-k " + std::to_string(moe.top_k) + " exceeds the " + std::to_string(moe.experts) +
@@ -192,6 +206,11 @@ void read_mla(const HfReader& r, ModelSpec& m) {
   m.kv_heads = m.heads;
 }
 
+// What the dense decoders below share with Llama but meshsim does not price (each small next
+// to the GEMMs and attention of a layer, and named here as assumptions): sliding-window
+// attention (Mistral, Gemma 2/3, gpt-oss: priced as full attention, an overestimate past the
+// window), QK-norm (Qwen3, Gemma 3), Gemma's post-attention and post-MLP norms and embedding
+// scale, logit soft-capping (Gemma 2), gpt-oss's attention sinks and expert biases.
 ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
   const HfReader r(root);
   const auto type_ref = r.get("model_type");
@@ -199,13 +218,25 @@ ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
   m.format = "hf:" + type;
   if (auto id = r.maybe("_name_or_path")) m.hf_id = id->string();
   if (type == "gpt2") return read_gpt2(r, std::move(m));
-  static const std::set<std::string, std::less<>> kDense = {"llama", "mistral", "qwen2"};
-  static const std::set<std::string, std::less<>> kMoe = {"mixtral", "qwen2_moe", "deepseek_v2",
-                                                          "deepseek_v3"};
+  // Gemma 3 with vision: the language model is text_config (a gemma3_text config).
+  if (type == "gemma3") {
+    const auto text = r.get("text_config");
+    if (!text.raw().is_object()) text.fail("expected the language model's config object");
+    const std::string hf_id = m.hf_id;
+    m = read_llama_family(HfReader(text), std::move(m));
+    m.format = "hf:gemma3";
+    m.hf_id = hf_id;
+    return m;
+  }
+  static const std::set<std::string, std::less<>> kDense = {
+      "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text"};
+  static const std::set<std::string, std::less<>> kMoe = {
+      "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"};
   if (!kDense.contains(type) && !kMoe.contains(type))
     type_ref.fail("unsupported model_type '" + type +
-                  "' (supported: gpt2, llama, mistral, qwen2, mixtral, qwen2_moe, deepseek_v2, " +
-                  "deepseek_v3; or the plain GPT form)");
+                  "' (supported: gpt2, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3, "
+                  "gemma3_text, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss; "
+                  "or the plain GPT form)");
   m = read_llama_family(r, std::move(m));
   // DeepSeek's multi-head latent attention sets its own head dimension and KV heads. Its
   // multi-token-prediction module (num_nextn_predict_layers) is a training add-on that meshsim

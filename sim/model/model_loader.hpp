@@ -1,6 +1,7 @@
 #pragma once
 // Reading a model architecture: a Hugging Face config.json as it is (model types gpt2, llama,
-// mistral, mixtral, qwen2, qwen2_moe, deepseek_v2/v3), the plain GPT form of DESIGN.md
+// mistral, qwen2, qwen3, phi3, gemma2, gemma3 (its text_config), gemma3_text, mixtral,
+// qwen2_moe, qwen3_moe, deepseek_v2/v3, gpt_oss), the plain GPT form of DESIGN.md
 // ({hidden, layers, heads, vocab, max_positions}, FFN 4·hidden, GELU), or a bare parameter
 // count ({params}).
 #include <string>

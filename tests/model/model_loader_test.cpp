@@ -190,3 +190,87 @@ TEST_CASE("a job file names its model relative to itself") {
   CHECK(w.job.seq == 32768);
   CHECK(w.job.dtype == DType::bf16);
 }
+
+namespace {
+ModelSpec from_text(const std::string& text) {
+  const auto doc = parse_json_text(text, "config.json");
+  return read_model(JsonRef::root(doc, "config.json"));
+}
+}  // namespace
+
+TEST_CASE("Qwen3, Qwen3-MoE, Phi-3, Gemma 2/3 and gpt-oss configs, checked by parameter count") {
+  // The configs' architecture keys as Hugging Face publishes them; the totals are the model
+  // cards' (Qwen3 technical report Table 1, Microsoft's Phi-3 report, Google's Gemma 2 report,
+  // OpenAI's gpt-oss model card: 116.83 B total).
+  const auto qwen3 = from_text(R"({"model_type": "qwen3", "hidden_size": 4096,
+      "intermediate_size": 12288, "num_hidden_layers": 36, "num_attention_heads": 32,
+      "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936, "hidden_act": "silu",
+      "attention_bias": false, "tie_word_embeddings": false, "rope_theta": 1000000})");
+  CHECK(qwen3.format == "hf:qwen3");
+  CHECK_FALSE(qwen3.qkv_bias);  // Qwen3 dropped Qwen2's QKV bias
+  CHECK(qwen3.rope_theta == 1e6);
+  CHECK(count_params(qwen3).total == doctest::Approx(8.2e9).epsilon(0.005));
+
+  const auto moe = from_text(R"({"model_type": "qwen3_moe", "hidden_size": 2048,
+      "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 48,
+      "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128,
+      "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [],
+      "vocab_size": 151936, "hidden_act": "silu", "tie_word_embeddings": false})");
+  REQUIRE(moe.moe);
+  CHECK(moe.moe->experts == 128);
+  CHECK(moe.moe->expert_ffn == 768);
+  CHECK(moe.moe->shared_experts == 0);
+  CHECK(moe.moe_layers() == 48);
+  // Qwen3-30B-A3B: 30.5 B total, 3.3 B active. By hand: attention 2048·(4096 + 2·512) + 4096·2048,
+  // 128 experts of 3·2048·768 and a 2048×128 router per layer, untied 151936·2048 ends.
+  const double attn = 2048.0 * (4096 + 1024) + 4096.0 * 2048;
+  const double layer = attn + 2 * 2048 + 2048.0 * 128 + 128 * 3.0 * 2048 * 768;
+  CHECK(count_params(moe).total == 48 * layer + 2 * 151936.0 * 2048 + 2048);
+  CHECK(count_params(moe).total == doctest::Approx(30.5e9).epsilon(0.005));
+  CHECK(count_params(moe).active == doctest::Approx(3.3e9).epsilon(0.02));
+
+  const auto phi = from_text(R"({"model_type": "phi3", "hidden_size": 3072,
+      "intermediate_size": 8192, "num_hidden_layers": 32, "num_attention_heads": 32,
+      "num_key_value_heads": 32, "vocab_size": 32064, "hidden_act": "silu",
+      "tie_word_embeddings": false})");
+  CHECK(count_params(phi).total == doctest::Approx(3.82e9).epsilon(0.005));
+
+  const auto gemma2 = from_text(R"({"model_type": "gemma2", "hidden_size": 3584,
+      "intermediate_size": 14336, "num_hidden_layers": 42, "num_attention_heads": 16,
+      "num_key_value_heads": 8, "head_dim": 256, "vocab_size": 256000,
+      "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096})");
+  CHECK(gemma2.tied_embeddings);  // Gemma's default when the config does not say
+  CHECK(gemma2.activation == Activation::swiglu);  // GeGLU: the same three projections
+  CHECK(count_params(gemma2).total == doctest::Approx(9.24e9).epsilon(0.005));
+
+  // Gemma 3 with vision: the language model is text_config.
+  const auto gemma3 = from_text(R"({"model_type": "gemma3", "_name_or_path": "google/gemma-3-27b-it",
+      "vision_config": {"hidden_size": 1152}, "text_config": {"model_type": "gemma3_text",
+      "hidden_size": 5376, "intermediate_size": 21504, "num_hidden_layers": 62,
+      "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,
+      "vocab_size": 262208, "hidden_activation": "gelu_pytorch_tanh"}})");
+  CHECK(gemma3.format == "hf:gemma3");
+  CHECK(gemma3.hf_id == "google/gemma-3-27b-it");
+  CHECK(gemma3.layers == 62);
+  CHECK(gemma3.tied_embeddings);
+
+  const auto oss = from_text(R"({"model_type": "gpt_oss", "hidden_size": 2880,
+      "intermediate_size": 2880, "num_hidden_layers": 36, "num_attention_heads": 64,
+      "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 128,
+      "experts_per_token": 4, "vocab_size": 201088, "hidden_act": "silu",
+      "attention_bias": true, "tie_word_embeddings": false, "sliding_window": 128})");
+  REQUIRE(oss.moe);
+  CHECK(oss.moe->top_k == 4);
+  CHECK(oss.moe->expert_ffn == 2880);
+  CHECK(oss.qkv_bias);
+  CHECK(count_params(oss).total == doctest::Approx(116.83e9).epsilon(0.005));
+
+  CHECK(error_of(R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 64,
+      "moe_intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_experts": 4, "num_experts_per_tok": 2, "vocab_size": 100, "hidden_act": "silu",
+      "mlp_only_layers": [0]})") ==
+        "m.json:/mlp_only_layers: only an empty mlp_only_layers (every layer a MoE layer) is "
+        "modelled");
+  CHECK(error_of(R"({"model_type": "gemma3", "text_config": 5})") ==
+        "m.json:/text_config: expected the language model's config object");
+}

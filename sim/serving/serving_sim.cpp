@@ -356,6 +356,7 @@ class Cluster {
       last_finish_ = now;
       change_in_system(-1);
       client_done();
+      if (setup_.progress) setup_.progress(static_cast<std::size_t>(completed_), reqs_.size());
     } else if (p.prefill_only) {
       hand_off(i, id);
     }

@@ -10,6 +10,7 @@
 // consecutive tokens of a request; scheduling delay = first scheduled − arrival. Throughput is
 // over the makespan, first arrival to last completion.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -55,6 +56,8 @@ struct ServingSetup {
   bool record_iterations = false;
   // Tests: after every event, check request and KV-block conservation (O(requests) each).
   bool check_invariants = false;
+  // Called with (finished requests, all requests) each time one finishes (the CLI's progress).
+  std::function<void(std::size_t, std::size_t)> progress;
 
   bool disaggregated() const { return prefill_replicas > 0 && decode_replicas > 0; }
   std::int64_t total_replicas() const {

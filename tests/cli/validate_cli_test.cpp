@@ -75,3 +75,14 @@ TEST_CASE("validate: every case, per-group ceilings, the README table") {
     CHECK(readme.find(row) != std::string::npos);
   }
 }
+
+TEST_CASE("validate: progress per case file on stderr, none with --quiet") {
+  const std::string args = "validate --cases " + source_path("validation") + " --only seed";
+  const auto loud = run_cli(args);
+  REQUIRE_MESSAGE(loud.exit_code == 0, loud.err);
+  CHECK(loud.err.find("# validate: seed_checks.json done, ") != std::string::npos);
+  const auto quiet = run_cli(args + " --quiet");
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.err.empty());
+  CHECK(quiet.out == loud.out);  // stdout does not change
+}

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "compute/compute_model.hpp"
 #include "job_args.hpp"
 #include "report/launch_config.hpp"
@@ -37,6 +38,7 @@ struct SearchArgs {
   bool allow_tp_across_nodes = false;
   bool no_hsdp = false;
   bool exhaustive = false;  // simulate every candidate, not only those that can reach the top K
+  bool quiet = false;       // no progress on stderr
   std::vector<std::string> stacks{"megatron"};  // --stack a,b
 };
 
@@ -251,31 +253,16 @@ int run_search_command(const SearchArgs& a) {
     MpiWorld w = mpi_start();
     ~World() { mpi_finish(w); }
   } world;
-  const bool tty = ::isatty(STDERR_FILENO) != 0 && world.w.rank == 0;
   const auto t0 = std::chrono::steady_clock::now();
   if (a.time_budget_s > 0)
     opt.deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(a.time_budget_s));
   opt.interrupted = &g_interrupted;
-  // Progress on stderr: a bar on a terminal; otherwise (a log, CI) one line every 30 s.
-  if (world.w.rank == 0)
-    opt.progress = [t0, tty, last = 0.0](std::size_t done, std::size_t total) mutable {
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double rate = s > 0 ? static_cast<double>(done) / s : 0;
-      const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0.0;
-      if (!tty) {
-        if (s - last < 30 || done == total) return;
-        last = s;
-        std::cerr << fmt::format("# search: {}/{} layouts in {:.0f} s, ETA {:.0f} s\n", done, total,
-                                 s, eta);
-        return;
-      }
-      const int width = 30;
-      const int filled = static_cast<int>(width * done / std::max<std::size_t>(total, 1));
-      std::cerr << fmt::format("\r[{}{}] {}/{} {:.1f}/s ETA {:.0f} s ", std::string(filled, '='),
-                               std::string(width - filled, ' '), done, total, rate, eta)
-                << (done == total ? "\n" : "") << std::flush;
-    };
+  // Progress on stderr (progress.hpp), from rank 0 only.
+  if (world.w.rank == 0) {
+    auto progress = std::make_shared<Progress>("layouts simulated", a.quiet);
+    opt.progress = [progress](std::size_t done, std::size_t total) { progress->update(done, total); };
+  }
   SearchResult r;
   r.enumeration = enumerate_search(topo, model, job, space, opt);
   opt.top_k = a.exhaustive ? 0 : static_cast<std::size_t>(a.top);
@@ -512,6 +499,7 @@ Runner add_search_command(CLI::App& app) {
   auto a = std::make_shared<SearchArgs>();
   a->cluster.add_to(cmd);
   cmd->add_option("--workload", a->workload, "Model or job file (workloads/)")->required();
+  cmd->add_flag("--quiet", a->quiet, "No progress on stderr (a line every 5 s when not a terminal)");
   cmd->add_option("--seq", a->seq, "Sequence length in tokens (8192, 8k, 128K)");
   cmd->add_option("--gbs", a->gbs, "Global batch (sequences)");
   cmd->add_option("--dtype", a->dtype, "bf16, fp16 or fp8");

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "model/model_registry.hpp"
 #include "compute/calibration_profile.hpp"
 #include "compute/compute_model.hpp"
@@ -47,7 +48,7 @@ struct ServeArgs {
   std::optional<std::string> kv_dtype;
   std::optional<std::int64_t> max_batch_tokens, max_seqs, block_size;
   std::optional<double> gpu_memory_utilization, watermark;
-  bool search = false, requests_given = false;
+  bool search = false, requests_given = false, quiet = false;
 };
 
 Json summary_json(const LatencySummary& s) {
@@ -456,6 +457,13 @@ int run_serve(const ServeArgs& a) {
     return 0;
   }
 
+  // Progress on stderr (progress.hpp): worth it past a few thousand requests.
+  if (requests.size() >= 10000) {
+    auto progress = std::make_shared<Progress>("requests served", a.quiet);
+    setup.progress = [progress](std::size_t done, std::size_t total) {
+      progress->update(done, total);
+    };
+  }
   const auto r = simulate_serving(topo, model, setup, requests);
   const auto layout =
       fmt::format(
@@ -552,6 +560,7 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--trace", a->trace, "Write a Chrome trace of the iterations");
   cmd->add_option("--report", a->report, "Write an HTML report");
   cmd->add_flag("--search", a->search, "Compare every (TP, PP, replicas) layout for --gpus");
+  cmd->add_flag("--quiet", a->quiet, "No progress on stderr (runs of 10,000 requests or more)");
   cmd->add_option("--gpus", a->gpus, "GPU budget of --search");
   cmd->add_option("--emit", a->emit, "Print launch lines to stderr: vllm or sglang");
   return [a, req] {

@@ -4,6 +4,8 @@
 // and the MAPE per group. Nothing in meshsim is fitted to these cases.
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -21,7 +23,7 @@ namespace {
 struct ValidateArgs {
   std::string cases = "validation";
   std::string only;
-  bool json = false;
+  bool json = false, quiet = false;
 };
 
 int run_validate(const ValidateArgs& a) {
@@ -38,11 +40,18 @@ int run_validate(const ValidateArgs& a) {
                                                   {"serving.json", run_serving_cases}};
   std::vector<ValidationRow> rows;
   int found = 0;
+  const auto start = std::chrono::steady_clock::now();
   for (const auto& [file, run] : files) {
     const auto path = (fs::path(a.cases) / file).string();
     if (!fs::exists(path)) continue;
     ++found;
+    const auto before = rows.size();
     for (auto& r : run(path, root, a.only)) rows.push_back(std::move(r));
+    // Progress on stderr, one line per case file (stdout stays the table or the JSON).
+    if (!a.quiet)
+      std::cerr << fmt::format(
+          "# validate: {} done, {} comparisons, {:.0f} s so far\n", file, rows.size() - before,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   if (found == 0)
     throw Error("", "--cases", "no seed_checks/collectives/training/serving.json in " + a.cases);
@@ -98,6 +107,7 @@ Runner add_validate_command(CLI::App& app) {
   cmd->add_option("--cases", a->cases, "Folder of case files")->capture_default_str();
   cmd->add_option("--only", a->only, "Run the cases whose name contains this");
   cmd->add_flag("--json", a->json, "Print one JSON document");
+  cmd->add_flag("--quiet", a->quiet, "No progress on stderr");
   return [a] { return run_validate(*a); };
 }
 

@@ -1,0 +1,25 @@
+#pragma once
+// Progress of a long command on stderr: a bar redrawn in place on a terminal; otherwise (a log,
+// CI, a pipe) one line every 5 s with done/total, rate and ETA, so a redirected run is never
+// silent for long; nothing with --quiet. stdout is untouched (it stays byte-identical).
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace meshsim::cli {
+
+class Progress {
+ public:
+  // `what`: the counted things ("layouts", "requests"); `quiet`: print nothing.
+  Progress(std::string what, bool quiet);
+  // Call from one thread at a time (the search calls it under its own lock).
+  void update(std::size_t done, std::size_t total);
+
+ private:
+  std::string what_;
+  bool quiet_, tty_;
+  std::chrono::steady_clock::time_point start_;
+  double last_line_s_ = 0;
+};
+
+}  // namespace meshsim::cli

@@ -108,8 +108,10 @@ struct Builder {
   int pcie_switches = 0, nics = 0, cpus = 0;
   bool fabric = false;
 
+  double nic_Bps = 0;  // the slowest NIC with a known speed: the fabric's port rate
+
   void vertex(const std::string& name, const char* kind) {
-    vertices.push_back({{"name", name}, {"kind", kind}, {"node", 0}});
+    vertices.push_back({{"name", name}, {"kind", kind}});
   }
   void link(const std::string& a, const std::string& b, const char* kind, double Bps,
             int latency_ns) {
@@ -165,9 +167,8 @@ struct Builder {
           // The switch the node's NICs reach, made by the first NIC with a known speed (found
           // by fuzz_nccl_xml: keyed on the first NIC, a dump whose first NIC had speed 0 linked
           // the others to a switch that was never made).
-          if (!fabric) vertex("fabric", "leaf_switch");
           fabric = true;
-          link(name, "fabric", "infiniband", mbps * 1e6 / 8, 600);
+          nic_Bps = nic_Bps > 0 ? std::min(nic_Bps, mbps * 1e6 / 8) : mbps * 1e6 / 8;
         }
       }
       return;
@@ -273,18 +274,36 @@ Json nccl_topo_text_to_topology(const std::string& text, const std::string& xml_
     throw Error(xml_path, "",
                 fmt::format("SM version {} is not in the GPU catalogue; give the GPU with --gpu",
                             b.gpus.front().sm));
+  Json sources = {
+      "NCCL_TOPO_DUMP_FILE of the node; PCIe from link_speed × link_width (128b/130b); "
+      "NVLink 25 GB/s per link per direction (50 on Blackwell), NVIDIA whitepapers"};
+  // A node template: `--nodes N` (or another file's "node_from") stamps it out under the fabric
+  // below. The dump describes one node, not the network between nodes, so the fabric is an
+  // assumption, said in the file: a rail-optimized, non-blocking fat tree of the NICs' rate.
+  Json fabric = {{"kind", "none"}};
+  if (b.fabric) {
+    fabric = {{"kind", "fat_tree"},
+              {"link",
+               {{"kind", "infiniband"}, {"bandwidth_Gbps", b.nic_Bps * 8 / 1e9}, {"latency_ns", 500}}},
+              {"rail_optimized", true},
+              {"leaf_down_ports", 32},
+              {"spines", std::clamp(b.nics, 1, 4096)},  // the reader's bound
+              {"oversubscription", 1}};
+    sources.push_back(
+        "Fabric (not in the dump, assumed): rail-optimized two-tier fat tree, 32 nodes per leaf, "
+        "1:1, each port at the slowest NIC's speed, 500 ns per hop; edit \"fabric\" for the real "
+        "network");
+  }
   return {
       {"name", options.name},
       {"description",
        fmt::format("one node read from the NCCL topology dump {}: {} GPUs, {} NVSwitches, {} "
                    "PCIe switches, {} CPU sockets, {} NICs",
                    xml_path, b.gpus.size(), b.nvswitches.size(), b.pcie_switches, b.cpus, b.nics)},
-      {"sources",
-       {"NCCL_TOPO_DUMP_FILE of the node; PCIe from link_speed × link_width (128b/130b); "
-        "NVLink 25 GB/s per link per direction (50 on Blackwell), NVIDIA whitepapers"}},
-      {"gpu", gpu},
-      {"vertices", b.vertices},
-      {"links", b.links}};
+      {"sources", std::move(sources)},
+      {"node", {{"gpu", gpu}, {"vertices", b.vertices}, {"links", b.links}}},
+      {"nodes", 1},
+      {"fabric", std::move(fabric)}};
 }
 
 }  // namespace meshsim

@@ -60,6 +60,13 @@ TEST_CASE("calibrate nccl-topo: an NCCL topology dump becomes a usable cluster f
   const auto coll =
       run_cli("collective --topology " + out + " --op all_reduce --gpus 8 --sizes 1G");
   CHECK(coll.exit_code == 0);
+  // "Calibrate one node, extrapolate to the cluster": the file is a node template.
+  const auto four = run_cli("topo --topology " + out + " --nodes 4 --json");
+  REQUIRE_MESSAGE(four.exit_code == 0, four.err);
+  CHECK(json::parse(four.out)["gpus"] == 32);
+  const auto across = run_cli("collective --topology " + out +
+                              " --nodes 4 --op all_reduce --gpus 32 --sizes 1G --json");
+  REQUIRE_MESSAGE(across.exit_code == 0, across.err);
 }
 
 TEST_CASE("calibrate kineto: measured per-op times next to the simulated step") {

@@ -84,7 +84,34 @@ TEST_CASE(
   CHECK(topo.gpu_count() == 2);
   const auto s = summarize(topo, false);
   CHECK(s.vertices.at("nic") == 2);
-  CHECK(s.vertices.at("leaf_switch") == 1);
+  CHECK(s.vertices.at("leaf_switch") == 2);  // one per rail of the assumed fat tree
+}
+
+TEST_CASE("the node read from a dump is a template: --nodes N and node_from stamp it out") {
+  const auto xml = meshsim::test::source_path("tools/calibrate/examples/nccl-topo-dgx-h100.xml");
+  const Json j = nccl_topo_to_topology(xml, {});
+  CHECK(j["fabric"]["kind"] == "fat_tree");
+  CHECK(j["fabric"]["link"]["bandwidth_Gbps"] == 400.0);  // the dump's NIC speed
+  CHECK(j["sources"].back().get<std::string>().starts_with("Fabric (not in the dump, assumed)"));
+  TopologyOptions four;
+  four.nodes = 4;
+  const auto cluster = load_topology_json(j, "node.json", four);
+  CHECK(cluster.gpu_count() == 32);
+  CHECK(cluster.node_count() == 4);
+  Router router(cluster);
+  // GPU 0 of node 0 to GPU 0 of node 3: PCIe to its NIC, the rail's leaf, back down.
+  CHECK(router.gpu_route(0, 24).hops() >= 4);
+  // Another cluster file takes its node from the written one.
+  const auto dir = std::filesystem::temp_directory_path() / "meshsim_node_from";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "node.json") << j.dump();
+  std::ofstream(dir / "pod.json") << R"({"name": "pod", "node_from": "node.json", "nodes": 16,
+      "fabric": {"kind": "fat_tree", "link": {"kind": "infiniband", "bandwidth_Gbps": 400,
+      "latency_ns": 500}, "rail_optimized": true, "leaf_down_ports": 8, "spines": 8,
+      "oversubscription": 2}})";
+  const auto pod = load_topology((dir / "pod.json").string(), {});
+  CHECK(pod.gpu_count() == 128);
+  CHECK(pod.gpu.model == "H100-SXM5-80GB");
 }
 
 TEST_CASE("an NVLink to the GPU's own bus id is an error naming it (found by fuzz_nccl_xml)") {

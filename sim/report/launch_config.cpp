@@ -121,10 +121,18 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   return s;
 }
 
-std::string torchtitan_toml(const ParallelConfig& c, const LaunchJob& j) {
+std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j) {
   // torchtitan's job config (torchtitan/config/job_config.py): DDP is the replicate degree,
   // FSDP2 the shard degree.
   const auto& mesh = c.mesh;
+  std::string s;
+  if (c.zero == 1 || c.zero == 2)
+    s += fmt::format(
+        "# torchtitan shards with FSDP2 (ZeRO-3) or not at all: ZeRO-{} has no equivalent; "
+        "written as FSDP2{}\n",
+        c.zero, c.zero == 2 ? " with fsdp_reshard_after_forward = \"never\"" : "");
+  if (c.schedule.kind == ScheduleKind::zero_bubble)
+    s += "# InterleavedZeroBubble is torchtitan's zero-bubble schedule; meshsim simulated ZB-H1\n";
   const bool shard = c.zero >= 1;
   // HSDP: FSDP2 shards over `fsdp` of the data-parallel ranks and replicates across the rest.
   const std::int64_t shard_degree = mesh.fsdp > 0 ? mesh.fsdp : mesh.dp;
@@ -143,8 +151,18 @@ std::string torchtitan_toml(const ParallelConfig& c, const LaunchJob& j) {
       schedule = "InterleavedZeroBubble";
       break;
   }
-  std::string s = fmt::format(
-      "[parallelism]\n"
+  const auto [name, flavor] = torchtitan_flavor(m);
+  if (name.empty())
+    s += fmt::format(
+        "# torchtitan registers no flavor of {}: add its ModelArgs (dim {}, n_layers {}, "
+        "n_heads {}, n_kv_heads {}, vocab_size {}) and name it here\n",
+        m.name, m.hidden, m.layers, m.heads, m.kv_heads, m.vocab);
+  s += fmt::format("[model]\nname = \"{}\"\nflavor = \"{}\"\n", name.empty() ? "MODEL" : name,
+                   flavor.empty() ? "FLAVOR" : flavor);
+  if (j.dtype == DType::fp8) s += "converters = [\"float8\"]\n";
+  const bool reshard = c.reshard_after_forward && c.zero != 2;
+  s += fmt::format(
+      "\n[parallelism]\n"
       "data_parallel_replicate_degree = {}\n"
       "data_parallel_shard_degree = {}\n"
       "fsdp_reshard_after_forward = \"{}\"\n"
@@ -153,16 +171,27 @@ std::string torchtitan_toml(const ParallelConfig& c, const LaunchJob& j) {
       "context_parallel_degree = {}\n"
       "expert_parallel_degree = {}\n"
       "pipeline_parallel_schedule = \"{}\"\n"
-      "pipeline_parallel_microbatch_size = {}\n\n"
-      "[training]\n"
+      "pipeline_parallel_microbatch_size = {}\n",
+      shard ? mesh.dp / shard_degree : mesh.dp, shard ? shard_degree : 1,
+      reshard ? "always" : "never", mesh.tp, mesh.pp, mesh.cp, mesh.ep, schedule, j.micro_batch);
+  if (c.schedule.kind == ScheduleKind::interleaved && mesh.pp > 1 &&
+      m.layers % (mesh.pp * c.schedule.virtual_stages) == 0)
+    s += fmt::format("pipeline_parallel_layers_per_stage = {}\n",
+                     m.layers / (mesh.pp * c.schedule.virtual_stages));
+  // local_batch_size is one rank's batch per optimizer micro-step: torchtitan accumulates
+  // gradients over global / (local × dp) steps and, with PP, splits the local batch into
+  // micro-batches of pipeline_parallel_microbatch_size (torchtitan/train.py).
+  const std::int64_t local = mesh.pp > 1 ? j.global_batch / mesh.dp : j.micro_batch;
+  s += fmt::format(
+      "\n[training]\n"
       "seq_len = {}\n"
       "global_batch_size = {}\n"
-      "local_batch_size = {}\n\n"
+      "local_batch_size = {}\n"
+      "mixed_precision_param = \"{}\"\n\n"
       "[activation_checkpoint]\n"
       "mode = \"{}\"\n",
-      shard ? mesh.dp / shard_degree : mesh.dp, shard ? shard_degree : 1,
-      c.reshard_after_forward ? "always" : "never", mesh.tp, mesh.pp, mesh.cp, mesh.ep, schedule,
-      j.micro_batch, j.seq, j.global_batch, j.global_batch / mesh.dp, name_of(c.recompute));
+      j.seq, j.global_batch, local, j.dtype == DType::fp16 ? "float16" : "bfloat16",
+      name_of(c.recompute));
   return s;
 }
 
@@ -209,12 +238,24 @@ std::string accelerate_yaml(const ModelSpec& m, const ParallelConfig& c, const L
 
 }  // namespace
 
+// torchtitan's registered model flavors of the bundled models (torchtitan/models/*/__init__.py).
+std::pair<std::string, std::string> torchtitan_flavor(const ModelSpec& m) {
+  static const std::pair<const char*, std::pair<const char*, const char*>> kKnown[] = {
+      {"meta-llama/Llama-3.1-8B", {"llama3", "8B"}},
+      {"meta-llama/Llama-3.1-70B", {"llama3", "70B"}},
+      {"meta-llama/Llama-3.1-405B", {"llama3", "405B"}},
+      {"deepseek-ai/DeepSeek-V3", {"deepseek_v3", "671B"}}};
+  for (const auto& [id, flavor] : kKnown)
+    if (m.hf_id == id) return {flavor.first, flavor.second};
+  return {};
+}
+
 std::string launch_config(const std::string& format, const ModelSpec& model,
                           const ParallelConfig& config, const LaunchJob& job) {
   if (format == "megatron")
     return megatron_caveats(model, config) + "pretrain_gpt.py " + megatron_args(model, config, job) +
            "\n";
-  if (format == "torchtitan") return torchtitan_toml(config, job);
+  if (format == "torchtitan") return torchtitan_toml(model, config, job);
   if (format == "accelerate") return accelerate_yaml(model, config, job);
   if (format == "torchrun")
     return megatron_caveats(model, config) +

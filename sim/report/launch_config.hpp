@@ -3,6 +3,7 @@
 // torchtitan [parallelism] TOML section, an Accelerate FSDP2 YAML, or a torchrun line.
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "compute/dtype.hpp"
 #include "model/model_spec.hpp"
@@ -17,6 +18,15 @@ struct LaunchJob {
   DType dtype = DType::bf16;
   std::int64_t nodes = 1, gpus_per_node = 8;
 };
+
+// A launch configuration read back (report/megatron_line.hpp, report/torchtitan_config.hpp).
+struct LaunchLayout {
+  ParallelConfig config;
+  LaunchJob job;  // seq 0 / global_batch 0: not given (the job file's or dp × mbs)
+};
+
+// torchtitan's (model name, flavor) of a bundled model ({"llama3", "70B"}), or empty ones.
+std::pair<std::string, std::string> torchtitan_flavor(const ModelSpec& model);
 
 // format: megatron, torchtitan, accelerate, torchrun. Throws Error("", "--emit", ...) otherwise.
 std::string launch_config(const std::string& format, const ModelSpec& model,

@@ -26,10 +26,7 @@ struct MegatronLine {
 // method or precision meshsim does not model).
 MegatronLine parse_megatron_line(std::string_view text, const std::string& where);
 
-struct MegatronJob {
-  ParallelConfig config;
-  LaunchJob job;  // seq 0 / global_batch 0: not in the line (the job file's or dp × mbs)
-};
+using MegatronJob = LaunchLayout;
 
 // The layout on `world` GPUs: Megatron gives no data-parallel degree, it is what fills them
 // (world / (tp·pp·cp)); `layers` is the model's, for --num-layers-per-virtual-pipeline-stage.

@@ -201,7 +201,41 @@ TEST_CASE("search: the emitted Megatron line runs the winner again through train
   CHECK(both.err.find("--from-megatron") != std::string::npos);
   const auto none = run_cli("train" + common + " --seq 4096");
   CHECK(none.exit_code == 2);
-  CHECK(none.err == "error: --mesh: is required (or give the layout with --from-megatron)\n");
+  CHECK(none.err ==
+        "error: --mesh: is required (or give the layout with --from-megatron or "
+        "--from-torchtitan)\n");
+}
+
+TEST_CASE("search: the emitted torchtitan config runs the winner again (--from-torchtitan)") {
+  // Pinned to ZeRO-3, the only sharding torchtitan has (FSDP2), and to 1F1B.
+  const std::string common = " --topology " + topology_path("dgx-h100-superpod.json") +
+                             " --nodes 4 --workload llama3.1-70b";
+  const auto s = run_cli("search" + common +
+                         " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --emit torchtitan "
+                         "--json");
+  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+  const auto j = json::parse(s.out);
+  const auto text = j["launch"]["text"].get<std::string>();
+  CHECK(text.starts_with("[model]\nname = \"llama3\"\nflavor = \"70B\"\n"));
+  const auto file = (std::filesystem::temp_directory_path() / "meshsim_emitted.toml").string();
+  std::ofstream(file) << text;
+  const auto t = run_cli("train" + common + " --from-torchtitan " + file + " --json");
+  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
+  const auto k = json::parse(t.out);
+  const auto& best = j["results"][0];
+  CHECK(k["mesh"] == best["mesh"]);
+  CHECK(k["zero"] == best["zero"]);
+  CHECK(k["mbs"] == best["mbs"]);
+  CHECK(k["recompute"] == best["recompute"]);
+  CHECK(k["step_time_s"].get<double>() ==
+        doctest::Approx(best["step_time_s"].get<double>()).epsilon(1e-9));
+  // Another model's flavor is refused.
+  const auto other = run_cli("train --topology " + topology_path("dgx-h100-superpod.json") +
+                             " --nodes 4 --workload llama3.1-8b --from-torchtitan " + file);
+  CHECK(other.exit_code == 2);
+  CHECK(other.err ==
+        "error: --from-torchtitan: [model] llama3 70B is not the workload's model llama3.1-8b "
+        "(torchtitan's llama3 8B)\n");
 }
 
 TEST_CASE("search: a strong-scaling sweep names its reference and denominator") {

@@ -1,5 +1,7 @@
 #include "job_args.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "report/megatron_line.hpp"
+#include "report/torchtitan_config.hpp"
 
 namespace meshsim::cli {
 
@@ -171,18 +174,18 @@ void JobArgs::add_to(CLI::App* cmd) {
       cmd->add_option("--sp", sp, "Sequence parallelism on or off (default on when tp > 1)");
   auto* schedule_opt = cmd->add_option("--schedule", schedule, "gpipe, 1f1b, interleaved:V or zb");
   cmd->add_option("--attention", attention, "flash (default) or unfused");
-  cmd->add_option("--from-megatron", from_megatron,
-                  "A Megatron-LM launch line (quoted) or script file: its parallelism, batch, "
-                  "sequence, recompute and precision flags set the job (dp fills the cluster)")
-      ->excludes(mesh_opt)
-      ->excludes(zero_opt)
-      ->excludes(recompute_opt)
-      ->excludes(seq_opt)
-      ->excludes(gbs_opt)
-      ->excludes(mbs_opt)
-      ->excludes(dtype_opt)
-      ->excludes(sp_opt)
-      ->excludes(schedule_opt);
+  for (auto* from :
+       {cmd->add_option("--from-megatron", from_megatron,
+                        "A Megatron-LM launch line (quoted) or script file: its parallelism, "
+                        "batch, sequence, recompute and precision flags set the job (dp fills "
+                        "the cluster)"),
+        cmd->add_option("--from-torchtitan", from_torchtitan,
+                        "A torchtitan job config (TOML): its [parallelism], [training] and "
+                        "[activation_checkpoint] set the job")})
+    for (auto* o : {mesh_opt, zero_opt, recompute_opt, seq_opt, gbs_opt, mbs_opt, dtype_opt,
+                    sp_opt, schedule_opt})
+      from->excludes(o);
+  cmd->get_option("--from-megatron")->excludes("--from-torchtitan");
 }
 
 JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
@@ -194,9 +197,10 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   r.stack = resolve_stack(stack);
   if (!tp_overlap.empty()) r.tp_overlap = on_off(tp_overlap, "--tp-overlap");
   cfg.reshard_after_forward = on_off(reshard, "--reshard-after-forward");
-  if (!from_megatron.empty()) return resolve_megatron(std::move(r), world);
+  if (!from_megatron.empty() || !from_torchtitan.empty()) return resolve_launch(std::move(r), world);
   if (mesh.empty())
-    throw Error("", "--mesh", "is required (or give the layout with --from-megatron)");
+    throw Error("", "--mesh",
+                "is required (or give the layout with --from-megatron or --from-torchtitan)");
   cfg.mesh = parse_mesh(mesh, "--mesh", world);
   cfg.zero = zero;
   cfg.sp = sp.empty() ? cfg.mesh.tp > 1 : on_off(sp, "--sp");
@@ -224,30 +228,55 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   return r;
 }
 
-JobArgs::Resolved JobArgs::resolve_megatron(Resolved r, std::int64_t world) const {
-  const std::string flag = "--from-megatron";
+namespace {
+
+// A launch file argument: the file's text when it names one, else the argument itself (a
+// Megatron line pasted in quotes).
+std::string launch_text(const std::string& arg) {
+  if (arg.find(' ') == std::string::npos && std::filesystem::is_regular_file(arg))
+    return read_input_file(arg);
+  return arg;
+}
+
+void say_unread(const std::string& flag, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  std::string list;
+  for (const auto& f : names) list += (list.empty() ? "" : ", ") + f;
+  std::cerr << flag << ": not read (no effect on the simulation): " << list << "\n";
+}
+
+}  // namespace
+
+JobArgs::Resolved JobArgs::resolve_launch(Resolved r, std::int64_t world) const {
+  const bool megatron = !from_megatron.empty();
+  const std::string flag = megatron ? "--from-megatron" : "--from-torchtitan";
   if (world <= 0)
     throw Error("", flag,
-                "needs the cluster (--topology): a Megatron line's data-parallel degree is what "
-                "fills its GPUs");
-  // A script file or the line itself.
-  std::string text = from_megatron;
-  if (from_megatron.find(' ') == std::string::npos && std::filesystem::is_regular_file(from_megatron))
-    text = read_input_file(from_megatron);
-  const auto line = parse_megatron_line(text, flag);
+                "needs the cluster (--topology): the launch configuration's data-parallel degree "
+                "is what fills its GPUs");
   const auto& model = r.workload.model;
-  if (const auto mismatch = megatron_architecture_mismatch(line, model))
-    throw Error("", flag, *mismatch + " (the line trains another model than --workload)");
-  if (!line.ignored.empty()) {
-    std::string names;
-    for (const auto& f : line.ignored) names += (names.empty() ? "" : ", ") + f;
-    std::cerr << "--from-megatron: not read (no effect on the simulation): " << names << "\n";
+  LaunchLayout m;
+  if (megatron) {
+    const auto line = parse_megatron_line(launch_text(from_megatron), flag);
+    if (const auto mismatch = megatron_architecture_mismatch(line, model))
+      throw Error("", flag, *mismatch + " (the line trains another model than --workload)");
+    say_unread(flag, line.ignored);
+    m = megatron_job(line, world, model.layers, flag);
+    m.config.reshard_after_forward = r.config.reshard_after_forward;  // no Megatron flag for it
+  } else {
+    const auto t = parse_torchtitan_toml(read_input_file(from_torchtitan), world, model.layers,
+                                         from_torchtitan);
+    // A registered flavor must be the workload's model.
+    const auto [name, flavor] = torchtitan_flavor(model);
+    if (!t.flavor.empty() && !flavor.empty() && (t.model_name != name || t.flavor != flavor))
+      throw Error("", flag,
+                  fmt::format("[model] {} {} is not the workload's model {} (torchtitan's {} {})",
+                              t.model_name, t.flavor, model.name, name, flavor));
+    say_unread(flag, t.ignored);
+    m = t.layout;
   }
-  const auto m = megatron_job(line, world, model.layers, flag);
   auto& cfg = r.config;
-  const bool keep_reshard = cfg.reshard_after_forward;
   cfg = m.config;
-  cfg.reshard_after_forward = keep_reshard;
   // The stack's own policy of that name (its selective op set).
   const auto policy = recompute_policy(r.stack, std::string(name_of(m.config.recompute)));
   cfg.recompute = policy.mode;
@@ -255,7 +284,7 @@ JobArgs::Resolved JobArgs::resolve_megatron(Resolved r, std::int64_t world) cons
   r.dtype = m.job.dtype;
   const auto& w = r.workload;
   if (m.job.seq > (std::int64_t{1} << 24))
-    throw Error("", flag, "--seq-length must be at most 16777216 tokens");
+    throw Error("", flag, "the sequence must be at most 16777216 tokens");
   r.seq = m.job.seq > 0 ? m.job.seq : w.job.seq.value_or(0);
   r.micro_batch = m.job.micro_batch;
   r.global_batch =

@@ -68,6 +68,7 @@ struct JobArgs {
   // A Megatron-LM launch line (or script) giving the mesh, ZeRO stage, recompute, schedule, SP,
   // batch, sequence and precision instead of the flags (sim/report/megatron_line.hpp).
   std::string from_megatron;
+  std::string from_torchtitan;  // a torchtitan job config (TOML) likewise
   std::int64_t gbs = 0, mbs = 0;
 
   void add_to(CLI::App* cmd);
@@ -89,7 +90,7 @@ struct JobArgs {
   Resolved resolve(std::int64_t world = 0) const;
 
  private:
-  Resolved resolve_megatron(Resolved r, std::int64_t world) const;
+  Resolved resolve_launch(Resolved r, std::int64_t world) const;
 };
 
 // A training setup with the job, the parallel config and the dtype's precision recipe set; the

@@ -1,0 +1,227 @@
+#include "report/torchtitan_config.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace meshsim {
+namespace {
+
+struct Value {
+  std::string text;  // a string's contents, or the literal (number, boolean, array)
+  bool quoted = false;
+  int line = 0;
+};
+
+std::string trim(std::string_view s) {
+  const auto a = s.find_first_not_of(" \t\r");
+  if (a == std::string_view::npos) return "";
+  const auto b = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(a, b - a + 1));
+}
+
+// The TOML that job configs use: [section] headers, key = "string" | integer | true/false |
+// ["array"], # comments. Keys are "section.key".
+std::map<std::string, Value> read_toml(std::string_view text, const std::string& where) {
+  std::map<std::string, Value> out;
+  std::string section;
+  int number = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto nl = text.find('\n', pos);
+    std::string_view raw = text.substr(pos, nl == std::string_view::npos ? text.npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
+    ++number;
+    // A # outside a string starts a comment.
+    std::string line;
+    bool in_string = false;
+    for (char c : raw) {
+      if (c == '"') in_string = !in_string;
+      if (c == '#' && !in_string) break;
+      line += c;
+    }
+    line = trim(line);
+    if (line.empty()) continue;
+    auto fail = [&](const std::string& why) {
+      throw Error("", where, fmt::format("line {}: {}", number, why));
+    };
+    if (line.front() == '[') {
+      if (line.back() != ']' || line.size() < 3) fail("malformed section header '" + line + "'");
+      section = trim(std::string_view(line).substr(1, line.size() - 2));
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) fail("expected key = value, got '" + line + "'");
+    const auto key = trim(std::string_view(line).substr(0, eq));
+    auto value = trim(std::string_view(line).substr(eq + 1));
+    if (key.empty() || value.empty()) fail("expected key = value, got '" + line + "'");
+    Value v{value, false, number};
+    if (value.front() == '"') {
+      if (value.size() < 2 || value.back() != '"') fail("unterminated string for " + key);
+      v.text = value.substr(1, value.size() - 2);
+      v.quoted = true;
+    }
+    const auto full = section.empty() ? key : section + "." + key;
+    if (!out.emplace(full, v).second) fail(full + " is given twice");
+  }
+  return out;
+}
+
+class Keys {
+ public:
+  Keys(std::map<std::string, Value> keys, std::string where)
+      : keys_(std::move(keys)), where_(std::move(where)) {}
+
+  bool has(const std::string& k) const { return keys_.contains(k); }
+  std::int64_t integer(const std::string& k, std::int64_t fallback, std::int64_t lo) {
+    const auto it = find(k);
+    if (it == keys_.end()) return fallback;
+    std::int64_t v = 0;
+    const auto& t = it->second.text;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (it->second.quoted || ec != std::errc() || end != t.data() + t.size() || v < lo ||
+        v > (std::int64_t{1} << 40))
+      fail(it, fmt::format("{} = {} is not an integer of at least {}", k, t, lo));
+    return v;
+  }
+  std::string string(const std::string& k, const std::string& fallback) {
+    const auto it = find(k);
+    if (it == keys_.end()) return fallback;
+    if (!it->second.quoted) fail(it, k + " must be a quoted string");
+    return it->second.text;
+  }
+  std::string literal(const std::string& k) {
+    const auto it = find(k);
+    return it == keys_.end() ? "" : it->second.text;
+  }
+  [[noreturn]] void fail(std::map<std::string, Value>::const_iterator it,
+                         const std::string& why) const {
+    throw Error("", where_, fmt::format("line {}: {}", it->second.line, why));
+  }
+  std::vector<std::string> unread() const {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : keys_)
+      if (!read_.contains(k)) out.push_back(k);
+    return out;
+  }
+
+ private:
+  std::map<std::string, Value>::const_iterator find(const std::string& k) {
+    read_.insert(k);
+    return keys_.find(k);
+  }
+  std::map<std::string, Value> keys_;
+  std::string where_;
+  std::set<std::string> read_;
+};
+
+}  // namespace
+
+TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world,
+                                       std::int64_t layers, const std::string& where) {
+  Keys k(read_toml(text, where), where);
+  TorchtitanConfig out;
+  out.model_name = k.string("model.name", "");
+  out.flavor = k.string("model.flavor", "");
+  auto& c = out.layout.config;
+  const auto tp = k.integer("parallelism.tensor_parallel_degree", 1, 1);
+  const auto pp = k.integer("parallelism.pipeline_parallel_degree", 1, 1);
+  const auto cp = k.integer("parallelism.context_parallel_degree", 1, 1);
+  const auto ep = k.integer("parallelism.expert_parallel_degree", 1, 1);
+  const auto replicate = k.integer("parallelism.data_parallel_replicate_degree", 1, 1);
+  // torchtitan's default shard degree, -1, takes the GPUs the other degrees leave.
+  auto shard = k.integer("parallelism.data_parallel_shard_degree", -1, -1);
+  if (shard == 0) throw Error("", where, "data_parallel_shard_degree must be -1 or positive");
+  if (shard == -1) {
+    const auto rest = tp * pp * cp * replicate;
+    if (world % rest != 0)
+      throw Error("", where,
+                  fmt::format("data_parallel_shard_degree = -1, and tp·pp·cp·replicate = {} "
+                              "does not divide the cluster's {} GPUs",
+                              rest, world));
+    shard = world / rest;
+  }
+  c.mesh = parse_mesh(fmt::format("dp={},tp={},pp={},cp={},ep={}{}", replicate * shard, tp, pp, cp,
+                                  ep, replicate > 1 && shard > 1 ? fmt::format(",fsdp={}", shard)
+                                                                 : std::string()),
+                      where);
+  if (c.mesh.world() != world)
+    throw Error("", where,
+                fmt::format("the degrees make {} ranks, the cluster has {} GPUs", c.mesh.world(),
+                            world));
+  // FSDP2 when anything is sharded: ZeRO-3, its reshard_after_forward as configured.
+  c.zero = shard > 1 ? 3 : 0;
+  const auto reshard = k.string("parallelism.fsdp_reshard_after_forward", "default");
+  if (reshard != "default" && reshard != "always" && reshard != "never")
+    throw Error("", where,
+                "fsdp_reshard_after_forward '" + reshard + "': expected default, always or never");
+  c.reshard_after_forward = reshard != "never";
+  c.sp = tp > 1;  // torchtitan's TP plan is always sequence-parallel
+
+  static const std::map<std::string, ScheduleKind, std::less<>> kSchedules = {
+      {"GPipe", ScheduleKind::gpipe},
+      {"1F1B", ScheduleKind::one_f_one_b},
+      {"Interleaved1F1B", ScheduleKind::interleaved},
+      {"InterleavedZeroBubble", ScheduleKind::zero_bubble},
+      {"ZBVZeroBubble", ScheduleKind::zero_bubble}};
+  const auto schedule = k.string("parallelism.pipeline_parallel_schedule", "1F1B");
+  const auto sk = kSchedules.find(schedule);
+  if (sk == kSchedules.end())
+    throw Error("", where,
+                "pipeline_parallel_schedule '" + schedule +
+                    "': meshsim models GPipe, 1F1B, Interleaved1F1B and the zero-bubble ones");
+  c.schedule.kind = sk->second;
+  if (sk->second == ScheduleKind::interleaved) {
+    // torchtitan's default for interleaved schedules: two stages per rank.
+    std::int64_t v = 2;
+    if (k.has("parallelism.pipeline_parallel_layers_per_stage")) {
+      const auto per = k.integer("parallelism.pipeline_parallel_layers_per_stage", 1, 1);
+      if (layers % (per * pp) != 0)
+        throw Error("", where,
+                    fmt::format("pipeline_parallel_layers_per_stage {} × pp {} does not divide "
+                                "the {} layers",
+                                per, pp, layers));
+      v = layers / (per * pp);
+    }
+    c.schedule.virtual_stages = v;
+  }
+  const auto mode = k.string("activation_checkpoint.mode", "selective");  // torchtitan's default
+  if (auto r = parse_recompute(mode))
+    c.recompute = *r;
+  else
+    throw Error("", where,
+                "activation_checkpoint.mode '" + mode + "': expected none, selective or full");
+
+  auto& j = out.layout.job;
+  j.seq = k.integer("training.seq_len", 0, 1);
+  const auto local = k.integer("training.local_batch_size", 1, 1);
+  j.global_batch = k.integer("training.global_batch_size", local * c.mesh.dp, -1);
+  if (j.global_batch == -1) j.global_batch = local * c.mesh.dp;  // torchtitan's -1 default
+  j.micro_batch = pp > 1 ? k.integer("parallelism.pipeline_parallel_microbatch_size", 1, 1) : local;
+  if (pp == 1) (void)k.literal("parallelism.pipeline_parallel_microbatch_size");
+  if (j.global_batch < 1 || j.global_batch % (local * c.mesh.dp) != 0)
+    throw Error("", where,
+                fmt::format("global_batch_size {} is not a multiple of local_batch_size {} × the "
+                            "data-parallel degree {}",
+                            j.global_batch, local, c.mesh.dp));
+  const auto precision = k.string("training.mixed_precision_param", "bfloat16");
+  if (precision == "bfloat16")
+    j.dtype = DType::bf16;
+  else if (precision == "float16")
+    j.dtype = DType::fp16;
+  else if (precision == "float32")
+    j.dtype = DType::fp32;
+  else
+    throw Error("", where,
+                "mixed_precision_param '" + precision +
+                    "': expected bfloat16, float16 or float32");
+  if (k.literal("model.converters").find("float8") != std::string::npos) j.dtype = DType::fp8;
+  out.ignored = k.unread();
+  return out;
+}
+
+}  // namespace meshsim

@@ -1,0 +1,39 @@
+// Fuzzes the launch-configuration readers (train --from-megatron, --from-torchtitan): any
+// Megatron line or torchtitan TOML they accept must give a layout that fills the cluster and a
+// positive micro-batch, and the architecture check must answer, not crash.
+#include "fuzz_common.hpp"
+#include "model/model_spec.hpp"
+#include "report/megatron_line.hpp"
+#include "report/torchtitan_config.hpp"
+
+namespace {
+
+constexpr std::int64_t kWorld = 1024;
+
+void check(const meshsim::LaunchLayout& l) {
+  if (l.config.mesh.world() != kWorld) __builtin_trap();
+  if (l.job.micro_batch < 1 || l.config.schedule.virtual_stages < 1) __builtin_trap();
+  if (l.config.zero < 0 || l.config.zero > 3) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  meshsim::fuzz::run(data, size, [](const std::string& text) {
+    const auto line = meshsim::parse_megatron_line(text, "--from-megatron");
+    meshsim::ModelSpec model;
+    model.name = "fuzz";
+    model.hidden = 4096;
+    model.layers = 32;
+    model.heads = 32;
+    model.kv_heads = 8;
+    model.head_dim = 128;
+    model.ffn = 14336;
+    model.vocab = 128256;
+    (void)meshsim::megatron_architecture_mismatch(line, model);
+    check(meshsim::megatron_job(line, kWorld, model.layers, "--from-megatron"));
+  });
+  return meshsim::fuzz::run(data, size, [](const std::string& text) {
+    check(meshsim::parse_torchtitan_toml(text, kWorld, 32, "fuzz.toml").layout);
+  });
+}

@@ -1,0 +1,158 @@
+#include "report/torchtitan_config.hpp"
+
+#include <doctest/doctest.h>
+
+#include "core/error.hpp"
+#include "model/model_loader.hpp"
+#include "test_paths.hpp"
+
+using namespace meshsim;
+using meshsim::test::model_path;
+
+namespace {
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("an emitted torchtitan config reads back as the same layout and job") {
+  struct Layout {
+    const char* model;
+    const char* mesh;
+    std::int32_t zero;
+    bool reshard;
+    Recompute recompute;
+    Schedule schedule;
+    DType dtype;
+  };
+  const Layout layouts[] = {
+      {"llama3.1-8b", "dp=8", 0, true, Recompute::none, {}, DType::bf16},
+      {"llama3.1-70b", "dp=64,tp=8", 3, true, Recompute::full, {}, DType::bf16},
+      {"llama3.1-70b", "dp=128,tp=4,fsdp=16", 3, false, Recompute::selective, {}, DType::fp8},
+      {"llama3.1-70b", "dp=16,tp=8,pp=4", 3, true, Recompute::none,
+       {ScheduleKind::interleaved, 5}, DType::bf16},
+      {"llama3.1-405b", "dp=16,tp=8,pp=8,cp=2", 3, true, Recompute::full,
+       {ScheduleKind::gpipe, 1}, DType::fp16},
+      {"deepseek-v3", "dp=64,pp=8,ep=64", 3, true, Recompute::full,
+       {ScheduleKind::zero_bubble, 1}, DType::bf16},
+  };
+  for (const auto& l : layouts) {
+    const auto model = load_model(model_path(l.model));
+    ParallelConfig c;
+    c.mesh = parse_mesh(l.mesh, "--mesh");
+    c.zero = l.zero;
+    c.reshard_after_forward = l.reshard;
+    c.sp = c.mesh.tp > 1;
+    c.recompute = l.recompute;
+    c.schedule = l.schedule;
+    const LaunchJob job{8192, 1024, 2, l.dtype, c.mesh.world() / 8, 8};
+    const auto text = launch_config("torchtitan", model, c, job);
+    const std::string context = std::string(l.model) + " " + l.mesh + "\n" + text;
+    INFO(context);
+    const auto back = parse_torchtitan_toml(text, c.mesh.world(), model.layers, "config.toml");
+    CHECK(back.ignored.empty());
+    CHECK(back.layout.config.mesh == c.mesh);
+    CHECK(back.layout.config.zero == c.zero);
+    CHECK(back.layout.config.reshard_after_forward == c.reshard_after_forward);
+    CHECK(back.layout.config.sp == c.sp);
+    CHECK(back.layout.config.recompute == c.recompute);
+    CHECK(back.layout.config.schedule.kind == c.schedule.kind);
+    CHECK(back.layout.config.schedule.virtual_stages == c.schedule.virtual_stages);
+    CHECK(back.layout.job.seq == job.seq);
+    CHECK(back.layout.job.global_batch == job.global_batch);
+    CHECK(back.layout.job.micro_batch == job.micro_batch);
+    CHECK(back.layout.job.dtype == job.dtype);
+  }
+  // The bundled Llama 3.1 models are torchtitan flavors; others get a comment to register one.
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=8", "--mesh");
+  const LaunchJob job{4096, 8, 1, DType::bf16, 1, 8};
+  CHECK(launch_config("torchtitan", load_model(model_path("llama3.1-70b")), c, job)
+            .starts_with("[model]\nname = \"llama3\"\nflavor = \"70B\"\n"));
+  CHECK(launch_config("torchtitan", load_model(model_path("mixtral-8x7b")), c, job)
+            .starts_with("# torchtitan registers no flavor of mixtral-8x7b"));
+  // ZeRO-2 has no torchtitan form: FSDP2 without resharding, said in a comment.
+  c.zero = 2;
+  const auto z2 = launch_config("torchtitan", load_model(model_path("llama3.1-8b")), c, job);
+  CHECK(z2.starts_with("# torchtitan shards with FSDP2 (ZeRO-3) or not at all: ZeRO-2"));
+  const auto back = parse_torchtitan_toml(z2, 8, 32, "x");
+  CHECK(back.layout.config.zero == 3);
+  CHECK_FALSE(back.layout.config.reshard_after_forward);
+}
+
+TEST_CASE("a user's torchtitan config: defaults, -1 shard degree, unread keys") {
+  // The shape of torchtitan's train_configs/llama3_8b.toml.
+  const std::string toml = R"(# torchtitan Config.toml
+[job]
+dump_folder = "./outputs"
+description = "Llama 3 8B training"
+
+[model]
+name = "llama3"
+flavor = "8B"
+hf_assets_path = "./assets/hf/Llama-3.1-8B"
+
+[optimizer]
+name = "AdamW"
+lr = 3e-4
+
+[training]
+local_batch_size = 1
+seq_len = 8192
+steps = 1000
+
+[parallelism]
+data_parallel_replicate_degree = 1
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 1
+pipeline_parallel_degree = 1
+context_parallel_degree = 1
+
+[activation_checkpoint]
+mode = "selective"  # ["none", "selective", "full"]
+selective_ac_option = "op"
+)";
+  const auto t = parse_torchtitan_toml(toml, 64, 32, "llama3_8b.toml");
+  CHECK(t.model_name == "llama3");
+  CHECK(t.flavor == "8B");
+  CHECK(t.layout.config.mesh == Mesh{64, 1, 1, 1, 1});  // shard -1: every GPU
+  CHECK(t.layout.config.zero == 3);
+  CHECK(t.layout.config.recompute == Recompute::selective);
+  CHECK(t.layout.job.global_batch == 64);  // local 1 × dp 64
+  CHECK(t.layout.job.micro_batch == 1);
+  CHECK(t.layout.job.seq == 8192);
+  CHECK(t.layout.job.dtype == DType::bf16);
+  CHECK(t.ignored == std::vector<std::string>{"activation_checkpoint.selective_ac_option",
+                                              "job.description", "job.dump_folder",
+                                              "model.hf_assets_path", "optimizer.lr",
+                                              "optimizer.name", "training.steps"});
+}
+
+TEST_CASE("torchtitan configs meshsim cannot read are errors naming the line") {
+  auto err = [](const std::string& toml, std::int64_t world = 64) {
+    return error_of([&] { parse_torchtitan_toml(toml, world, 32, "c.toml"); });
+  };
+  CHECK(err("[parallelism]\ntensor_parallel_degree = 3\n") ==
+        "c.toml: data_parallel_shard_degree = -1, and tp·pp·cp·replicate = 3 does not divide the "
+        "cluster's 64 GPUs");
+  CHECK(err("[parallelism]\ntensor_parallel_degree = eight\n") ==
+        "c.toml: line 2: parallelism.tensor_parallel_degree = eight is not an integer of at "
+        "least 1");
+  CHECK(err("[parallelism]\ndata_parallel_shard_degree = 8\n") ==
+        "c.toml: the degrees make 8 ranks, the cluster has 64 GPUs");
+  CHECK(err("[parallelism]\npipeline_parallel_schedule = \"DualPipeV\"\n")
+            .find("'DualPipeV': meshsim models") != std::string::npos);
+  CHECK(err("[training]\nseq_len = 1\nseq_len = 2\n") == "c.toml: line 3: training.seq_len is given twice");
+  CHECK(err("[training\n") == "c.toml: line 1: malformed section header '[training'");
+  CHECK(err("just words\n") == "c.toml: line 1: expected key = value, got 'just words'");
+  CHECK(err("[model]\nname = \"llama3\n") == "c.toml: line 2: unterminated string for name");
+  CHECK(err("[training]\nlocal_batch_size = 2\nglobal_batch_size = 100\n")
+            .find("is not a multiple of local_batch_size 2") != std::string::npos);
+  CHECK(err("[activation_checkpoint]\nmode = \"sometimes\"\n").find("'sometimes'") !=
+        std::string::npos);
+}

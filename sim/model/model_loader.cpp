@@ -122,8 +122,8 @@ ModelSpec read_llama_family(const HfReader& r, ModelSpec m) {
   m.ffn = dim(r.get("intermediate_size"));
   if (auto p = r.maybe("max_position_embeddings")) m.max_positions = dim(*p);
   // Gemma names it hidden_activation (its hidden_act is a deprecated alias).
-  m.activation = gated_activation(r.get(r.has("hidden_activation") ? "hidden_activation"
-                                                                    : "hidden_act"));
+  m.activation =
+      gated_activation(r.get(r.has("hidden_activation") ? "hidden_activation" : "hidden_act"));
   m.norm = Norm::rmsnorm;
   m.positions = Positions::rope;
   if (auto theta = r.maybe("rope_theta")) {
@@ -230,8 +230,8 @@ ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
   }
   static const std::set<std::string, std::less<>> kDense = {
       "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text"};
-  static const std::set<std::string, std::less<>> kMoe = {
-      "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"};
+  static const std::set<std::string, std::less<>> kMoe = {"mixtral",     "qwen2_moe",   "qwen3_moe",
+                                                          "deepseek_v2", "deepseek_v3", "gpt_oss"};
   if (!kDense.contains(type) && !kMoe.contains(type))
     type_ref.fail("unsupported model_type '" + type +
                   "' (supported: gpt2, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3, "

@@ -78,7 +78,8 @@ std::string cached_config(const std::string& id, const std::string& hub_cache) {
   // No refs/main: the one snapshot with a config (several without a ref are ambiguous).
   std::vector<fs::path> found;
   for (const auto& s : fs::directory_iterator(repo / "snapshots", ec))
-    if (fs::is_regular_file(s.path() / "config.json", ec)) found.push_back(s.path() / "config.json");
+    if (fs::is_regular_file(s.path() / "config.json", ec))
+      found.push_back(s.path() / "config.json");
   if (found.size() == 1) return found.front().string();
   if (found.size() > 1)
     throw Error(id, "",
@@ -131,7 +132,8 @@ Workload load_workload_or_model_id(const std::string& arg, const std::string& hu
   if (!best.empty() && best_d <= std::max<std::size_t>(3, key.size() / 3))
     why += "; did you mean '" + best + "'?";
   else
-    why += "; bundled: llama3.1-8b, llama3.1-70b, meta-llama/Llama-3.1-405B, ... (workloads/models/)";
+    why +=
+        "; bundled: llama3.1-8b, llama3.1-70b, meta-llama/Llama-3.1-405B, ... (workloads/models/)";
   throw Error(arg, "", why);
 }
 

@@ -21,9 +21,9 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
     s += "# the stack's selective ops are written as Megatron's default module set (core_attn)\n";
   if (!m.has_architecture())
     s += "# the model is known by its parameter count only: no architecture flags\n";
-  const auto chunks = c.mesh.pp * (c.schedule.kind == ScheduleKind::interleaved
-                                       ? c.schedule.virtual_stages
-                                       : std::int64_t{1});
+  const auto chunks =
+      c.mesh.pp *
+      (c.schedule.kind == ScheduleKind::interleaved ? c.schedule.virtual_stages : std::int64_t{1});
   if (m.layers % chunks != 0)
     s += fmt::format(
         "# {} layers do not split evenly into {} pipeline chunks: meshsim gave the extra layers "
@@ -37,9 +37,9 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
 // line trains the model that was simulated, not Megatron's defaults.
 std::string megatron_architecture(const ModelSpec& m) {
   if (!m.has_architecture()) return "";
-  std::string s = fmt::format(
-      " --num-layers {} --hidden-size {} --ffn-hidden-size {} --num-attention-heads {}", m.layers,
-      m.hidden, m.ffn, m.heads);
+  std::string s =
+      fmt::format(" --num-layers {} --hidden-size {} --ffn-hidden-size {} --num-attention-heads {}",
+                  m.layers, m.hidden, m.ffn, m.heads);
   if (m.kv_heads != m.heads && !m.mla)
     s += fmt::format(" --group-query-attention --num-query-groups {}", m.kv_heads);
   if (!m.mla && m.head_dim != m.hidden / m.heads) s += fmt::format(" --kv-channels {}", m.head_dim);
@@ -253,8 +253,8 @@ std::pair<std::string, std::string> torchtitan_flavor(const ModelSpec& m) {
 std::string launch_config(const std::string& format, const ModelSpec& model,
                           const ParallelConfig& config, const LaunchJob& job) {
   if (format == "megatron")
-    return megatron_caveats(model, config) + "pretrain_gpt.py " + megatron_args(model, config, job) +
-           "\n";
+    return megatron_caveats(model, config) + "pretrain_gpt.py " +
+           megatron_args(model, config, job) + "\n";
   if (format == "torchtitan") return torchtitan_toml(model, config, job);
   if (format == "accelerate") return accelerate_yaml(model, config, job);
   if (format == "torchrun")
@@ -294,9 +294,9 @@ std::string serving_launch_config(const std::string& format, const ModelSpec& mo
           "CUDA_VISIBLE_DEVICES={} vllm serve {} --port {} --tensor-parallel-size {} "
           "--pipeline-parallel-size {} --max-num-seqs {} --max-num-batched-tokens {} "
           "--enable-chunked-prefill --block-size {} --gpu-memory-utilization {}{}{}\n",
-          devices, id, 8000 + r, shape.tp, shape.pp, scheduler.max_seqs,
-          scheduler.max_batch_tokens, scheduler.block_size, scheduler.gpu_memory_utilization,
-          fp8 ? " --quantization fp8" : "", kv8 ? " --kv-cache-dtype fp8" : "");
+          devices, id, 8000 + r, shape.tp, shape.pp, scheduler.max_seqs, scheduler.max_batch_tokens,
+          scheduler.block_size, scheduler.gpu_memory_utilization, fp8 ? " --quantization fp8" : "",
+          kv8 ? " --kv-cache-dtype fp8" : "");
     }
     if (shape.gpus() * replicas > 8)
       out +=
@@ -306,14 +306,15 @@ std::string serving_launch_config(const std::string& format, const ModelSpec& mo
   }
   if (format == "sglang") {
     return out + fmt::format(
-        "# {} replica(s) of tp={} pp={}; model: {}\n"
-        "python -m sglang.launch_server --model-path {} --tp-size {} --pp-size {} --dp-size {} "
-        "--max-running-requests {} --chunked-prefill-size {} --page-size {} "
-        "--mem-fraction-static {}{}{}\n",
-        replicas, shape.tp, shape.pp, model.name, id, shape.tp, shape.pp, replicas,
-        scheduler.max_seqs, scheduler.max_batch_tokens, scheduler.block_size,
-        scheduler.gpu_memory_utilization, fp8 ? " --quantization fp8" : "",
-        kv8 ? " --kv-cache-dtype fp8_e4m3" : "");
+                     "# {} replica(s) of tp={} pp={}; model: {}\n"
+                     "python -m sglang.launch_server --model-path {} --tp-size {} --pp-size {} "
+                     "--dp-size {} "
+                     "--max-running-requests {} --chunked-prefill-size {} --page-size {} "
+                     "--mem-fraction-static {}{}{}\n",
+                     replicas, shape.tp, shape.pp, model.name, id, shape.tp, shape.pp, replicas,
+                     scheduler.max_seqs, scheduler.max_batch_tokens, scheduler.block_size,
+                     scheduler.gpu_memory_utilization, fp8 ? " --quantization fp8" : "",
+                     kv8 ? " --kv-cache-dtype fp8_e4m3" : "");
   }
   throw Error("", "--emit", "'" + format + "': expected vllm or sglang");
 }

@@ -43,7 +43,8 @@ std::vector<std::string> shell_words(std::string_view text, const std::string& w
     } else if (c == '\'' || c == '"') {
       const auto close = text.find(c, i + 1);
       if (close == std::string_view::npos)
-        throw Error("", where, fmt::format("unterminated {} quote", c == '"' ? "double" : "single"));
+        throw Error("", where,
+                    fmt::format("unterminated {} quote", c == '"' ? "double" : "single"));
       word += text.substr(i + 1, close - i - 1);
       i = close;
     } else {
@@ -133,8 +134,7 @@ std::int64_t int_flag(const MegatronLine& line, std::string_view flag, std::int6
   const auto& text = it->second;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v > (std::int64_t{1} << 40))
-    throw Error("", where,
-                std::string(flag) + " '" + text + "' is not a positive integer");
+    throw Error("", where, std::string(flag) + " '" + text + "' is not a positive integer");
   return v;
 }
 
@@ -238,7 +238,8 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
                     "--recompute-method '" + method->second +
                         "': only uniform (every layer recomputed) is modelled");
       if (int_flag(line, "--recompute-num-layers", 1, where) != 1)
-        throw Error("", where, "--recompute-num-layers: only 1 (every layer on its own) is modelled");
+        throw Error("", where,
+                    "--recompute-num-layers: only 1 (every layer on its own) is modelled");
       c.recompute = Recompute::full;
     } else if (gran->second == "selective") {
       c.recompute = Recompute::selective;

@@ -145,14 +145,14 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
                               rest, world));
     shard = world / rest;
   }
-  c.mesh = parse_mesh(fmt::format("dp={},tp={},pp={},cp={},ep={}{}", replicate * shard, tp, pp, cp,
-                                  ep, replicate > 1 && shard > 1 ? fmt::format(",fsdp={}", shard)
-                                                                 : std::string()),
-                      where);
+  c.mesh = parse_mesh(
+      fmt::format("dp={},tp={},pp={},cp={},ep={}{}", replicate * shard, tp, pp, cp, ep,
+                  replicate > 1 && shard > 1 ? fmt::format(",fsdp={}", shard) : std::string()),
+      where);
   if (c.mesh.world() != world)
-    throw Error("", where,
-                fmt::format("the degrees make {} ranks, the cluster has {} GPUs", c.mesh.world(),
-                            world));
+    throw Error(
+        "", where,
+        fmt::format("the degrees make {} ranks, the cluster has {} GPUs", c.mesh.world(), world));
   // FSDP2 when anything is sharded: ZeRO-3, its reshard_after_forward as configured.
   c.zero = shard > 1 ? 3 : 0;
   const auto reshard = k.string("parallelism.fsdp_reshard_after_forward", "default");
@@ -217,8 +217,7 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
     j.dtype = DType::fp32;
   else
     throw Error("", where,
-                "mixed_precision_param '" + precision +
-                    "': expected bfloat16, float16 or float32");
+                "mixed_precision_param '" + precision + "': expected bfloat16, float16 or float32");
   if (k.literal("model.converters").find("float8") != std::string::npos) j.dtype = DType::fp8;
   out.ignored = k.unread();
   return out;

@@ -282,13 +282,14 @@ Json nccl_topo_text_to_topology(const std::string& text, const std::string& xml_
   // assumption, said in the file: a rail-optimized, non-blocking fat tree of the NICs' rate.
   Json fabric = {{"kind", "none"}};
   if (b.fabric) {
-    fabric = {{"kind", "fat_tree"},
-              {"link",
-               {{"kind", "infiniband"}, {"bandwidth_Gbps", b.nic_Bps * 8 / 1e9}, {"latency_ns", 500}}},
-              {"rail_optimized", true},
-              {"leaf_down_ports", 32},
-              {"spines", std::clamp(b.nics, 1, 4096)},  // the reader's bound
-              {"oversubscription", 1}};
+    fabric = {
+        {"kind", "fat_tree"},
+        {"link",
+         {{"kind", "infiniband"}, {"bandwidth_Gbps", b.nic_Bps * 8 / 1e9}, {"latency_ns", 500}}},
+        {"rail_optimized", true},
+        {"leaf_down_ports", 32},
+        {"spines", std::clamp(b.nics, 1, 4096)},  // the reader's bound
+        {"oversubscription", 1}};
     sources.push_back(
         "Fabric (not in the dump, assumed): rail-optimized two-tier fat tree, 32 nodes per leaf, "
         "1:1, each port at the slowest NIC's speed, 500 ns per hop; edit \"fabric\" for the real "

@@ -147,10 +147,12 @@ TEST_CASE("memory: a bad stack file is one error line naming the file and field,
 }
 
 TEST_CASE("memory: --workload takes a Hugging Face id, bundled or in the local hub cache") {
-  const auto bundled = run_cli("memory --workload meta-llama/Llama-3.1-8B --mesh tp=8 --seq 4k --json");
+  const auto bundled =
+      run_cli("memory --workload meta-llama/Llama-3.1-8B --mesh tp=8 --seq 4k --json");
   REQUIRE_MESSAGE(bundled.exit_code == 0, bundled.err);
-  const auto file = run_cli("memory --workload " + source_path("workloads/models/llama3.1-8b.json") +
-                            " --mesh tp=8 --seq 4096 --json");
+  const auto file =
+      run_cli("memory --workload " + source_path("workloads/models/llama3.1-8b.json") +
+              " --mesh tp=8 --seq 4096 --json");
   CHECK(bundled.out == file.out);
   // A config in huggingface_hub's cache layout, found through HF_HUB_CACHE.
   const auto hub = std::filesystem::temp_directory_path() / "meshsim_cli_hub";
@@ -167,6 +169,8 @@ TEST_CASE("memory: --workload takes a Hugging Face id, bundled or in the local h
   REQUIRE_MESSAGE(cached.exit_code == 0, cached.err);
   CHECK(cached.out.find("# meshsim memory: Tiny-1B") != std::string::npos);
   CHECK(typo.exit_code == 2);
-  CHECK(typo.err.starts_with("error: acme/Tiny-1: not a file, a bundled model or a Hugging Face "
-                             "id in the local cache (" + hub.string() + ")"));
+  CHECK(
+      typo.err.starts_with("error: acme/Tiny-1: not a file, a bundled model or a Hugging Face "
+                           "id in the local cache (" +
+                           hub.string() + ")"));
 }

@@ -30,7 +30,7 @@ constexpr int kCommandSeconds = 300;
 const char* const kNotRun[] = {"tools/dev ", "cmake ", "build/release/tools/calibrate/"};
 
 struct Block {
-  int line = 0;  // of the opening ```sh
+  int line = 0;                       // of the opening ```sh
   std::vector<std::string> commands;  // continuation lines joined
 };
 
@@ -102,12 +102,12 @@ TEST_CASE("readme: every command in the README's sh blocks runs as written") {
   int run = 0;
   for (const auto& block : blocks) {
     // One script per block: its commands share the variables it sets (V="meshsim serve ...").
-    std::string script =
-        "set -euo pipefail\ncd '" + dir.string() + "'\nexport PATH='" + bin + "':\"$PATH\"\n" +
-        // As root, OpenMPI wants to be told (the README says so).
-        "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n" +
-        "meshsim() { timeout -k 10 " + std::to_string(kCommandSeconds) + " '" +
-        meshsim::test::cli_path() + "' \"$@\"; }\n";
+    std::string script = "set -euo pipefail\ncd '" + dir.string() + "'\nexport PATH='" + bin +
+                         "':\"$PATH\"\n" +
+                         // As root, OpenMPI wants to be told (the README says so).
+                         "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n" +
+                         "meshsim() { timeout -k 10 " + std::to_string(kCommandSeconds) + " '" +
+                         meshsim::test::cli_path() + "' \"$@\"; }\n";
     for (const auto& c : block.commands) {
       if (not_run(c)) continue;
       const bool ours = c.rfind("meshsim ", 0) == 0 || c.rfind("mpirun ", 0) == 0 ||
@@ -116,10 +116,10 @@ TEST_CASE("readme: every command in the README's sh blocks runs as written") {
       CHECK_MESSAGE(ours, "a README command that is neither meshsim's nor in kNotRun");
       if (!ours) continue;
       // mpirun runs the binary on PATH; give it the same cap.
-      script += (c.rfind("mpirun ", 0) == 0 ? "timeout -k 10 " + std::to_string(kCommandSeconds) +
-                                                  " " + c
-                                            : c) +
-                " > /dev/null\n";
+      script +=
+          (c.rfind("mpirun ", 0) == 0 ? "timeout -k 10 " + std::to_string(kCommandSeconds) + " " + c
+                                      : c) +
+          " > /dev/null\n";
       ++run;
     }
     const auto path = dir / ("block-" + std::to_string(block.line) + ".sh");

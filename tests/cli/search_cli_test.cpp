@@ -188,10 +188,9 @@ TEST_CASE("search: the emitted Megatron line runs the winner again through train
   CHECK(k["step_time_s"].get<double>() ==
         doctest::Approx(best["step_time_s"].get<double>()).epsilon(1e-9));
   // The line of another model is refused; the line excludes the layout flags.
-  const auto other = run_cli("train --topology " + topology_path("dgx-h100-superpod.json") +
-                             " --nodes 4 --workload " +
-                             source_path("workloads/models/llama3.1-8b.json") +
-                             " --from-megatron " + file);
+  const auto other = run_cli(
+      "train --topology " + topology_path("dgx-h100-superpod.json") + " --nodes 4 --workload " +
+      source_path("workloads/models/llama3.1-8b.json") + " --from-megatron " + file);
   CHECK(other.exit_code == 2);
   CHECK(other.err ==
         "error: --from-megatron: --num-layers 80, but the model llama3.1-8b has 32 (the line "

@@ -240,9 +240,9 @@ TEST_CASE("train: a layout past the GPU's memory exits 3 with the verdict; --all
   const auto j = json::parse(js.out);  // stdout is the JSON document alone
   CHECK(j["fits"] == false);
   CHECK(j["memory"]["total"].get<double>() > j["memory"]["gpu_bytes"].get<double>());
-  CHECK(j["memory"]["over_bytes"].get<double>() ==
-        doctest::Approx(j["memory"]["total"].get<double>() -
-                        j["memory"]["gpu_bytes"].get<double>()));
+  CHECK(
+      j["memory"]["over_bytes"].get<double>() ==
+      doctest::Approx(j["memory"]["total"].get<double>() - j["memory"]["gpu_bytes"].get<double>()));
   CHECK(!j.contains("step_time_s"));
   CHECK(js.err.find("verdict: does not fit") != std::string::npos);
 

@@ -239,12 +239,13 @@ TEST_CASE("Qwen3, Qwen3-MoE, Phi-3, Gemma 2/3 and gpt-oss configs, checked by pa
       "intermediate_size": 14336, "num_hidden_layers": 42, "num_attention_heads": 16,
       "num_key_value_heads": 8, "head_dim": 256, "vocab_size": 256000,
       "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096})");
-  CHECK(gemma2.tied_embeddings);  // Gemma's default when the config does not say
+  CHECK(gemma2.tied_embeddings);                   // Gemma's default when the config does not say
   CHECK(gemma2.activation == Activation::swiglu);  // GeGLU: the same three projections
   CHECK(count_params(gemma2).total == doctest::Approx(9.24e9).epsilon(0.005));
 
   // Gemma 3 with vision: the language model is text_config.
-  const auto gemma3 = from_text(R"({"model_type": "gemma3", "_name_or_path": "google/gemma-3-27b-it",
+  const auto gemma3 =
+      from_text(R"({"model_type": "gemma3", "_name_or_path": "google/gemma-3-27b-it",
       "vision_config": {"hidden_size": 1152}, "text_config": {"model_type": "gemma3_text",
       "hidden_size": 5376, "intermediate_size": 21504, "num_hidden_layers": 62,
       "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,

@@ -77,8 +77,9 @@ TEST_CASE("a Hugging Face id from the local hub cache: refs/main, else the only 
   CHECK(load_workload_or_model_id("acme/Tiny-1B", one.string()).model.layers == 16);
 
   const auto two = fake_hub("two", false, 2);
-  CHECK(error_of([&] { load_workload_or_model_id("acme/Tiny-1B", two.string()); })
-            .find("holds 2 snapshots and no refs/main: give the config.json path") !=
+  CHECK(error_of([&] {
+          load_workload_or_model_id("acme/Tiny-1B", two.string());
+        }).find("holds 2 snapshots and no refs/main: give the config.json path") !=
         std::string::npos);
 }
 
@@ -86,10 +87,12 @@ TEST_CASE("an unknown name is one error with the nearest known name") {
   CHECK(error_of([] { load_workload_or_model_id("meta-llama/Llama-3.1-7B", "/nonexistent"); }) ==
         "meta-llama/Llama-3.1-7B: not a file, a bundled model or a Hugging Face id in the local "
         "cache (/nonexistent); did you mean 'meta-llama/Llama-3.1-70B'?");
-  CHECK(error_of([] { load_workload_or_model_id("llama3.1-8", ""); })
-            .ends_with("did you mean 'llama3.1-8b'?"));
-  CHECK(error_of([] { load_workload_or_model_id("completely/different-thing", ""); })
-            .find("bundled: llama3.1-8b") != std::string::npos);
+  CHECK(error_of([] {
+          load_workload_or_model_id("llama3.1-8", "");
+        }).ends_with("did you mean 'llama3.1-8b'?"));
+  CHECK(error_of([] {
+          load_workload_or_model_id("completely/different-thing", "");
+        }).find("bundled: llama3.1-8b") != std::string::npos);
   // A path that looks like a file keeps the file error.
   CHECK(error_of([] { load_workload_or_model_id("missing.json", ""); }) ==
         "missing.json: cannot open file");

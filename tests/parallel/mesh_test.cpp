@@ -37,7 +37,7 @@ TEST_CASE("mesh parsing") {
 
 TEST_CASE("a mesh without dp fills the cluster's GPUs") {
   CHECK(parse_mesh("tp=8,pp=4", "--mesh", 512) == Mesh{16, 8, 4, 1, 1});  // 512 / 32
-  CHECK(parse_mesh("tp=8,pp=4", "--mesh") == Mesh{1, 8, 4, 1, 1});       // no cluster: dp = 1
+  CHECK(parse_mesh("tp=8,pp=4", "--mesh") == Mesh{1, 8, 4, 1, 1});        // no cluster: dp = 1
   CHECK(parse_mesh("dp=2,tp=8", "--mesh", 512).dp == 2);                  // a given dp stays
   // The checks that need dp run on the inferred one: ep divides dp·cp, fsdp divides dp.
   CHECK(parse_mesh("tp=8,ep=8", "--mesh", 64).expert_replicas() == 1);

@@ -20,9 +20,10 @@ TEST_CASE(
   CHECK(titan.find("data_parallel_replicate_degree = 8\n") != std::string::npos);
   CHECK(titan.find("data_parallel_shard_degree = 16\n") != std::string::npos);
   const auto mega = launch_config("megatron", m, c, job);
-  CHECK(mega.find("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params "
-                  "--num-distributed-optimizer-instances 8 --outer-dp-sharding-strategy no_shard") !=
-        std::string::npos);
+  CHECK(
+      mega.find("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params "
+                "--num-distributed-optimizer-instances 8 --outer-dp-sharding-strategy no_shard") !=
+      std::string::npos);
   CHECK(launch_config("accelerate", m, c, job)
             .find("# HSDP (shard over 16 data-parallel ranks, 8 "
                   "replicas) is not written here") != std::string::npos);

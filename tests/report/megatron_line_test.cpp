@@ -34,16 +34,28 @@ struct Layout {
 TEST_CASE("an emitted Megatron line reads back as the same layout and job") {
   const Layout layouts[] = {
       {"llama3.1-70b", "dp=64,tp=8", 0, Recompute::none, {}, DType::bf16},
-      {"llama3.1-70b", "dp=16,tp=8,pp=4", 1, Recompute::selective,
-       {ScheduleKind::interleaved, 5}, DType::bf16},
+      {"llama3.1-70b",
+       "dp=16,tp=8,pp=4",
+       1,
+       Recompute::selective,
+       {ScheduleKind::interleaved, 5},
+       DType::bf16},
       {"llama3.1-70b", "dp=128,tp=4", 3, Recompute::full, {}, DType::fp8},
       {"llama3.1-70b", "dp=128,tp=4,fsdp=16", 3, Recompute::none, {}, DType::bf16},
       {"llama3.1-70b", "dp=64,tp=2,cp=4", 2, Recompute::none, {}, DType::fp16},
-      {"llama3.1-405b", "dp=32,tp=8,pp=16,fsdp=8", 1, Recompute::full,
-       {ScheduleKind::interleaved, 2}, DType::bf16},
+      {"llama3.1-405b",
+       "dp=32,tp=8,pp=16,fsdp=8",
+       1,
+       Recompute::full,
+       {ScheduleKind::interleaved, 2},
+       DType::bf16},
       {"mixtral-8x7b", "dp=32,tp=2,pp=2,ep=8", 1, Recompute::selective, {}, DType::bf16},
       {"deepseek-v3", "dp=64,pp=8,ep=64", 1, Recompute::full, {}, DType::fp8},
-      {"gpt3-175b", "dp=8,tp=8,pp=8", 0, Recompute::full, {ScheduleKind::interleaved, 3},
+      {"gpt3-175b",
+       "dp=8,tp=8,pp=8",
+       0,
+       Recompute::full,
+       {ScheduleKind::interleaved, 3},
        DType::bf16},
   };
   for (const auto& l : layouts) {
@@ -153,10 +165,11 @@ TEST_CASE("a user's Megatron launch script reads into a job") {
       "  --num-layers 80 --hidden-size 8192 --num-attention-heads 64 --swiglu \\\n"
       "  --untie-embeddings-and-output-weights --seq-length 4096 --micro-batch-size 1 \\\n"
       "  --global-batch-size 512 --recompute-activations --bf16 --lr 1.5e-4 \\\n"
-      "  --data-path \"/data/my corpus_text_document\" --no-masked-softmax-fusion --log-interval 1\n";
+      "  --data-path \"/data/my corpus_text_document\" --no-masked-softmax-fusion --log-interval "
+      "1\n";
   const auto line = parse_megatron_line(script, "--from-megatron");
-  CHECK(line.ignored == std::vector<std::string>{"--lr", "--data-path", "--no-masked-softmax-fusion",
-                                                 "--log-interval"});
+  CHECK(line.ignored == std::vector<std::string>{"--lr", "--data-path",
+                                                 "--no-masked-softmax-fusion", "--log-interval"});
   const auto j = megatron_job(line, 128, 80, "--from-megatron");
   CHECK(j.config.mesh == Mesh{4, 8, 4, 1, 1});  // dp = 128 / (8 · 4)
   CHECK(j.config.zero == 1);
@@ -169,12 +182,13 @@ TEST_CASE("a user's Megatron launch script reads into a job") {
   CHECK(!megatron_architecture_mismatch(line, llama2).has_value());
 
   // Megatron-FSDP's pre-0.14 name, HSDP instances, the virtual-stage count, fp32 default.
-  const auto older = megatron_job(
-      parse_megatron_line("--use-custom-fsdp --data-parallel-sharding-strategy optim_grads_params "
-                          "--num-distributed-optimizer-instances 4 --pipeline-model-parallel-size 2 "
-                          "--num-virtual-stages-per-pipeline-rank 3",
-                          "x"),
-      64, 48, "x");
+  const auto older =
+      megatron_job(parse_megatron_line(
+                       "--use-custom-fsdp --data-parallel-sharding-strategy optim_grads_params "
+                       "--num-distributed-optimizer-instances 4 --pipeline-model-parallel-size 2 "
+                       "--num-virtual-stages-per-pipeline-rank 3",
+                       "x"),
+                   64, 48, "x");
   CHECK(older.config.zero == 3);
   CHECK(older.config.mesh.fsdp == 8);  // dp 32 in 4 instances
   CHECK(older.config.schedule.virtual_stages == 3);
@@ -183,8 +197,9 @@ TEST_CASE("a user's Megatron launch script reads into a job") {
 
 TEST_CASE("launch lines meshsim cannot model are clear errors naming the flag") {
   auto job_error = [](const std::string& text, std::int64_t world = 64) {
-    return error_of([&] { megatron_job(parse_megatron_line(text, "--from-megatron"), world, 32,
-                                       "--from-megatron"); });
+    return error_of([&] {
+      megatron_job(parse_megatron_line(text, "--from-megatron"), world, 32, "--from-megatron");
+    });
   };
   CHECK(job_error("--tensor-model-parallel-size 3") ==
         "--from-megatron: 'tp=3,pp=1,cp=1,ep=1': dp is left out, and tp·pp·cp = 3 does not divide "
@@ -194,8 +209,8 @@ TEST_CASE("launch lines meshsim cannot model are clear errors naming the flag") 
   CHECK(job_error("--recompute-granularity full --recompute-method block") ==
         "--from-megatron: --recompute-method 'block': only uniform (every layer recomputed) is "
         "modelled");
-  CHECK(job_error("--recompute-granularity full --recompute-num-layers 4").find(
-            "--recompute-num-layers") != std::string::npos);
+  CHECK(job_error("--recompute-granularity full --recompute-num-layers 4")
+            .find("--recompute-num-layers") != std::string::npos);
   CHECK(job_error("--use-megatron-fsdp --data-parallel-sharding-strategy everything")
             .find("expected no_shard, optim, optim_grads or optim_grads_params") !=
         std::string::npos);

@@ -34,12 +34,27 @@ TEST_CASE("an emitted torchtitan config reads back as the same layout and job") 
       {"llama3.1-8b", "dp=8", 0, true, Recompute::none, {}, DType::bf16},
       {"llama3.1-70b", "dp=64,tp=8", 3, true, Recompute::full, {}, DType::bf16},
       {"llama3.1-70b", "dp=128,tp=4,fsdp=16", 3, false, Recompute::selective, {}, DType::fp8},
-      {"llama3.1-70b", "dp=16,tp=8,pp=4", 3, true, Recompute::none,
-       {ScheduleKind::interleaved, 5}, DType::bf16},
-      {"llama3.1-405b", "dp=16,tp=8,pp=8,cp=2", 3, true, Recompute::full,
-       {ScheduleKind::gpipe, 1}, DType::fp16},
-      {"deepseek-v3", "dp=64,pp=8,ep=64", 3, true, Recompute::full,
-       {ScheduleKind::zero_bubble, 1}, DType::bf16},
+      {"llama3.1-70b",
+       "dp=16,tp=8,pp=4",
+       3,
+       true,
+       Recompute::none,
+       {ScheduleKind::interleaved, 5},
+       DType::bf16},
+      {"llama3.1-405b",
+       "dp=16,tp=8,pp=8,cp=2",
+       3,
+       true,
+       Recompute::full,
+       {ScheduleKind::gpipe, 1},
+       DType::fp16},
+      {"deepseek-v3",
+       "dp=64,pp=8,ep=64",
+       3,
+       true,
+       Recompute::full,
+       {ScheduleKind::zero_bubble, 1},
+       DType::bf16},
   };
   for (const auto& l : layouts) {
     const auto model = load_model(model_path(l.model));
@@ -147,7 +162,8 @@ TEST_CASE("torchtitan configs meshsim cannot read are errors naming the line") {
         "c.toml: the degrees make 8 ranks, the cluster has 64 GPUs");
   CHECK(err("[parallelism]\npipeline_parallel_schedule = \"DualPipeV\"\n")
             .find("'DualPipeV': meshsim models") != std::string::npos);
-  CHECK(err("[training]\nseq_len = 1\nseq_len = 2\n") == "c.toml: line 3: training.seq_len is given twice");
+  CHECK(err("[training]\nseq_len = 1\nseq_len = 2\n") ==
+        "c.toml: line 3: training.seq_len is given twice");
   CHECK(err("[training\n") == "c.toml: line 1: malformed section header '[training'");
   CHECK(err("just words\n") == "c.toml: line 1: expected key = value, got 'just words'");
   CHECK(err("[model]\nname = \"llama3\n") == "c.toml: line 2: unterminated string for name");

@@ -122,15 +122,15 @@ int run_nccl_topo(const TopoArgs& a) {
   write_json(a.out, topo, "--out");
   const auto s = summarize(loaded, false);
   if (a.json) {
-    std::cout << json_text(Json{{"out", a.out},
-                                {"description", topo["description"]},
-                                {"gpu", loaded.gpu.model},
-                                {"gpus", loaded.gpus().size()},
-                                {"per_gpu_Bps",
-                                 {{"nvlink", s.nvlink_Bps},
-                                  {"pcie", s.pcie_Bps},
-                                  {"network", s.network_Bps}}}})
-              << "\n";
+    std::cout
+        << json_text(
+               Json{{"out", a.out},
+                    {"description", topo["description"]},
+                    {"gpu", loaded.gpu.model},
+                    {"gpus", loaded.gpus().size()},
+                    {"per_gpu_Bps",
+                     {{"nvlink", s.nvlink_Bps}, {"pcie", s.pcie_Bps}, {"network", s.network_Bps}}}})
+        << "\n";
     return 0;
   }
   std::cout << fmt::format("# {} written to {}: {}\n", topo["description"].get<std::string>(),
@@ -206,8 +206,7 @@ int run_kineto(const KinetoArgs& a) {
   for (const auto& l : lines) {
     Json p{{"part", l.part}, {"measured_s", l.measured}};
     if (l.simulated) p["simulated_s"] = *l.simulated;
-    if (l.simulated && l.measured > 0)
-      p["error"] = (*l.simulated - l.measured) / l.measured;
+    if (l.simulated && l.measured > 0) p["error"] = (*l.simulated - l.measured) / l.measured;
     parts.push_back(std::move(p));
     const auto sim =
         l.simulated ? fmt::format("{:>12.4f}", *l.simulated) : fmt::format("{:>12}", "-");
@@ -225,8 +224,12 @@ int run_kineto(const KinetoArgs& a) {
       const auto k = gemm_kernel(p.shape, p.dtype);
       const double measured = k.flops / p.flops_per_s;
       std::string model;
-      Json g{{"dtype", name_of(p.dtype)}, {"m", p.shape.m},         {"n", p.shape.n},
-             {"k", p.shape.k},            {"batch", p.shape.batch}, {"measured_s", measured},
+      Json g{{"dtype", name_of(p.dtype)},
+             {"m", p.shape.m},
+             {"n", p.shape.n},
+             {"k", p.shape.k},
+             {"batch", p.shape.batch},
+             {"measured_s", measured},
              {"flops_per_s", p.flops_per_s}};
       if (cm) {
         const double s = cm->seconds(k);
@@ -234,9 +237,9 @@ int run_kineto(const KinetoArgs& a) {
             fmt::format(" model {:.1f} us ({:+.1f}%)", s * 1e6, 100 * (s - measured) / measured);
         g["model_s"] = s;
       }
-      text << fmt::format("  {} {}x{}x{} batch {}: {:.1f} us, {:.1f} TFLOP/s{}\n",
-                          name_of(p.dtype), p.shape.m, p.shape.n, p.shape.k, p.shape.batch,
-                          measured * 1e6, p.flops_per_s / 1e12, model);
+      text << fmt::format("  {} {}x{}x{} batch {}: {:.1f} us, {:.1f} TFLOP/s{}\n", name_of(p.dtype),
+                          p.shape.m, p.shape.n, p.shape.k, p.shape.batch, measured * 1e6,
+                          p.flops_per_s / 1e12, model);
       gemms.push_back(std::move(g));
     }
   }

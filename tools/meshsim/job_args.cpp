@@ -7,10 +7,10 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "model/model_registry.hpp"
 #include "core/enum_names.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "model/model_registry.hpp"
 #include "report/megatron_line.hpp"
 #include "report/torchtitan_config.hpp"
 
@@ -182,8 +182,8 @@ void JobArgs::add_to(CLI::App* cmd) {
         cmd->add_option("--from-torchtitan", from_torchtitan,
                         "A torchtitan job config (TOML): its [parallelism], [training] and "
                         "[activation_checkpoint] set the job")})
-    for (auto* o : {mesh_opt, zero_opt, recompute_opt, seq_opt, gbs_opt, mbs_opt, dtype_opt,
-                    sp_opt, schedule_opt})
+    for (auto* o : {mesh_opt, zero_opt, recompute_opt, seq_opt, gbs_opt, mbs_opt, dtype_opt, sp_opt,
+                    schedule_opt})
       from->excludes(o);
   cmd->get_option("--from-megatron")->excludes("--from-torchtitan");
 }
@@ -197,7 +197,8 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   r.stack = resolve_stack(stack);
   if (!tp_overlap.empty()) r.tp_overlap = on_off(tp_overlap, "--tp-overlap");
   cfg.reshard_after_forward = on_off(reshard, "--reshard-after-forward");
-  if (!from_megatron.empty() || !from_torchtitan.empty()) return resolve_launch(std::move(r), world);
+  if (!from_megatron.empty() || !from_torchtitan.empty())
+    return resolve_launch(std::move(r), world);
   if (mesh.empty())
     throw Error("", "--mesh",
                 "is required (or give the layout with --from-megatron or --from-torchtitan)");
@@ -287,9 +288,9 @@ JobArgs::Resolved JobArgs::resolve_launch(Resolved r, std::int64_t world) const 
     throw Error("", flag, "the sequence must be at most 16777216 tokens");
   r.seq = m.job.seq > 0 ? m.job.seq : w.job.seq.value_or(0);
   r.micro_batch = m.job.micro_batch;
-  r.global_batch =
-      m.job.global_batch > 0 ? m.job.global_batch
-                             : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
+  r.global_batch = m.job.global_batch > 0
+                       ? m.job.global_batch
+                       : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
   if (r.global_batch > (std::int64_t{1} << 30) || r.micro_batch > (std::int64_t{1} << 30))
     throw Error("", flag, "the batch is implausibly large");
   if (attention != "flash" && attention != "unfused")

@@ -42,9 +42,10 @@ int run_memory(const MemoryArgs& a) {
   const auto resolved_gpu = resolve_gpu(a.gpu, a.topology, a.nodes);
   const auto& gpu = resolved_gpu.gpu;
   // A training mesh without dp fills the cluster when one is given.
-  const auto job_flags = a.job.resolve(
-      resolved_gpu.topology && !serve ? static_cast<std::int64_t>(resolved_gpu.topology->gpus().size())
-                                      : 0);
+  const auto job_flags =
+      a.job.resolve(resolved_gpu.topology && !serve
+                        ? static_cast<std::int64_t>(resolved_gpu.topology->gpus().size())
+                        : 0);
   const auto& model = job_flags.workload.model;
   auto cfg = job_flags.config;
   MemoryOptions opt;

@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "model/model_registry.hpp"
 #include "job_args.hpp"
+#include "model/model_registry.hpp"
 #include "model/workload.hpp"
 #include "report/ops_report.hpp"
 

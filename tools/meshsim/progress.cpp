@@ -26,12 +26,13 @@ void Progress::update(std::size_t done, std::size_t total) {
   if (!tty_) {
     if (s - last_line_s_ < kLogIntervalS || done >= total) return;
     last_line_s_ = s;
-    std::cerr << fmt::format("# {}/{} {} in {:.0f} s ({:.1f}/s), ETA {:.0f} s\n", done, total, what_,
-                             s, rate, eta);
+    std::cerr << fmt::format("# {}/{} {} in {:.0f} s ({:.1f}/s), ETA {:.0f} s\n", done, total,
+                             what_, s, rate, eta);
     return;
   }
   const int width = 30;
-  const int filled = static_cast<int>(width * std::min(done, total) / std::max<std::size_t>(total, 1));
+  const int filled =
+      static_cast<int>(width * std::min(done, total) / std::max<std::size_t>(total, 1));
   std::cerr << fmt::format("\r[{}{}] {}/{} {} {:.1f}/s ETA {:.0f} s ", std::string(filled, '='),
                            std::string(width - filled, ' '), done, total, what_, rate, eta)
             << (done >= total ? "\n" : "") << std::flush;

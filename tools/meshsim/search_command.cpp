@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "commands.hpp"
-#include "progress.hpp"
 #include "compute/compute_model.hpp"
 #include "job_args.hpp"
+#include "progress.hpp"
 #include "report/launch_config.hpp"
 #include "search/distributed.hpp"
 #include "search/search.hpp"
@@ -261,7 +261,9 @@ int run_search_command(const SearchArgs& a) {
   // Progress on stderr (progress.hpp), from rank 0 only.
   if (world.w.rank == 0) {
     auto progress = std::make_shared<Progress>("layouts simulated", a.quiet);
-    opt.progress = [progress](std::size_t done, std::size_t total) { progress->update(done, total); };
+    opt.progress = [progress](std::size_t done, std::size_t total) {
+      progress->update(done, total);
+    };
   }
   SearchResult r;
   r.enumeration = enumerate_search(topo, model, job, space, opt);
@@ -499,7 +501,8 @@ Runner add_search_command(CLI::App& app) {
   auto a = std::make_shared<SearchArgs>();
   a->cluster.add_to(cmd);
   cmd->add_option("--workload", a->workload, "Model or job file (workloads/)")->required();
-  cmd->add_flag("--quiet", a->quiet, "No progress on stderr (a line every 5 s when not a terminal)");
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress on stderr (a line every 5 s when not a terminal)");
   cmd->add_option("--seq", a->seq, "Sequence length in tokens (8192, 8k, 128K)");
   cmd->add_option("--gbs", a->gbs, "Global batch (sequences)");
   cmd->add_option("--dtype", a->dtype, "bf16, fp16 or fp8");

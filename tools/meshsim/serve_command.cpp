@@ -16,14 +16,14 @@
 #include <stdexcept>
 
 #include "commands.hpp"
-#include "progress.hpp"
-#include "model/model_registry.hpp"
 #include "compute/calibration_profile.hpp"
 #include "compute/compute_model.hpp"
 #include "job_args.hpp"
+#include "model/model_registry.hpp"
 #include "model/workload.hpp"
 #include "parallel/mesh.hpp"
 #include "parallel/mesh_rules.hpp"
+#include "progress.hpp"
 #include "report/launch_config.hpp"
 #include "report/serving_report.hpp"
 #include "search/serving_search.hpp"

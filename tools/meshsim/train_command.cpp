@@ -60,12 +60,11 @@ int report_does_not_fit(const TrainingResult& r, const TrainingSetup& setup, dou
     std::cout << fmt::format("# {}, ZeRO-{}, recompute {}\n", to_string(setup.config.mesh),
                              setup.config.zero, name_of(setup.config.recompute));
     const std::pair<const char*, double> rows[] = {
-        {"weights", r.memory.weights},         {"gradients", r.memory.gradients},
-        {"optimizer", r.memory.optimizer},     {"activations", r.memory.activations},
-        {"temporary", r.memory.temporary},     {"communication", r.memory.communication},
+        {"weights", r.memory.weights},     {"gradients", r.memory.gradients},
+        {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
+        {"temporary", r.memory.temporary}, {"communication", r.memory.communication},
         {"allocator", r.memory.allocator}};
-    for (const auto& [name, v] : rows)
-      std::cout << fmt::format("{:<22}{:.2f} GB\n", name, v / 1e9);
+    for (const auto& [name, v] : rows) std::cout << fmt::format("{:<22}{:.2f} GB\n", name, v / 1e9);
     std::cout << fmt::format("{:<22}{:.2f} GB of {:.2f} (stage {})\n", "peak memory",
                              r.memory.total() / 1e9, capacity / 1e9, r.memory.stage);
   }

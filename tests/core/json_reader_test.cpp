@@ -2,18 +2,10 @@
 
 #include <doctest/doctest.h>
 
-using namespace meshsim;
+#include "error_of.hpp"
 
-namespace {
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using namespace meshsim;
+using meshsim::test::error_of;
 
 TEST_CASE("parse_size uses binary multiples") {
   CHECK(parse_size("8", "", "--sizes").count() == 8);

@@ -6,21 +6,14 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "error_of.hpp"
 #include "test_paths.hpp"
 
 using namespace meshsim;
+using meshsim::test::error_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // A hub cache in huggingface_hub's layout with one repository.
 fs::path fake_hub(const std::string& name, bool with_ref, int snapshots) {

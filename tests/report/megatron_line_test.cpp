@@ -3,22 +3,15 @@
 #include <doctest/doctest.h>
 
 #include "core/error.hpp"
+#include "error_of.hpp"
 #include "model/model_loader.hpp"
 #include "test_paths.hpp"
 
 using namespace meshsim;
+using meshsim::test::error_of;
 using meshsim::test::model_path;
 
 namespace {
-
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 struct Layout {
   const char* model;

@@ -275,3 +275,15 @@ TEST_CASE("train: --seq takes K suffixes and a mesh without dp fills the cluster
   CHECK(bad.exit_code == 2);
   CHECK(bad.err == "error: --seq: invalid token count '4G': unknown suffix (use K or M)\n");
 }
+
+TEST_CASE("--help shows the defaults that are used, not the placeholders of unset options") {
+  const auto r = run_cli("train --help");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("--schedule TEXT=1f1b") != std::string::npos);
+  CHECK(r.out.find("--stack TEXT=megatron") != std::string::npos);
+  CHECK(r.out.find("--rank-order TEXT=tp-cp-dp-pp") != std::string::npos);
+  CHECK(r.out.find("--gbs INT=0") == std::string::npos);  // 0: "dp × mbs" or the job file's
+  CHECK(r.out.find("--gbs INT") != std::string::npos);
+  const auto s = run_cli("serve --help");
+  CHECK(s.out.find("--engine TEXT=vllm") != std::string::npos);
+}

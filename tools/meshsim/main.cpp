@@ -2,6 +2,7 @@
 // Exit codes (DESIGN.md): 0 success, 2 bad input (one `error:` line), 1 internal failure;
 // `train` exits 3 when the layout does not fit memory (a verdict, not an error).
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <new>
@@ -49,6 +50,19 @@ int main(int argc, char** argv) {
   add(meshsim::cli::add_serve_command);
   add(meshsim::cli::add_calibrate_command);
   add(meshsim::cli::add_validate_command);
+
+  // --help shows an option's default where it has one; a value that means "not given: the
+  // file's, the engine's or none" (empty, 0, -1) is left out rather than shown as if it were used.
+  std::function<void(CLI::App*)> show_defaults = [&](CLI::App* a) {
+    for (auto* o : a->get_options()) {
+      if (o->get_type_size_min() == 0 || !o->get_default_str().empty()) continue;  // flags
+      o->capture_default_str();
+      const auto d = o->get_default_str();
+      if (d == "0" || d == "-1" || d == "[]" || d == "{}") o->default_str("");
+    }
+    for (auto* sub : a->get_subcommands([](CLI::App*) { return true; })) show_defaults(sub);
+  };
+  show_defaults(&app);
 
   try {
     app.parse(argc, argv);

@@ -284,12 +284,16 @@ class Cluster {
       const auto& shape = batches_[slot].shape;
       std::int64_t pre = 0;
       for (const auto& c : shape.prefill) pre += c.tokens;
-      iteration_log_.push_back(IterationRecord{.replica = static_cast<std::int32_t>(i),
-                                               .stage = static_cast<std::int32_t>(s),
-                                               .start_s = start,
-                                               .end_s = sim_.now().seconds(),
-                                               .prefill_tokens = pre,
-                                               .decodes = shape.decodes});
+      iteration_log_.push_back(
+          IterationRecord{.replica = static_cast<std::int32_t>(i),
+                          .stage = static_cast<std::int32_t>(s),
+                          .start_s = start,
+                          .end_s = sim_.now().seconds(),
+                          .prefill_tokens = pre,
+                          .decodes = shape.decodes,
+                          .kv_used = p.sched.pool().total() > 0
+                                         ? d(p.sched.blocks_in_use()) / d(p.sched.pool().total())
+                                         : 0.0});
     }
     p.stage_busy[static_cast<std::size_t>(s)] = false;
     if (s + 1 < setup_.shape.pp) {
@@ -562,6 +566,14 @@ class Cluster {
     out.kv_utilization_peak = kv_peak_;
     out.kv_utilization = kv_series_.take();
     out.iteration_log = std::move(iteration_log_);
+    if (setup_.record_iterations && reqs_.size() <= kMaxRequestLog)
+      for (std::size_t i = 0; i < reqs_.size(); ++i) {
+        const auto& q = reqs_[i];
+        if (q.generated < q.output) continue;  // rejected (or unfinished)
+        out.request_log.push_back({static_cast<std::int32_t>(i), q.replica, q.arrival.seconds(),
+                                   q.first_token.seconds(), q.finished.seconds(), q.prompt,
+                                   q.output});
+      }
     out.idle_with_work = idle_with_work_;
     if (rejected_ > 0)
       out.notes.push_back(fmt::format(

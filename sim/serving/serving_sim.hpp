@@ -82,7 +82,17 @@ struct IterationRecord {
   std::int32_t replica = 0, stage = 0;
   double start_s = 0, end_s = 0;
   std::int64_t prefill_tokens = 0, decodes = 0;
+  double kv_used = 0;  // the replica's KV blocks in use at the stage's end, of its total
 };
+
+// One request's life, for the trace's per-request slices (recorded with the iterations, for runs
+// of at most kMaxRequestLog requests).
+struct RequestRecord {
+  std::int32_t id = 0, replica = -1;
+  double arrival_s = 0, first_token_s = 0, finished_s = 0;
+  std::int64_t prompt = 0, output = 0;
+};
+inline constexpr std::size_t kMaxRequestLog = 10000;
 
 // Prefix caching (scheduler.hpp): prompt tokens looked up in the cache at admission (every
 // admission, readmissions after preemption too, as vLLM counts its queries) and found cached
@@ -130,7 +140,8 @@ struct ServingResult {
   // Sorted per-request samples, for CDFs.
   std::vector<double> ttft_samples, tpot_samples, e2e_samples;
   std::vector<IterationRecord> iteration_log;
-  LatencySummary kv_transfer;  // disaggregated: per-request KV transfer time
+  std::vector<RequestRecord> request_log;  // finished requests, in id order
+  LatencySummary kv_transfer;              // disaggregated: per-request KV transfer time
   double kv_transfer_bytes = 0;
   std::int64_t idle_with_work = 0;  // invariant probe: must stay 0 (work conservation)
   std::vector<std::string> notes;

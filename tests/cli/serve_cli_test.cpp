@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "cli_runner.hpp"
@@ -113,7 +116,7 @@ TEST_CASE("serve: --trace and --report write a Chrome trace and an HTML report")
   const auto t = json::parse(slurp(trace));
   std::size_t iterations = 0, counters = 0;
   for (const auto& e : t["traceEvents"]) {
-    iterations += e["name"] == "iteration" ? 1 : 0;
+    iterations += e["ph"] == "X" ? 1 : 0;
     counters += e["ph"] == "C" ? 1 : 0;
   }
   CHECK(iterations > 100);
@@ -346,4 +349,56 @@ TEST_CASE("serve --preemption swap: preempted sequences go to the host and come 
   const auto text = run_cli(args + " --preemption swap");
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("swap: ") != std::string::npos);
+}
+
+TEST_CASE(
+    "serve: the trace nests exactly, names stage threads, and has per-replica KV and requests") {
+  const auto trace =
+      (std::filesystem::temp_directory_path() / "meshsim_serve_nesting.json").string();
+  const auto r = run_cli(kServe70b +
+                         " --mesh tp=2,pp=2 --replicas 2 --rate 6 --requests 300 "
+                         "--prompt uniform:100,3000 --output uniform:10,300 --trace " +
+                         trace);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto t = json::parse(slurp(trace));
+  std::map<std::pair<int, int>, std::vector<std::pair<long long, long long>>> lanes;
+  std::set<std::string> thread_names, kinds;
+  std::set<int> kv_pids;
+  std::map<long long, int> open;  // async request id → begin − end
+  int begins = 0, firsts = 0;
+  auto ns = [](const json& v) { return std::llround(v.get<double>() * 1000); };
+  for (const auto& e : t["traceEvents"]) {
+    const auto ph = e["ph"].get<std::string>();
+    if (ph == "M" && e["name"] == "thread_name")
+      thread_names.insert(e["args"]["name"].get<std::string>());
+    if (ph == "X") {
+      kinds.insert(e["name"].get<std::string>());
+      const auto start = ns(e["ts"]);
+      lanes[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back({start, start + ns(e["dur"])});
+    }
+    if (ph == "C" && e["name"] == "kv_used") kv_pids.insert(e["pid"].get<int>());
+    if (ph == "b") {
+      ++begins;
+      ++open[e["id"].get<long long>()];
+    }
+    if (ph == "e") --open[e["id"].get<long long>()];
+    if (ph == "n") ++firsts;
+  }
+  // A stage runs one iteration at a time: in time order, each starts at or after the last ends
+  // (to the nanosecond: the times are whole nanoseconds).
+  std::size_t overlaps = 0, slices = 0;
+  for (auto& [lane, v] : lanes) {
+    std::sort(v.begin(), v.end());
+    slices += v.size();
+    for (std::size_t i = 1; i < v.size(); ++i) overlaps += v[i].first < v[i - 1].second ? 1 : 0;
+  }
+  CHECK(slices > 200);
+  CHECK(overlaps == 0);
+  CHECK(lanes.size() == 4);  // 2 replicas × 2 stages
+  CHECK(thread_names == std::set<std::string>{"stage 0", "stage 1"});
+  CHECK(kinds.contains("decode"));
+  CHECK(kv_pids == std::set<int>{0, 1});
+  CHECK(begins == 300);
+  CHECK(firsts == 300);
+  for (const auto& [id, balance] : open) CHECK(balance == 0);
 }

@@ -85,8 +85,8 @@ TEST_CASE("trace: slices named by kind, with micro-batch, layer and bytes; PP fl
 TEST_CASE("trace: the writer streams, so a --full 64-GPU trace adds no memory to the step") {
   // Llama 3.1 70B, TP 8 × PP 4 × DP 2 on 8 DGX H100, every rank simulated: ~0.3 M slices. The
   // whole-trace JSON document it replaced took 1.4 GB more than the step here (issue 18).
-  const auto r = step("dgx-h100-superpod.json", 8, "llama3.1-70b", "tp=8,pp=4,dp=2", 4096, 16,
-                      true);
+  const auto r =
+      step("dgx-h100-superpod.json", 8, "llama3.1-70b", "tp=8,pp=4,dp=2", 4096, 16, true);
   const double before = peak_rss_bytes();
   NullBuffer buffer;
   std::ostream out(&buffer);

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "error_of.hpp"
+#include "launch_layout_check.hpp"
 #include "model/model_loader.hpp"
 #include "test_paths.hpp"
 
@@ -67,16 +68,7 @@ TEST_CASE("an emitted Megatron line reads back as the same layout and job") {
       const auto line = parse_megatron_line(text, "--from-megatron");
       CHECK(line.ignored.empty());  // every flag meshsim writes, it reads
       const auto back = megatron_job(line, c.mesh.world(), model.layers, "--from-megatron");
-      CHECK(back.config.mesh == c.mesh);
-      CHECK(back.config.zero == c.zero);
-      CHECK(back.config.sp == c.sp);
-      CHECK(back.config.recompute == c.recompute);
-      CHECK(back.config.schedule.kind == c.schedule.kind);
-      CHECK(back.config.schedule.virtual_stages == c.schedule.virtual_stages);
-      CHECK(back.job.seq == job.seq);
-      CHECK(back.job.global_batch == job.global_batch);
-      CHECK(back.job.micro_batch == job.micro_batch);
-      CHECK(back.job.dtype == job.dtype);
+      meshsim::test::check_same_layout(back, c, job);
       CHECK(!megatron_architecture_mismatch(line, model).has_value());
     }
   }

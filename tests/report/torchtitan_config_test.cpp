@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "error_of.hpp"
+#include "launch_layout_check.hpp"
 #include "model/model_loader.hpp"
 #include "test_paths.hpp"
 
@@ -62,17 +63,7 @@ TEST_CASE("an emitted torchtitan config reads back as the same layout and job") 
     INFO(context);
     const auto back = parse_torchtitan_toml(text, c.mesh.world(), model.layers, "config.toml");
     CHECK(back.ignored.empty());
-    CHECK(back.layout.config.mesh == c.mesh);
-    CHECK(back.layout.config.zero == c.zero);
-    CHECK(back.layout.config.reshard_after_forward == c.reshard_after_forward);
-    CHECK(back.layout.config.sp == c.sp);
-    CHECK(back.layout.config.recompute == c.recompute);
-    CHECK(back.layout.config.schedule.kind == c.schedule.kind);
-    CHECK(back.layout.config.schedule.virtual_stages == c.schedule.virtual_stages);
-    CHECK(back.layout.job.seq == job.seq);
-    CHECK(back.layout.job.global_batch == job.global_batch);
-    CHECK(back.layout.job.micro_batch == job.micro_batch);
-    CHECK(back.layout.job.dtype == job.dtype);
+    meshsim::test::check_same_layout(back.layout, c, job);
   }
   // The bundled Llama 3.1 models are torchtitan flavors; others get a comment to register one.
   ParallelConfig c;

@@ -3,6 +3,7 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -18,6 +19,14 @@ using Buffer = fmt::memory_buffer;
 // name ops).
 void quoted(Buffer& b, std::string_view s) {
   b.push_back('"');
+  // The usual case, an identifier, in one append.
+  if (s.find_first_of("\"\\") == std::string_view::npos &&
+      std::none_of(s.begin(), s.end(),
+                   [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+    b.append(s);
+    b.push_back('"');
+    return;
+  }
   for (const char c : s) {
     if (c == '"' || c == '\\') {
       b.push_back('\\');
@@ -137,13 +146,24 @@ void write_chrome_trace(const Trace& trace, const ReplayResult& replay, std::ost
   auto put_us = [&](std::int64_t v) {
     fmt::format_to(it, FMT_COMPILE("{}.{:03}"), v / 1000, v % 1000);
   };
-  auto slice_name = [&](std::uint32_t i, const OpName& n) {
-    const auto& info = trace.info[i];
-    // Slices named by kind: "tp_all_gather", "pp_send_recv"; compute by its segment, backward
-    // and weight-gradient passes marked ("qkv", "qkv.backward").
-    if (info.comm) return fmt::format("{}_{}", name_of(info.group), info.kind);
-    if (*n.phase && n.phase[0] != 'f') return fmt::format("{}.{}", n.part, n.phase);
-    return std::string(n.part);
+  // Slices named by kind: "tp_all_gather", "pp_send_recv"; compute by its segment, backward
+  // and weight-gradient passes marked ("qkv", "qkv.backward"). Written straight into the buffer
+  // (its parts are identifiers).
+  auto put_comm_name = [&](const TraceOpInfo& info) {
+    b.push_back('"');
+    b.append(std::string_view(name_of(info.group)));
+    b.push_back('_');
+    b.append(info.kind);
+    b.push_back('"');
+  };
+  auto put_slice_name = [&](const TraceOpInfo& info, const OpName& n) {
+    if (info.comm) return put_comm_name(info);
+    if (!*n.phase || n.phase[0] == 'f') return quoted(b, n.part);
+    b.push_back('"');
+    b.append(n.part);
+    b.push_back('.');
+    b.append(std::string_view(n.phase));
+    b.push_back('"');
   };
   std::uint64_t flow = 0;
   for (std::uint32_t i = 0; i < g.op_count(); ++i) {
@@ -154,7 +174,7 @@ void write_chrome_trace(const Trace& trace, const ReplayResult& replay, std::ost
     const auto n = parse_op_name(op.name);
     begin_event();
     b.append(std::string_view(R"({"name":)"));
-    quoted(b, slice_name(i, n));
+    put_slice_name(info, n);
     const auto start = ns(t.start);
     fmt::format_to(it, FMT_COMPILE(R"(,"cat":"{}","ph":"X","pid":{},"tid":{},"ts":)"),
                    info.comm ? "comm" : "compute", st.rank, op.stream.value);
@@ -180,21 +200,26 @@ void write_chrome_trace(const Trace& trace, const ReplayResult& replay, std::ost
       if (ds.rank == st.rank) continue;
       const auto& dt = replay.ops[dep.value];
       const auto& di = trace.info[dep.value];
-      const std::string arrow =
-          di.comm ? fmt::format("{}_{}", name_of(di.group), di.kind) : "cross_rank";
+      auto put_arrow = [&] {
+        if (di.comm)
+          put_comm_name(di);
+        else
+          b.append(std::string_view(R"("cross_rank")"));
+      };
       ++flow;
       begin_event();
-      fmt::format_to(
-          it, FMT_COMPILE(R"({{"name":"{}","cat":"flow","ph":"s","id":{},"pid":{},"tid":{},"ts":)"),
-          arrow, flow, ds.rank, g.op(dep).stream.value);
+      b.append(std::string_view(R"({"name":)"));
+      put_arrow();
+      fmt::format_to(it, FMT_COMPILE(R"(,"cat":"flow","ph":"s","id":{},"pid":{},"tid":{},"ts":)"),
+                     flow, ds.rank, g.op(dep).stream.value);
       put_us(ns(dt.end));
       b.append(std::string_view("}"));
       begin_event();
+      b.append(std::string_view(R"({"name":)"));
+      put_arrow();
       fmt::format_to(
-          it,
-          FMT_COMPILE(
-              R"({{"name":"{}","cat":"flow","ph":"f","bp":"e","id":{},"pid":{},"tid":{},"ts":)"),
-          arrow, flow, st.rank, op.stream.value);
+          it, FMT_COMPILE(R"(,"cat":"flow","ph":"f","bp":"e","id":{},"pid":{},"tid":{},"ts":)"),
+          flow, st.rank, op.stream.value);
       put_us(start);
       b.append(std::string_view("}"));
     }

@@ -37,25 +37,25 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 struct Known {
   std::string name, id;  // bundled stem and Hugging Face id (may be empty)
   const BundledModel* entry;
+  Json doc;  // its config, parsed once
 };
 
 std::vector<Known> known_models() {
   std::vector<Known> out;
   for (const auto& e : bundled_models()) {
-    const Json doc = parse_json_text(e.text, e.file);
+    Json doc = parse_json_text(e.text, e.file);
     std::string id;
     if (doc.is_object() && doc.contains("_name_or_path") && doc["_name_or_path"].is_string())
       id = doc["_name_or_path"].get<std::string>();
-    out.push_back({fs::path(e.file).stem().string(), id, &e});
+    out.push_back({fs::path(e.file).stem().string(), id, &e, std::move(doc)});
   }
   return out;
 }
 
-Workload from_bundled(const BundledModel& e) {
-  const Json doc = parse_json_text(e.text, e.file);
+Workload from_bundled(const Known& k) {
   Workload w;
-  w.file = e.file;
-  w.model = read_model(JsonRef::root(doc, e.file));
+  w.file = k.entry->file;
+  w.model = read_model(JsonRef::root(k.doc, w.file));
   w.name = w.model.name;
   return w;
 }
@@ -105,8 +105,7 @@ Workload load_workload_or_model_id(const std::string& arg, const std::string& hu
   const auto known = known_models();
   const auto key = lower(arg);
   for (const auto& k : known)
-    if (lower(k.name) == key || (!k.id.empty() && lower(k.id) == key))
-      return from_bundled(*k.entry);
+    if (lower(k.name) == key || (!k.id.empty() && lower(k.id) == key)) return from_bundled(k);
   if (const auto config = cached_config(arg, hub_cache); !config.empty()) {
     Workload w = load_workload(config);
     w.model.name = fs::path(arg).filename().string();

@@ -98,6 +98,8 @@ class Keys {
     const auto it = find(k);
     return it == keys_.end() ? "" : it->second.text;
   }
+  // A key that is read but has no effect here (not listed as ignored).
+  void no_effect(const std::string& k) { read_.insert(k); }
   [[noreturn]] void fail(std::map<std::string, Value>::const_iterator it,
                          const std::string& why) const {
     throw Error("", where_, fmt::format("line {}: {}", it->second.line, why));
@@ -202,7 +204,8 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
   j.global_batch = k.integer("training.global_batch_size", local * c.mesh.dp, -1);
   if (j.global_batch == -1) j.global_batch = local * c.mesh.dp;  // torchtitan's -1 default
   j.micro_batch = pp > 1 ? k.integer("parallelism.pipeline_parallel_microbatch_size", 1, 1) : local;
-  if (pp == 1) (void)k.literal("parallelism.pipeline_parallel_microbatch_size");
+  // Without PP the micro-batch is local_batch_size; the PP micro-batch size has no effect.
+  if (pp == 1) k.no_effect("parallelism.pipeline_parallel_microbatch_size");
   if (j.global_batch < 1 || j.global_batch % (local * c.mesh.dp) != 0)
     throw Error("", where,
                 fmt::format("global_batch_size {} is not a multiple of local_batch_size {} × the "

@@ -197,35 +197,53 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   r.stack = resolve_stack(stack);
   if (!tp_overlap.empty()) r.tp_overlap = on_off(tp_overlap, "--tp-overlap");
   cfg.reshard_after_forward = on_off(reshard, "--reshard-after-forward");
-  if (!from_megatron.empty() || !from_torchtitan.empty())
-    return resolve_launch(std::move(r), world);
-  if (mesh.empty())
-    throw Error("", "--mesh",
-                "is required (or give the layout with --from-megatron or --from-torchtitan)");
-  cfg.mesh = parse_mesh(mesh, "--mesh", world);
-  cfg.zero = zero;
-  cfg.sp = sp.empty() ? cfg.mesh.tp > 1 : on_off(sp, "--sp");
-  const auto policy =
-      recompute_policy(r.stack, recompute.empty() ? r.stack.default_recompute : recompute);
+  // The layout, sequence and batch: from a launch configuration, or from the flags. 0: not
+  // given (the job file's, or dp × micro-batch).
+  std::int64_t seq_tokens = 0, global = gbs, micro = mbs;
+  const bool launch = !from_megatron.empty() || !from_torchtitan.empty();
+  std::string recompute_name = recompute.empty() ? r.stack.default_recompute : recompute;
+  if (launch) {
+    const auto m = launch_layout(w.model, world, cfg.reshard_after_forward);
+    cfg = m.config;
+    recompute_name = name_of(m.config.recompute);  // the stack's policy of that name
+    r.dtype = m.job.dtype;
+    seq_tokens = m.job.seq;
+    global = m.job.global_batch;
+    micro = m.job.micro_batch;
+    if (seq_tokens > (std::int64_t{1} << 24))
+      throw Error("", launch_flag(), "the sequence must be at most 16777216 tokens");
+    if (global > (std::int64_t{1} << 30) || micro > (std::int64_t{1} << 30))
+      throw Error("", launch_flag(), "the batch is implausibly large");
+  } else {
+    if (mesh.empty())
+      throw Error("", "--mesh",
+                  "is required (or give the layout with --from-megatron or --from-torchtitan)");
+    cfg.mesh = parse_mesh(mesh, "--mesh", world);
+    cfg.zero = zero;
+    cfg.sp = sp.empty() ? cfg.mesh.tp > 1 : on_off(sp, "--sp");
+    cfg.schedule = parse_schedule(schedule, "--schedule");
+  }
+  const auto policy = recompute_policy(r.stack, recompute_name);
   cfg.recompute = policy.mode;
   cfg.recompute_ops = policy.ops;
-  cfg.schedule = parse_schedule(schedule, "--schedule");
   r.flash_attention = attention == "flash";
   if (!r.flash_attention && attention != "unfused")
     throw Error("", "--attention", "'" + attention + "': expected flash or unfused");
-  const std::int64_t seq_tokens = seq.empty() ? 0 : parse_token_count(seq, "", "--seq");
-  if (!seq.empty() && seq_tokens < 1) throw Error("", "--seq", "must be a positive integer");
-  // 16M tokens: well past any context a model supports, and far from integer overflow in
-  // activation and FLOP counts.
-  if (seq_tokens > (std::int64_t{1} << 24))
-    throw Error("", "--seq", "must be at most 16777216 tokens");
-  if (gbs > (std::int64_t{1} << 30) || mbs > (std::int64_t{1} << 30))
-    throw Error("", gbs > (std::int64_t{1} << 30) ? "--gbs" : "--mbs", "is implausibly large");
-  if (gbs < 0) throw Error("", "--gbs", "must be a positive integer");
-  if (mbs < 0) throw Error("", "--mbs", "must be a positive integer");
+  if (!launch) {
+    seq_tokens = seq.empty() ? 0 : parse_token_count(seq, "", "--seq");
+    if (!seq.empty() && seq_tokens < 1) throw Error("", "--seq", "must be a positive integer");
+    // 16M tokens: well past any context a model supports, and far from integer overflow in
+    // activation and FLOP counts.
+    if (seq_tokens > (std::int64_t{1} << 24))
+      throw Error("", "--seq", "must be at most 16777216 tokens");
+    if (gbs > (std::int64_t{1} << 30) || mbs > (std::int64_t{1} << 30))
+      throw Error("", gbs > (std::int64_t{1} << 30) ? "--gbs" : "--mbs", "is implausibly large");
+    if (gbs < 0) throw Error("", "--gbs", "must be a positive integer");
+    if (mbs < 0) throw Error("", "--mbs", "must be a positive integer");
+  }
   r.seq = seq_tokens > 0 ? seq_tokens : w.job.seq.value_or(0);
-  r.micro_batch = mbs > 0 ? mbs : w.job.micro_batch.value_or(1);
-  r.global_batch = gbs > 0 ? gbs : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
+  r.micro_batch = micro > 0 ? micro : w.job.micro_batch.value_or(1);
+  r.global_batch = global > 0 ? global : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
   return r;
 }
 
@@ -248,55 +266,36 @@ void say_unread(const std::string& flag, const std::vector<std::string>& names) 
 
 }  // namespace
 
-JobArgs::Resolved JobArgs::resolve_launch(Resolved r, std::int64_t world) const {
-  const bool megatron = !from_megatron.empty();
-  const std::string flag = megatron ? "--from-megatron" : "--from-torchtitan";
+std::string JobArgs::launch_flag() const {
+  return from_megatron.empty() ? "--from-torchtitan" : "--from-megatron";
+}
+
+LaunchLayout JobArgs::launch_layout(const ModelSpec& model, std::int64_t world,
+                                    bool reshard_after_forward) const {
+  const std::string flag = launch_flag();
   if (world <= 0)
     throw Error("", flag,
                 "needs the cluster (--topology): the launch configuration's data-parallel degree "
                 "is what fills its GPUs");
-  const auto& model = r.workload.model;
-  LaunchLayout m;
-  if (megatron) {
+  if (!from_megatron.empty()) {
     const auto line = parse_megatron_line(launch_text(from_megatron), flag);
     if (const auto mismatch = megatron_architecture_mismatch(line, model))
       throw Error("", flag, *mismatch + " (the line trains another model than --workload)");
     say_unread(flag, line.ignored);
-    m = megatron_job(line, world, model.layers, flag);
-    m.config.reshard_after_forward = r.config.reshard_after_forward;  // no Megatron flag for it
-  } else {
-    const auto t = parse_torchtitan_toml(read_input_file(from_torchtitan), world, model.layers,
-                                         from_torchtitan);
-    // A registered flavor must be the workload's model.
-    const auto [name, flavor] = torchtitan_flavor(model);
-    if (!t.flavor.empty() && !flavor.empty() && (t.model_name != name || t.flavor != flavor))
-      throw Error("", flag,
-                  fmt::format("[model] {} {} is not the workload's model {} (torchtitan's {} {})",
-                              t.model_name, t.flavor, model.name, name, flavor));
-    say_unread(flag, t.ignored);
-    m = t.layout;
+    auto m = megatron_job(line, world, model.layers, flag);
+    m.config.reshard_after_forward = reshard_after_forward;  // no Megatron flag for it
+    return m;
   }
-  auto& cfg = r.config;
-  cfg = m.config;
-  // The stack's own policy of that name (its selective op set).
-  const auto policy = recompute_policy(r.stack, std::string(name_of(m.config.recompute)));
-  cfg.recompute = policy.mode;
-  cfg.recompute_ops = policy.ops;
-  r.dtype = m.job.dtype;
-  const auto& w = r.workload;
-  if (m.job.seq > (std::int64_t{1} << 24))
-    throw Error("", flag, "the sequence must be at most 16777216 tokens");
-  r.seq = m.job.seq > 0 ? m.job.seq : w.job.seq.value_or(0);
-  r.micro_batch = m.job.micro_batch;
-  r.global_batch = m.job.global_batch > 0
-                       ? m.job.global_batch
-                       : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
-  if (r.global_batch > (std::int64_t{1} << 30) || r.micro_batch > (std::int64_t{1} << 30))
-    throw Error("", flag, "the batch is implausibly large");
-  if (attention != "flash" && attention != "unfused")
-    throw Error("", "--attention", "'" + attention + "': expected flash or unfused");
-  r.flash_attention = attention == "flash";
-  return r;
+  const auto t =
+      parse_torchtitan_toml(read_input_file(from_torchtitan), world, model.layers, from_torchtitan);
+  // A registered flavor must be the workload's model.
+  const auto [name, flavor] = torchtitan_flavor(model);
+  if (!t.flavor.empty() && !flavor.empty() && (t.model_name != name || t.flavor != flavor))
+    throw Error("", flag,
+                fmt::format("[model] {} {} is not the workload's model {} (torchtitan's {} {})",
+                            t.model_name, t.flavor, model.name, name, flavor));
+  say_unread(flag, t.ignored);
+  return t.layout;
 }
 
 TrainingSetup training_setup(const JobArgs::Resolved& job) {

@@ -13,6 +13,7 @@
 #include "model/workload.hpp"
 #include "parallel/parallel_config.hpp"
 #include "report/html_report.hpp"
+#include "report/launch_config.hpp"
 #include "topology/topology.hpp"
 #include "training/training_sim.hpp"
 
@@ -90,7 +91,11 @@ struct JobArgs {
   Resolved resolve(std::int64_t world = 0) const;
 
  private:
-  Resolved resolve_launch(Resolved r, std::int64_t world) const;
+  // The layout and job of --from-megatron / --from-torchtitan on `world` GPUs, checked against
+  // `model`; the flag given.
+  LaunchLayout launch_layout(const ModelSpec& model, std::int64_t world,
+                             bool reshard_after_forward) const;
+  std::string launch_flag() const;
 };
 
 // A training setup with the job, the parallel config and the dtype's precision recipe set; the

@@ -5,7 +5,6 @@
 // Every valid mesh for the job, pruned (invalid, does not fit, dominated), simulated and ranked,
 // with why the winner wins and how the seed guide's heuristic starting point compares.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>

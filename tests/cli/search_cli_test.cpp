@@ -193,8 +193,16 @@ TEST_CASE("search: the emitted Megatron line runs the winner again through train
       source_path("workloads/models/llama3.1-8b.json") + " --from-megatron " + file);
   CHECK(other.exit_code == 2);
   CHECK(other.err ==
-        "error: --from-megatron: --num-layers 80, but the model llama3.1-8b has 32 (the line "
-        "trains another model than --workload)\n");
+        "error: " + file +
+            ": --num-layers 80, but the model llama3.1-8b has 32 (the line trains another model "
+            "than --workload)\n");
+  // A bad script names the file it came from.
+  const auto bad = (std::filesystem::temp_directory_path() / "meshsim_bad_megatron.sh").string();
+  std::ofstream(bad) << "pretrain_gpt.py --tensor-model-parallel-size eight\n";
+  const auto b = run_cli("train" + common + " --from-megatron " + bad);
+  CHECK(b.exit_code == 2);
+  CHECK(b.err ==
+        "error: " + bad + ": --tensor-model-parallel-size 'eight' is not a positive integer\n");
   const auto both = run_cli("train" + common + " --from-megatron " + file + " --mesh tp=8");
   CHECK(both.exit_code == 2);
   CHECK(both.err.find("--from-megatron") != std::string::npos);

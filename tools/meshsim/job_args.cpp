@@ -249,14 +249,6 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
 
 namespace {
 
-// A launch file argument: the file's text when it names one, else the argument itself (a
-// Megatron line pasted in quotes).
-std::string launch_text(const std::string& arg) {
-  if (arg.find(' ') == std::string::npos && std::filesystem::is_regular_file(arg))
-    return read_input_file(arg);
-  return arg;
-}
-
 void say_unread(const std::string& flag, const std::vector<std::string>& names) {
   if (names.empty()) return;
   std::string list;
@@ -278,11 +270,17 @@ LaunchLayout JobArgs::launch_layout(const ModelSpec& model, std::int64_t world,
                 "needs the cluster (--topology): the launch configuration's data-parallel degree "
                 "is what fills its GPUs");
   if (!from_megatron.empty()) {
-    const auto line = parse_megatron_line(launch_text(from_megatron), flag);
+    // Errors name the script file when the line came from one, else the flag.
+    // A script file or the line itself (pasted in quotes).
+    const bool file = from_megatron.find(' ') == std::string::npos &&
+                      std::filesystem::is_regular_file(from_megatron);
+    const std::string where = file ? from_megatron : flag;
+    const auto line =
+        parse_megatron_line(file ? read_input_file(from_megatron) : from_megatron, where);
     if (const auto mismatch = megatron_architecture_mismatch(line, model))
-      throw Error("", flag, *mismatch + " (the line trains another model than --workload)");
+      throw Error("", where, *mismatch + " (the line trains another model than --workload)");
     say_unread(flag, line.ignored);
-    auto m = megatron_job(line, world, model.layers, flag);
+    auto m = megatron_job(line, world, model.layers, where);
     m.config.reshard_after_forward = reshard_after_forward;  // no Megatron flag for it
     return m;
   }

@@ -6,93 +6,49 @@
 #include <set>
 
 #include "report/html_escape.hpp"
+#include "report/svg_chart.hpp"
 
 namespace meshsim {
 namespace {
 
-// One colour per component, the same in every chart.
-const std::map<std::string, std::string>& palette() {
-  static const std::map<std::string, std::string> kColors = {{"compute", "#4e79a7"},
-                                                             {"tp", "#f28e2b"},
-                                                             {"dp", "#e15759"},
-                                                             {"pp", "#76b7b2"},
-                                                             {"cp", "#59a14f"},
-                                                             {"ep", "#edc948"},
-                                                             {"bubble", "#bab0ac"},
-                                                             {"weights", "#4e79a7"},
-                                                             {"gradients", "#a0cbe8"},
-                                                             {"optimizer", "#f28e2b"},
-                                                             {"activations", "#59a14f"},
-                                                             {"temporary", "#edc948"},
-                                                             {"communication", "#b07aa1"},
-                                                             {"allocator", "#bab0ac"},
-                                                             {"kv_cache", "#ff9da7"},
-                                                             {"dp_gather", "#ff9da7"},
-                                                             {"p2p", "#9c755f"}};
-  return kColors;
-}
-
-std::string color(const std::string& k) {
-  const auto it = palette().find(k);
-  return it == palette().end() ? "#888888" : it->second;
-}
+const std::vector<std::string> kStepKeys{"compute", "tp", "dp", "pp", "cp", "ep", "bubble"};
+const std::vector<std::string> kMemoryKeys{"weights",   "gradients",     "optimizer", "activations",
+                                           "temporary", "communication", "allocator", "kv_cache"};
 
 std::string esc(const std::string& s) {
   return html_escape(s);
 }
 
-std::string legend(const std::vector<std::string>& keys, double y) {
-  std::string s;
-  double x = 10;
-  for (const auto& k : keys) {
-    s += fmt::format(R"(<rect x="{:.0f}" y="{:.0f}" width="12" height="12" fill="{}"/>)", x, y,
-                     color(k));
-    s += fmt::format(R"(<text x="{:.0f}" y="{:.0f}" font-size="12">{}</text>)", x + 16, y + 11,
-                     esc(k));
-    x += 30 + 7.5 * static_cast<double>(k.size());
-  }
-  return s;
+double exposed(const ReportCandidate& c, const std::string& group) {
+  const auto it = c.exposed_s.find(group);
+  return it == c.exposed_s.end() ? 0.0 : it->second;
 }
 
-// Horizontal stacked bars: one row per label, segments in `keys` order, scaled to `max`.
-std::string stacked_bars(
-    const std::vector<std::pair<std::string, std::map<std::string, double>>>& rows,
-    const std::vector<std::string>& keys, double max, const std::string& unit, double divisor,
-    std::optional<double> line, const std::string& line_label) {
-  const double left = 470, width = 440, row_h = 22;
-  const double height = 40 + row_h * static_cast<double>(rows.size()) + 30;
-  std::string s = fmt::format(
-      R"(<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="{:.0f}" font-family="sans-serif">)",
-      height);
-  s += legend(keys, 8);
-  double y = 34;
-  for (const auto& [label, parts] : rows) {
-    s += fmt::format(R"(<text x="{:.0f}" y="{:.0f}" font-size="11" text-anchor="end">{}</text>)",
-                     left - 6, y + 14, esc(label));
-    double x = left, total = 0;
-    for (const auto& k : keys) {
-      const auto it = parts.find(k);
-      if (it == parts.end() || it->second <= 0) continue;
-      const double w = max > 0 ? it->second / max * width : 0;
-      s += fmt::format(
-          R"(<rect class="seg" x="{:.2f}" y="{:.0f}" width="{:.2f}" height="{:.0f}" fill="{}"><title>{}: {:.4g} {}</title></rect>)",
-          x, y, w, row_h - 4, color(k), esc(k), it->second / divisor, unit);
-      x += w;
-      total += it->second;
-    }
-    s += fmt::format(R"(<text x="{:.2f}" y="{:.0f}" font-size="11">{:.4g} {}</text>)", x + 4,
-                     y + 14, total / divisor, unit);
-    y += row_h;
-  }
-  if (line && max > 0) {
-    const double lx = left + *line / max * width;
-    s += fmt::format(
-        R"(<line x1="{:.2f}" y1="30" x2="{:.2f}" y2="{:.0f}" stroke="#d62728" stroke-width="2" stroke-dasharray="5,3"/>)",
-        lx, lx, y);
-    s += fmt::format(R"(<text x="{:.2f}" y="{:.0f}" font-size="11" fill="#d62728">{}</text>)",
-                     lx + 3, y + 14, esc(line_label));
-  }
-  return s + "</svg>\n";
+double exposed_total(const ReportCandidate& c) {
+  double t = 0;
+  for (const auto& [g, v] : c.exposed_s) t += v;
+  return t;
+}
+
+std::string shapes_note(std::size_t n) {
+  return n > 1 ? fmt::format(" ({} equivalent shapes)", n) : "";
+}
+
+// Step components in `unit` (s, ms): compute, exposed communication by group, bubble.
+std::map<std::string, double> step_parts(const ReportCandidate& c, double per_second,
+                                         bool with_compute) {
+  std::map<std::string, double> parts;
+  for (const auto& [g, v] : c.exposed_s) parts[g] = v * per_second;
+  if (with_compute) parts["compute"] = c.compute_s * per_second;
+  parts["bubble"] = c.bubble_s * per_second;
+  return parts;
+}
+
+std::map<std::string, double> memory_parts(const MemoryBreakdown& m) {
+  return {{"weights", m.weights / 1e9},     {"gradients", m.gradients / 1e9},
+          {"optimizer", m.optimizer / 1e9}, {"activations", m.activations / 1e9},
+          {"temporary", m.temporary / 1e9}, {"communication", m.communication / 1e9},
+          {"allocator", m.allocator / 1e9}, {"kv_cache", m.kv_cache / 1e9}};
 }
 
 std::string timeline(const Trace& trace, const ReplayResult& replay) {
@@ -108,18 +64,29 @@ std::string timeline(const Trace& trace, const ReplayResult& replay) {
   }
   const double left = 150, width = 820, lane_h = 18;
   const double end = std::max(replay.makespan.seconds(), 1e-12);
-  const double height = 40 + lane_h * static_cast<double>(lanes.size()) + 20;
+  const auto unit = time_unit(end);
+  const auto ticks = nice_ticks(end * unit.per_second);
+  const double span = ticks.top / unit.per_second;  // seconds across the plot
+  const double top = 32;
+  const double base = top + lane_h * static_cast<double>(lanes.size()) + 2;
   std::string s = fmt::format(
-      R"(<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="{:.0f}" font-family="sans-serif">)",
-      height);
-  s += legend({"compute", "tp", "cp", "dp", "dp_gather", "ep", "pp"}, 8);
+      R"(<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="1000" height="{:.0f}" font-family="sans-serif" font-size="11">)",
+      base + 40);
+  {
+    double x = 10;
+    for (const std::string k : {"compute", "tp", "cp", "dp", "dp_gather", "ep", "pp"}) {
+      s += fmt::format(R"(<rect x="{:.0f}" y="8" width="12" height="12" fill="{}"/>)", x,
+                       component_color(k));
+      s += fmt::format(R"(<text x="{:.0f}" y="19" font-size="12">{}</text>)", x + 16, k);
+      x += 30 + text_width(k, 12);
+    }
+  }
   std::map<std::uint32_t, double> lane_y;
-  double y = 32;
+  double y = top;
   for (auto l : lanes) {
     const auto& st = g.stream(StreamId{l});
-    s += fmt::format(
-        R"(<text x="{:.0f}" y="{:.0f}" font-size="11" text-anchor="end">rank {} {}</text>)",
-        left - 6, y + 12, st.rank, stream_kind_name(st.kind));
+    s += fmt::format(R"(<text x="{:.0f}" y="{:.0f}" text-anchor="end">rank {} {}</text>)", left - 6,
+                     y + 12, st.rank, stream_kind_name(st.kind));
     s += fmt::format(R"(<line x1="{:.0f}" y1="{:.0f}" x2="{:.0f}" y2="{:.0f}" stroke="#eee"/>)",
                      left, y + lane_h - 2, left + width, y + lane_h - 2);
     lane_y[l] = y;
@@ -130,18 +97,214 @@ std::string timeline(const Trace& trace, const ReplayResult& replay) {
     const auto it = lane_y.find(op.stream.value);
     if (it == lane_y.end()) continue;
     const auto& t = replay.ops[i];
-    const double x0 = left + t.start.seconds() / end * width;
-    const double w = std::max((t.end - t.start).seconds() / end * width, 0.3);
+    const double x0 = left + t.start.seconds() / span * width;
+    const double w = std::max((t.end - t.start).seconds() / span * width, 0.3);
     const auto kind = std::string(stream_kind_name(g.stream(op.stream).kind));
     s += fmt::format(
         R"(<rect class="op" x="{:.2f}" y="{:.0f}" width="{:.2f}" height="{:.0f}" fill="{}"><title>{}</title></rect>)",
-        x0, it->second, w, lane_h - 4, color(kind), esc(op.name));
+        x0, it->second, w, lane_h - 4, component_color(kind), esc(op.name));
   }
-  s += fmt::format(R"(<text x="{:.0f}" y="{:.0f}" font-size="11">0</text>)", left, y + 14);
-  s +=
-      fmt::format(R"(<text x="{:.0f}" y="{:.0f}" font-size="11" text-anchor="end">{:.4g} s</text>)",
-                  left + width, y + 14, end);
+  s += x_axis(ticks, left, width, base, fmt::format("time in the step ({})", unit.name));
+  s += y_axis_title(12, (top + base) / 2, "rank, stream");
   return s + "</svg>\n";
+}
+
+std::string row_label(std::size_t rank, const std::string& label, std::size_t shapes) {
+  return fmt::format("#{} {}{}", rank, label.substr(0, 72),
+                     shapes > 1 ? fmt::format(" ×{}", shapes) : "");
+}
+
+// Where each shown layout's step goes, the part of it that is not compute, and its memory.
+std::string ranked_charts(const HtmlReport& r, const std::vector<CandidateGroup>& groups,
+                          std::size_t shown) {
+  double max_step = 0;
+  for (std::size_t i = 0; i < shown; ++i)
+    max_step = std::max(max_step, r.ranked[groups[i].members.front()].step_s);
+  const auto unit = time_unit(max_step);
+  BarChart step{kStepKeys,        {},           fmt::format("time per step ({})", unit.name),
+                "layout, ranked", std::nullopt, "",
+                unit.name};
+  BarChart other{{"tp", "dp", "pp", "cp", "ep", "bubble"},
+                 {},
+                 fmt::format("exposed communication and bubble per step ({})", unit.name),
+                 "layout, ranked",
+                 std::nullopt,
+                 "",
+                 unit.name};
+  BarChart memory{kMemoryKeys,
+                  {},
+                  "memory per GPU, worst pipeline stage (GB)",
+                  "layout, ranked",
+                  r.gpu_bytes / 1e9,
+                  fmt::format("{} {:.1f} GB", r.gpu, r.gpu_bytes / 1e9),
+                  "GB"};
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& g = groups[i];
+    const auto& c = r.ranked[g.members.front()];
+    std::string tip;
+    for (std::size_t k = 1; k < g.members.size(); ++k)
+      tip += (tip.empty() ? "equivalent: " : "; ") + r.ranked[g.members[k]].label;
+    const auto label = row_label(g.members.front() + 1, c.label, g.members.size());
+    step.rows.push_back({label, tip, step_parts(c, unit.per_second, true)});
+    other.rows.push_back({label, tip, step_parts(c, unit.per_second, false)});
+    memory.rows.push_back({label, tip, memory_parts(c.memory)});
+  }
+  std::string h =
+      "<h2>Where the step goes</h2><p>Compute, communication with nothing to overlap "
+      "it (by group) and pipeline bubble; they add up to the step time.";
+  if (shown > 1)
+    h += fmt::format(
+        " Equivalent layouts are one row (×N: N equivalent shapes; the same step time, or "
+        "another ZeRO stage or HSDP group of the same shape within {:.1f} %).",
+        100 * kEquivalentStep);
+  h += "</p>\n" + bar_chart(step);
+  if (shown > 1)
+    h += "<h2>What separates them</h2><p>The same rows without compute: the exposed "
+         "communication and bubble that decide the ranking.</p>\n" +
+         bar_chart(other);
+  h += "<h2>Memory per GPU</h2><p>The worst pipeline stage, by category; the dashed line is the "
+       "GPU's capacity.</p>\n" +
+       bar_chart(memory);
+  return h;
+}
+
+std::string headline(const HtmlReport& r) {
+  const auto& c = r.ranked.front();
+  const double mem = c.memory.total();
+  std::string h = "<h2>Headline</h2><table>";
+  h += fmt::format("<tr><th>step time</th><td>{:.4g} s</td></tr>", c.step_s);
+  h += fmt::format("<tr><th>tokens/s</th><td>{:.0f} ({:.0f} per GPU)</td></tr>", c.tokens_per_s,
+                   c.tokens_per_s_per_gpu);
+  h += fmt::format("<tr><th>MFU</th><td>{:.1f}&nbsp;%</td></tr>", 100 * c.mfu);
+  h += fmt::format("<tr><th>compute</th><td>{:.4g} s</td></tr>", c.compute_s);
+  for (const auto& [g, v] : c.exposed_s)
+    h += fmt::format("<tr><th>exposed {} communication</th><td>{:.4g} s</td></tr>", esc(g), v);
+  h += fmt::format("<tr><th>pipeline bubble</th><td>{:.4g} s ({:.1f} % of the step)</td></tr>",
+                   c.bubble_s, c.step_s > 0 ? 100 * c.bubble_s / c.step_s : 0.0);
+  h += fmt::format("<tr><th>memory</th><td>{}: {:.1f} of {:.1f} GB per GPU (worst stage)</td></tr>",
+                   mem <= r.gpu_bytes ? "fits" : "<b>does not fit</b>", mem / 1e9,
+                   r.gpu_bytes / 1e9);
+  return h + "</table>\n";
+}
+
+std::string search_sections(const HtmlReport& r, const std::vector<CandidateGroup>& groups) {
+  const auto& s = *r.search;
+  const auto& best = r.ranked.front();
+  std::string h = "<h2>Winner</h2>";
+  h += fmt::format(
+      "<p><b>{}</b>{}: {:.4g} s per step, {:.0f} tokens/s per GPU, MFU {:.1f} %, {:.1f} of "
+      "{:.1f} GB per GPU.</p>\n",
+      esc(best.label), shapes_note(groups.front().members.size()), best.step_s,
+      best.tokens_per_s_per_gpu, 100 * best.mfu, best.memory.total() / 1e9, r.gpu_bytes / 1e9);
+  if (groups.size() > 1) {
+    const auto& next = r.ranked[groups[1].members.front()];
+    h +=
+        "<p>Why #1 wins: " + esc(why_winner(best, next, groups[1].members.front() + 1)) + ".</p>\n";
+  }
+  if (!s.launch.empty())
+    h += "<p>Launch line (" + esc(s.launch_format) + "):</p><pre>" + esc(s.launch) + "</pre>\n";
+  // The ranked table, equivalent shapes grouped.
+  h += "<h2>Ranked layouts</h2><table><tr><th>#</th><th>layout</th><th>step s</th>"
+       "<th>tok/s/GPU</th><th>MFU</th><th>compute s</th><th>exposed s</th><th>bubble s</th>"
+       "<th>memory GB</th></tr>\n";
+  const std::size_t shown = std::min(s.top, groups.size());
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& g = groups[i];
+    const auto& c = r.ranked[g.members.front()];
+    std::string label = esc(c.label);
+    for (std::size_t k = 1; k < g.members.size(); ++k) {
+      const auto& m = r.ranked[g.members[k]];
+      label += fmt::format("<br><small>≈ #{} {} ({:.4f} s, {:.1f} GB)</small>", g.members[k] + 1,
+                           esc(m.label), m.step_s, m.memory.total() / 1e9);
+    }
+    h += fmt::format(
+        "<tr><td>{}</td><td>{}{}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}&nbsp;%</td>"
+        "<td>{:.4f}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.1f}</td></tr>\n",
+        g.members.front() + 1, label, shapes_note(g.members.size()), c.step_s,
+        c.tokens_per_s_per_gpu, 100 * c.mfu, c.compute_s, exposed_total(c), c.bubble_s,
+        c.memory.total() / 1e9);
+  }
+  h += "</table>\n";
+  h += ranked_charts(r, groups, shown);
+  // Every simulated layout: step time against memory, coloured by TP, with the Pareto front.
+  {
+    double max_step = 0;
+    for (const auto& c : r.ranked) max_step = std::max(max_step, c.step_s);
+    const auto unit = time_unit(max_step);
+    std::map<std::int64_t, XYSeries> by_tp;
+    for (const auto& c : r.ranked) {
+      auto& series = by_tp[c.tp];
+      series.points.emplace_back(c.step_s * unit.per_second, c.memory.total() / 1e9);
+      series.tips.push_back(fmt::format("{}: {:.4g} {}, {:.1f} GB", c.label,
+                                        c.step_s * unit.per_second, unit.name,
+                                        c.memory.total() / 1e9));
+    }
+    XYChart chart;
+    chart.x_title = fmt::format("time per step ({})", unit.name);
+    chart.y_title = "memory per GPU (GB)";
+    chart.width = 1000;
+    chart.height = 320;
+    std::size_t i = 0;
+    for (auto& [tp, series] : by_tp) {
+      series.name = fmt::format("tp={}", tp);
+      series.color = series_color(i++);
+      series.dots = true;
+      chart.series.push_back(std::move(series));
+    }
+    XYSeries front{"Pareto front", "#222222", {}, false, {}};
+    for (auto k : pareto_front(r.ranked))
+      front.points.emplace_back(r.ranked[k].step_s * unit.per_second,
+                                r.ranked[k].memory.total() / 1e9);
+    chart.series.push_back(std::move(front));
+    h += fmt::format(
+        "<h2>Every simulated layout</h2><p>{} layouts: step time against memory per GPU, "
+        "coloured by TP degree; the line joins those no other layout beats on both.</p>\n",
+        r.ranked.size());
+    h += xy_chart(chart);
+  }
+  // Best per TP degree.
+  {
+    std::map<std::int64_t, std::size_t> per_tp;
+    for (std::size_t i = 0; i < r.ranked.size(); ++i) per_tp.try_emplace(r.ranked[i].tp, i);
+    h += "<h2>Best per TP degree</h2><table><tr><th>TP</th><th>rank</th><th>layout</th>"
+         "<th>step s</th><th>exposed tp s</th><th>MFU</th></tr>\n";
+    for (const auto& [tp, i] : per_tp) {
+      const auto& c = r.ranked[i];
+      h += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.1f}&nbsp;"
+          "%</td></tr>\n",
+          tp, i + 1, esc(c.label), c.step_s, exposed(c, "tp"), 100 * c.mfu);
+    }
+    h += "</table>\n";
+  }
+  // The search space: what was left out and why.
+  h += fmt::format(
+      "<h2>Search space</h2><p>{} combinations; {} simulated.</p><table><tr><th>"
+      "rejected because</th><th>layouts</th></tr>\n",
+      s.combinations, r.ranked.size());
+  for (const auto& [why, n] : s.rejected)
+    h += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", esc(why), n);
+  h += "</table>\n";
+  if (!s.heuristic_label.empty()) {
+    std::string where;
+    if (s.heuristic_rank > 0)
+      where = fmt::format("rank {} of {}, {:.1f} % slower than the winner", s.heuristic_rank,
+                          r.ranked.size(),
+                          100 * (r.ranked[s.heuristic_rank - 1].step_s / best.step_s - 1));
+    else if (s.heuristic_step_s)
+      where = fmt::format("not in the searched space; simulated {:.4g} s, {:.1f} % slower",
+                          *s.heuristic_step_s, 100 * (*s.heuristic_step_s / best.step_s - 1));
+    else
+      where = "does not run on this cluster";
+    h += "<p>Seed heuristic (" + esc(s.heuristic_rule) + "): " + esc(s.heuristic_label) + " → " +
+         esc(where) + ".</p>\n";
+  }
+  h += "<h2>Assumptions</h2><ul>";
+  if (!s.job.empty()) h += "<li>Job: " + esc(s.job) + "</li>";
+  h += "<li>Stack <b>" + esc(s.stack) + "</b>: " + esc(s.stack_description) + "</li>";
+  if (!s.kernel_model.empty()) h += "<li>Kernel model: " + esc(s.kernel_model) + "</li>";
+  h += "</ul>\n";
+  return h;
 }
 
 }  // namespace
@@ -155,41 +318,11 @@ std::string render_html(const HtmlReport& r) {
   h += "<h1>" + esc(r.title) + "</h1>\n";
   h += "<p>Command:</p><pre>" + esc(r.command) + "</pre>\n";
   if (!r.ranked.empty()) {
-    const std::vector<std::string> keys{"compute", "tp", "dp", "pp", "cp", "ep", "bubble"};
-    std::vector<std::pair<std::string, std::map<std::string, double>>> rows;
-    double max = 0;
-    for (std::size_t i = 0; i < r.ranked.size(); ++i) {
-      const auto& c = r.ranked[i];
-      std::map<std::string, double> parts = c.exposed_s;
-      parts["compute"] = c.compute_s;
-      parts["bubble"] = c.bubble_s;
-      rows.push_back({fmt::format("#{} {}", i + 1, c.label.substr(0, 64)), parts});
-      max = std::max(max, c.step_s);
-    }
-    h += "<h2>Where the step goes</h2><p>Compute, communication with nothing to overlap it "
-         "(by group) and pipeline bubble; they add up to the step time.</p>\n";
-    h += stacked_bars(rows, keys, max, "s", 1.0, std::nullopt, "");
-    const std::vector<std::string> mkeys{"weights",   "gradients",     "optimizer", "activations",
-                                         "temporary", "communication", "allocator", "kv_cache"};
-    std::vector<std::pair<std::string, std::map<std::string, double>>> mrows;
-    double mmax = r.gpu_bytes;
-    for (std::size_t i = 0; i < r.ranked.size(); ++i) {
-      const auto& m = r.ranked[i].memory;
-      mrows.push_back({fmt::format("#{} {}", i + 1, r.ranked[i].label.substr(0, 64)),
-                       {{"weights", m.weights},
-                        {"gradients", m.gradients},
-                        {"optimizer", m.optimizer},
-                        {"activations", m.activations},
-                        {"temporary", m.temporary},
-                        {"communication", m.communication},
-                        {"allocator", m.allocator},
-                        {"kv_cache", m.kv_cache}}});
-      mmax = std::max(mmax, m.total());
-    }
-    h += "<h2>Memory per GPU</h2><p>The worst pipeline stage, by category; the dashed line is the "
-         "GPU's capacity.</p>\n";
-    h += stacked_bars(mrows, mkeys, mmax, "GB", 1e9, r.gpu_bytes,
-                      fmt::format("{} {:.1f} GB", r.gpu, r.gpu_bytes / 1e9));
+    const auto groups = group_equivalent(r.ranked);
+    if (r.search)
+      h += search_sections(r, groups);
+    else
+      h += headline(r) + ranked_charts(r, groups, std::min<std::size_t>(groups.size(), 10));
   }
   if (r.trace && r.replay) {
     h += "<h2>Step timeline of " +

@@ -1,7 +1,12 @@
 #pragma once
-// One self-contained HTML file with inline SVG (no scripts, no network): ranked stacked bars of
-// where each candidate's step goes, memory per category against the GPU's capacity, the chosen
-// layout's step timeline for a few ranks, the cluster summary and the exact command.
+// One self-contained HTML file with inline SVG (no scripts, no network). For `train`: a headline
+// table (step, tokens/s, MFU, exposed communication per group, bubble, memory verdict), where the
+// step goes, memory per category against the GPU's capacity and the step's timeline. For
+// `search` also: the winner and why it wins, its launch line, the ranked layouts with equivalent
+// shapes grouped, the non-compute part of each step, every simulated layout's step time against
+// its memory with the Pareto front, the best layout per TP degree, what the enumeration rejected
+// and why, the seed heuristic's rank, and the stack's and kernel model's assumptions.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -9,16 +14,21 @@
 
 #include "engine/replay.hpp"
 #include "memory/memory_model.hpp"
+#include "report/report_candidate.hpp"
 #include "strategy/trace.hpp"
 #include "topology/topology_summary.hpp"
 
 namespace meshsim {
 
-struct ReportCandidate {
-  std::string label;
-  double step_s = 0, compute_s = 0, bubble_s = 0, mfu = 0;
-  std::map<std::string, double> exposed_s;  // by group
-  MemoryBreakdown memory;
+struct SearchSummary {
+  std::int64_t combinations = 0;
+  std::map<std::string, std::int64_t> rejected;  // reason → count
+  std::size_t top = 10;                          // groups shown in the ranked views
+  std::string heuristic_label, heuristic_rule;
+  std::size_t heuristic_rank = 0;          // 0: not among the simulated layouts
+  std::optional<double> heuristic_step_s;  // simulated apart when rank is 0
+  std::string launch_format, launch;       // --emit
+  std::string stack, stack_description, kernel_model, job;
 };
 
 struct HtmlReport {
@@ -28,8 +38,10 @@ struct HtmlReport {
   std::string gpu;
   double gpu_bytes = 0;
   TopologySummary topology;
-  std::vector<ReportCandidate> ranked;  // best first
-  const Trace* trace = nullptr;         // the first candidate's step, for the timeline
+  // Best first: the one layout of `train`, or every layout `search` simulated.
+  std::vector<ReportCandidate> ranked;
+  std::optional<SearchSummary> search;
+  const Trace* trace = nullptr;  // the first candidate's step, for the timeline
   const ReplayResult* replay = nullptr;
   std::vector<std::string> notes;
 };

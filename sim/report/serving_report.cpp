@@ -6,62 +6,10 @@
 #include <cmath>
 
 #include "report/html_escape.hpp"
+#include "report/svg_chart.hpp"
 
 namespace meshsim {
 namespace {
-
-constexpr double kW = 640, kH = 220, kLeft = 60, kBottom = 34, kTop = 10, kRight = 16;
-
-// A line chart of (x, y) series on linear axes from 0, with the axes labelled.
-std::string line_chart(
-    const std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>& series,
-    const std::string& x_label, const std::string& y_label, double y_max, double x_marker = -1) {
-  double x_max = 0;
-  for (const auto& [name, pts] : series)
-    for (const auto& p : pts) x_max = std::max(x_max, p.first);
-  if (x_max <= 0) x_max = 1;
-  if (y_max <= 0) y_max = 1;
-  const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
-  const auto X = [&](double x) { return kLeft + pw * x / x_max; };
-  const auto Y = [&](double y) { return kTop + ph * (1 - y / y_max); };
-  static const char* kColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#59a14f"};
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "font-family=\"sans-serif\" font-size=\"11\">",
-      kW, kH);
-  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#444\"/>", kLeft,
-                   kTop, kTop + ph);
-  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#444\"/>", kLeft,
-                   kTop + ph, kLeft + pw);
-  for (int i = 0; i <= 4; ++i) {
-    const double xv = x_max * i / 4, yv = y_max * i / 4;
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:.3g}</text>", X(xv),
-                     kTop + ph + 14, xv);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>", kLeft - 4,
-                     Y(yv) + 4, yv);
-  }
-  s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>",
-                   kLeft + pw / 2, kH - 4, html_escape(x_label));
-  s += fmt::format(
-      "<text x=\"12\" y=\"{:.1f}\" text-anchor=\"middle\" transform=\"rotate(-90 12 {:.1f})\">{}"
-      "</text>",
-      kTop + ph / 2, kTop + ph / 2, html_escape(y_label));
-  if (x_marker >= 0 && x_marker <= x_max)
-    s += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#c00\" "
-        "stroke-dasharray=\"4 3\"/>",
-        X(x_marker), kTop, kTop + ph);
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const auto& [name, pts] = series[i];
-    std::string d;
-    for (const auto& p : pts) d += fmt::format("{:.1f},{:.1f} ", X(p.first), Y(p.second));
-    s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>",
-                     kColors[i % 4], d);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>", kLeft + pw - 150,
-                     kTop + 14 + 14.0 * static_cast<double>(i), kColors[i % 4], html_escape(name));
-  }
-  return s + "</svg>\n";
-}
 
 // Empirical CDF of sorted samples, thinned to at most ~400 points.
 std::vector<std::pair<double, double>> cdf(const std::vector<double>& sorted) {
@@ -197,21 +145,110 @@ std::string render_serving_html(const ServingReport& rep) {
         "tokens/s ({:.0f} per GPU); goodput {:.2f} req/s; {} preemptions.</p>\n",
         r.completed, r.rejected, r.makespan_s, r.requests_per_s, r.output_tokens_per_s,
         r.tokens_per_s_per_gpu, r.goodput_requests_per_s, r.preemptions);
-    h += "<h2>Latency CDFs</h2><p>Fraction of requests at or below a latency; the dashed line "
-         "is the SLO.</p>\n";
-    h += line_chart({{"TTFT", cdf(r.ttft_samples)}}, "TTFT (s)", "fraction", 1.0,
-                    rep.slo_ttft_s > 0 ? rep.slo_ttft_s : -1);
-    std::vector<double> tpot_ms;
-    for (double v : r.tpot_samples) tpot_ms.push_back(v * 1e3);
-    h += line_chart({{"TPOT", cdf(tpot_ms)}}, "TPOT (ms)", "fraction", 1.0,
-                    rep.slo_tpot_s > 0 ? rep.slo_tpot_s * 1e3 : -1);
-    h += line_chart({{"E2E", cdf(r.e2e_samples)}}, "end-to-end latency (s)", "fraction", 1.0);
+    h += "<h2>Latency CDFs</h2><p>Fraction of requests at or below a latency; a dashed line "
+         "is an SLO (the axis extends to it).</p>\n";
+    const auto cdf_chart = [](const std::string& name, const std::vector<double>& sorted_s,
+                              double slo_s, const std::string& what) {
+      const auto unit = time_unit(sorted_s.empty() ? slo_s : std::max(sorted_s.back(), slo_s));
+      std::vector<double> v;
+      v.reserve(sorted_s.size());
+      for (double x : sorted_s) v.push_back(x * unit.per_second);
+      XYChart c;
+      c.series.push_back({name, series_color(0), cdf(v), false, {}});
+      c.x_title = fmt::format("{} ({})", what, unit.name);
+      c.y_title = "fraction of requests";
+      c.y_max = 1.0;
+      if (slo_s > 0) c.x_markers.emplace_back(slo_s * unit.per_second, "SLO");
+      return xy_chart(c);
+    };
+    h += cdf_chart("TTFT", r.ttft_samples, rep.slo_ttft_s, "time to first token");
+    h += cdf_chart("TPOT", r.tpot_samples, rep.slo_tpot_s, "time per output token");
+    {
+      // Inter-token latency from the run's histogram (every gap, not per request).
+      const auto unit = time_unit(r.itl_cdf.empty() ? 0 : r.itl_cdf.back().first);
+      XYChart c;
+      XYSeries itl{"ITL", series_color(0), {}, false, {}};
+      for (const auto& [x, f] : r.itl_cdf) itl.points.emplace_back(x * unit.per_second, f);
+      c.series.push_back(std::move(itl));
+      c.x_title = fmt::format("inter-token latency ({})", unit.name);
+      c.y_title = "fraction of tokens";
+      c.y_max = 1.0;
+      h += xy_chart(c);
+    }
+    h += cdf_chart("E2E", r.e2e_samples, 0, "end-to-end latency");
+    {
+      const auto unit = time_unit(r.ttft_samples.empty() ? 0 : r.ttft_samples.back());
+      XYChart c;
+      XYSeries pts{"", series_color(0), {}, true, {}};
+      for (const auto& [prompt, t] : r.ttft_by_prompt) {
+        pts.points.emplace_back(static_cast<double>(prompt), t * unit.per_second);
+        pts.tips.push_back(
+            fmt::format("{} tokens: {:.4g} {}", prompt, t * unit.per_second, unit.name));
+      }
+      c.series.push_back(std::move(pts));
+      c.x_title = "prompt length (tokens)";
+      c.y_title = fmt::format("TTFT ({})", unit.name);
+      h += fmt::format("<h2>TTFT against prompt length</h2><p>{} of the measured requests.</p>\n",
+                       r.ttft_by_prompt.size());
+      h += xy_chart(c);
+    }
+    h += "<h2>Over time</h2><p>Requests running (admitted, holding KV cache) and waiting (queued "
+         "or swapped out) across the replicas; sequences per iteration (mean over replicas); "
+         "output throughput.</p>\n";
+    {
+      XYChart c;
+      XYSeries run{"running", series_color(0), {}, false, {}},
+          wait{"waiting", series_color(1), {}, false, {}};
+      XYSeries batch{"sequences per iteration", series_color(2), {}, false, {}};
+      for (const auto& x : r.timeline) {
+        run.points.emplace_back(x.t_s, static_cast<double>(x.running));
+        wait.points.emplace_back(x.t_s, static_cast<double>(x.waiting));
+        batch.points.emplace_back(x.t_s, x.batch_sequences);
+      }
+      c.series = {std::move(run), std::move(wait)};
+      c.x_title = "time (s)";
+      c.y_title = "requests";
+      h += xy_chart(c);
+      XYChart b;
+      b.series.push_back(std::move(batch));
+      b.x_title = "time (s)";
+      b.y_title = "batch (sequences)";
+      h += xy_chart(b);
+      // Throughput over windows of about 1/60 of the run (the slope of tokens emitted so far).
+      XYChart t;
+      XYSeries tput{"output tokens/s", series_color(4), {}, false, {}};
+      const double span = r.timeline.empty() ? 0 : r.timeline.back().t_s - r.timeline.front().t_s;
+      std::size_t from = 0;
+      for (std::size_t i = 1; i < r.timeline.size(); ++i) {
+        const auto& a = r.timeline[from];
+        const auto& z = r.timeline[i];
+        if (z.t_s - a.t_s < span / 60 && i + 1 < r.timeline.size()) continue;
+        if (z.t_s > a.t_s)
+          tput.points.emplace_back(
+              (a.t_s + z.t_s) / 2,
+              static_cast<double>(z.output_tokens - a.output_tokens) / (z.t_s - a.t_s));
+        from = i;
+      }
+      t.series.push_back(std::move(tput));
+      t.x_title = "time (s)";
+      t.y_title = "output tokens/s";
+      h += xy_chart(t);
+    }
     h += fmt::format(
         "<h2>KV cache</h2><p>{} blocks of {} tokens per replica ({} tokens); utilisation mean "
         "{:.1f} %, peak {:.1f} %.</p>\n",
         r.capacity.blocks, r.capacity.block_size, r.capacity.tokens(), 100 * r.kv_utilization_mean,
         100 * r.kv_utilization_peak);
-    h += line_chart({{"used / total", r.kv_utilization}}, "time (s)", "KV utilisation", 1.0);
+    {
+      XYChart c;
+      XYSeries kv{"used / total", series_color(0), {}, false, {}};
+      for (const auto& [t, u] : r.kv_utilization) kv.points.emplace_back(t, 100 * u);
+      c.series.push_back(std::move(kv));
+      c.x_title = "time (s)";
+      c.y_title = "KV utilisation (%)";
+      c.y_max = 100;
+      h += xy_chart(c);
+    }
     const auto& m = r.capacity.memory;
     h += fmt::format(
         "<h2>Memory per GPU</h2><table><tr><th>weights</th><td>{:.2f} GB</td></tr><tr><th>"

@@ -65,6 +65,28 @@ double LogHistogram::percentile(double q) const {
   return 0;
 }
 
+std::vector<std::pair<double, double>> LogHistogram::cdf(std::size_t points) const {
+  std::vector<std::pair<double, double>> out;
+  if (n_ == 0 || points == 0) return out;
+  const auto n = static_cast<double>(n_);
+  std::int64_t seen = 0;
+  std::size_t next = 1;  // the next fraction next/points to report
+  for (std::size_t b = 0; b < counts_.size() && next <= points; ++b) {
+    if (counts_[b] == 0) continue;
+    seen += counts_[b];
+    const double x =
+        b == 0 ? 0.0 : kLowest * std::exp((static_cast<double>(b - 1) + 0.5) * kLogRatio);
+    // Every fraction this bucket reaches, reported once at the bucket's own cumulative share.
+    if (static_cast<double>(seen) / n >= static_cast<double>(next) / static_cast<double>(points)) {
+      out.emplace_back(x, static_cast<double>(seen) / n);
+      while (next <= points && static_cast<double>(seen) / n >=
+                                   static_cast<double>(next) / static_cast<double>(points))
+        ++next;
+    }
+  }
+  return out;
+}
+
 LatencySummary LogHistogram::summary() const {
   LatencySummary s;
   s.count = n_;

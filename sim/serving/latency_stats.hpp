@@ -26,6 +26,9 @@ class LogHistogram {
   void add(double seconds);
   LatencySummary summary() const;
   double percentile(double q) const;
+  // The empirical CDF at `points` evenly spaced fractions (1/points … 1): (bucket centre s,
+  // fraction), one pass over the buckets.
+  std::vector<std::pair<double, double>> cdf(std::size_t points) const;
 
  private:
   std::vector<std::int64_t> counts_;

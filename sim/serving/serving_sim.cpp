@@ -28,20 +28,28 @@ double d(std::int64_t v) {
 // would exceed kMax points, so a long run keeps a bounded, evenly thinned curve.
 class Series {
  public:
-  void add(double t, double v) {
-    if (n_++ % stride_ == 0) points_.emplace_back(t, v);
+  void add(const ServingSample& v) {
+    last_ = v;
+    kept_last_ = n_++ % stride_ == 0;
+    if (kept_last_) points_.push_back(v);
     if (points_.size() > kMax) {
-      std::vector<std::pair<double, double>> kept;
+      std::vector<ServingSample> kept;
       for (std::size_t i = 0; i < points_.size(); i += 2) kept.push_back(points_[i]);
       points_ = std::move(kept);
       stride_ *= 2;
     }
   }
-  std::vector<std::pair<double, double>> take() { return std::move(points_); }
+  // The kept samples and the latest one (the state at the end of the run).
+  std::vector<ServingSample> take() {
+    if (n_ > 0 && !kept_last_) points_.push_back(last_);
+    return std::move(points_);
+  }
 
  private:
   static constexpr std::size_t kMax = 2048;
-  std::vector<std::pair<double, double>> points_;
+  std::vector<ServingSample> points_;
+  ServingSample last_;
+  bool kept_last_ = false;
   std::uint64_t n_ = 0, stride_ = 1;
 };
 
@@ -130,6 +138,7 @@ class Cluster {
     bool prefill_only = false;
     std::vector<bool> stage_busy;
     std::vector<std::deque<std::uint32_t>> stage_queue;
+    std::int64_t last_batch = 0;  // sequences in the latest iteration formed (0 when idle)
     std::int64_t inflight = 0, outstanding = 0;
     double outstanding_tokens = 0;  // forward tokens still to compute for its requests
     std::deque<std::int32_t> pending_adopt;
@@ -175,17 +184,25 @@ class Cluster {
   }
 
   void sample_kv() {
-    std::int64_t used = 0, total = 0;
+    std::int64_t used = 0, total = 0, running = 0, waiting = 0, batch = 0;
     for (const auto& r : replicas_) {
       used += r->sched.blocks_in_use();
       total += r->sched.pool().total();
+      running += static_cast<std::int64_t>(r->sched.running().size());
+      waiting += static_cast<std::int64_t>(r->sched.waiting().size() + r->sched.swapped().size());
+      batch += r->last_batch;
     }
     const double now = sim_.now().seconds(), u = total > 0 ? d(used) / d(total) : 0;
     kv_area_ += kv_last_ * (now - kv_last_t_);
     kv_last_ = u;
     kv_last_t_ = now;
     kv_peak_ = std::max(kv_peak_, u);
-    kv_series_.add(now, u);
+    kv_series_.add({.t_s = now,
+                    .kv_used = u,
+                    .batch_sequences = replicas_.empty() ? 0.0 : d(batch) / d(replicas_.size()),
+                    .running = running,
+                    .waiting = waiting,
+                    .output_tokens = output_tokens_});
   }
 
   void arrive(std::int32_t id) {
@@ -222,8 +239,10 @@ class Cluster {
     p.outstanding_tokens += d(b.recomputed_tokens);
     if (b.entries.empty()) {
       if (p.sched.has_runnable(reqs_)) ++idle_with_work_;
+      if (p.inflight == 0) p.last_batch = 0;  // idle
       return;
     }
+    p.last_batch = static_cast<std::int64_t>(b.entries.size());
     for (const auto& e : b.entries) {
       auto& r = req(e.request);
       if (!r.scheduled) {
@@ -564,7 +583,20 @@ class Cluster {
       out.kv_utilization_mean = kv_area_ / (kv_last_t_ - first);
     }
     out.kv_utilization_peak = kv_peak_;
-    out.kv_utilization = kv_series_.take();
+    out.timeline = kv_series_.take();
+    for (const auto& x : out.timeline) out.kv_utilization.emplace_back(x.t_s, x.kv_used);
+    out.itl_cdf = itl_.cdf(200);
+    {
+      std::vector<std::size_t> measured;
+      for (std::size_t i = static_cast<std::size_t>(out.warmup_requests); i < reqs_.size(); ++i)
+        if (reqs_[i].generated >= reqs_[i].output && reqs_[i].output > 0) measured.push_back(i);
+      const std::size_t stride =
+          (measured.size() + ServingResult::kMaxPromptPoints - 1) / ServingResult::kMaxPromptPoints;
+      for (std::size_t k = 0; k < measured.size(); k += std::max<std::size_t>(stride, 1)) {
+        const auto& r = reqs_[measured[k]];
+        out.ttft_by_prompt.emplace_back(r.prompt, (r.first_token - r.arrival).seconds());
+      }
+    }
     out.iteration_log = std::move(iteration_log_);
     if (setup_.record_iterations && reqs_.size() <= kMaxRequestLog)
       for (std::size_t i = 0; i < reqs_.size(); ++i) {

@@ -94,6 +94,16 @@ struct RequestRecord {
 };
 inline constexpr std::size_t kMaxRequestLog = 10000;
 
+// The cluster's state after an event, for the report's time series (decimated, serving_sim.cpp):
+// requests running (admitted, holding KV) and waiting (queued or swapped out) summed over the
+// replicas, as vLLM's `num_requests_running` / `num_requests_waiting` gauges count them; the
+// sequences in each replica's latest iteration, averaged over the replicas (0 for an idle one);
+// output tokens emitted so far (throughput is its slope).
+struct ServingSample {
+  double t_s = 0, kv_used = 0, batch_sequences = 0;
+  std::int64_t running = 0, waiting = 0, output_tokens = 0;
+};
+
 // Prefix caching (scheduler.hpp): prompt tokens looked up in the cache at admission (every
 // admission, readmissions after preemption too, as vLLM counts its queries) and found cached
 // (their prefill was skipped); the TTFT of prefix-group requests whose first admission found
@@ -135,10 +145,16 @@ struct ServingResult {
   PrefixCacheStats prefix_cache;
   SpeculativeStats speculative;
   std::vector<std::pair<double, double>> kv_utilization;  // (time s, used/total), decimated
+  std::vector<ServingSample> timeline;                    // decimated like kv_utilization
   KvCapacity capacity;
   std::int64_t gpus = 0;
   // Sorted per-request samples, for CDFs.
   std::vector<double> ttft_samples, tpot_samples, e2e_samples;
+  std::vector<std::pair<double, double>> itl_cdf;  // (s, fraction at or below), ≤ 201 points
+  // (prompt tokens, TTFT s) of measured requests, every k-th in id order so at most
+  // kMaxPromptPoints.
+  std::vector<std::pair<std::int64_t, double>> ttft_by_prompt;
+  static constexpr std::size_t kMaxPromptPoints = 2000;
   std::vector<IterationRecord> iteration_log;
   std::vector<RequestRecord> request_log;  // finished requests, in id order
   LatencySummary kv_transfer;              // disaggregated: per-request KV transfer time

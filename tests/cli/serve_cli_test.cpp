@@ -11,6 +11,7 @@
 #include "cli_runner.hpp"
 #include "compute/compute_model.hpp"
 #include "model/model_loader.hpp"
+#include "report/chart_check.hpp"
 #include "serving/step_cost.hpp"
 #include "topology/topology_loader.hpp"
 
@@ -19,6 +20,12 @@ using meshsim::test::source_path;
 using nlohmann::json;
 
 namespace {
+
+std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
 
 const std::string kServe70b = "serve --topology " + source_path("topologies/dgx-h100.json") +
                               " --workload " + source_path("workloads/models/llama3.1-70b.json");
@@ -124,8 +131,17 @@ TEST_CASE("serve: --trace and --report write a Chrome trace and an HTML report")
   const auto html = slurp(report);
   CHECK(html.find("Latency CDFs") != std::string::npos);
   CHECK(html.find("KV utilisation") != std::string::npos);
-  CHECK(html.find("<svg") != std::string::npos);
   CHECK(html.find("</html>") != std::string::npos);
+  // TTFT, TPOT, ITL and E2E CDFs, TTFT against prompt length, requests, batch and throughput
+  // over time, KV utilisation; every one with labelled axes and round ticks.
+  CHECK(count_of(html, "<svg") == 9);
+  for (const auto& problem : meshsim::test::chart_problems(html)) FAIL_CHECK(problem);
+  CHECK(html.find("TTFT against prompt length") != std::string::npos);
+  CHECK(html.find("inter-token latency") != std::string::npos);
+  CHECK(html.find("output tokens/s") != std::string::npos);
+  // The SLOs (2 s TTFT, 200 ms TPOT by default) lie past every sample at this load: both lines
+  // are still drawn, the axes extended to them.
+  CHECK(count_of(html, "class=\"marker\"") == 2);
 }
 
 TEST_CASE("serve --search compares layouts and answers replicas versus sharding") {

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "cli_runner.hpp"
+#include "report/chart_check.hpp"
+#include "report/svg_chart.hpp"
 
 using namespace meshsim;
 using meshsim::test::run_cli;
@@ -55,16 +57,93 @@ TEST_CASE("the report is self-contained HTML with one bar segment per component"
   c.exposed_s = {{"tp", 0.25}, {"dp", 0.0}};
   c.memory.weights = 10e9;
   c.memory.activations = 20e9;
-  r.ranked = {c, c};
+  auto slower = c;
+  slower.label = "tp=4";
+  slower.step_s = 2.5;
+  slower.compute_s = 2;
+  r.ranked = {c, slower};
   const auto html = render_html(r);
   CHECK(html.starts_with("<!DOCTYPE html>"));
   CHECK(html.find("t &lt;&amp;&gt; &quot;x&quot;") != std::string::npos);
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("http://") == html.find("http://www.w3.org"));  // no external resources
-  CHECK(count(html, "<svg") == 2);
-  // Two candidates × (compute, tp, bubble) segments; the zero dp segment is not drawn.
-  CHECK(count(html, "class=\"seg\"") == 2 * 3 + 2 * 2);
+  // Where the step goes, what separates the rows, memory.
+  CHECK(count(html, "<svg") == 3);
+  // Two rows × (compute, tp, bubble), then × (tp, bubble), then × (weights, activations); the
+  // zero dp segment is not drawn.
+  CHECK(count(html, "class=\"seg\"") == 2 * 3 + 2 * 2 + 2 * 2);
   CHECK(html.find("H100 80.0 GB") != std::string::npos);  // the capacity line's label
+  CHECK(html.find("<h2>Headline</h2>") != std::string::npos);
+  CHECK(html.find("fits: 30.0 of 80.0 GB") != std::string::npos);
+  for (const auto& problem : meshsim::test::chart_problems(html)) FAIL_CHECK(problem);
+}
+
+TEST_CASE("chart ticks: 1, 2 or 5 × 10^k from 0 to the first multiple at or above the maximum") {
+  // 0.87 / 5 = 0.174 → 0.2; 5 steps reach 1.0.
+  const auto a = nice_ticks(0.87);
+  CHECK(a.step == doctest::Approx(0.2));
+  CHECK(a.top == doctest::Approx(1.0));
+  CHECK(a.values.size() == 6);
+  CHECK(tick_label(a.values[2], a.step) == "0.4");
+  // 12.3 / 5 = 2.46 → 5; 15 is the first multiple above.
+  const auto b = nice_ticks(12.3);
+  CHECK(b.step == 5);
+  CHECK(b.top == 15);
+  CHECK(tick_label(15, 5) == "15");
+  // A maximum on a tick is the top: 100 / 5 = 20.
+  CHECK(nice_ticks(100).top == 100);
+  CHECK(nice_ticks(100).values.size() == 6);
+  // Nothing to show still gives an axis.
+  CHECK(nice_ticks(0).top == 1);
+  CHECK(std::string(time_unit(2.5).name) == "s");
+  CHECK(std::string(time_unit(0.05).name) == "ms");
+  CHECK(time_unit(2e-5).per_second == 1e6);
+}
+
+TEST_CASE("an SLO or capacity line past the data extends the axis and its label stays inside") {
+  XYChart c;
+  c.series.push_back({"TTFT", "#000", {{0.1, 0.5}, {0.3, 1.0}}, false, {}});
+  c.x_title = "TTFT (s)";
+  c.y_title = "fraction";
+  c.y_max = 1.0;
+  c.x_markers.emplace_back(2.0, "SLO 2 s");
+  const auto svg = xy_chart(c);
+  CHECK(count(svg, "class=\"marker\"") == 1);
+  // The x axis reaches the marker: ticks 0, 0.5, …, 2.
+  CHECK(svg.find(">2.0</text>") != std::string::npos);
+  CHECK(meshsim::test::chart_problems(svg).empty());
+  BarChart bars{{"weights"},   {{"#1 tp=8", "", {{"weights", 70.0}}}},
+                "memory (GB)", "layout",
+                80.0,          "H100 80.0 GB of HBM3",
+                "GB"};
+  CHECK(meshsim::test::chart_problems(bar_chart(bars)).empty());
+}
+
+TEST_CASE("search report helpers: equivalent shapes, the Pareto front, why the winner wins") {
+  auto cand = [](std::string label, double step, double mem_gb, double compute, double tp) {
+    ReportCandidate c;
+    c.label = std::move(label);
+    c.step_s = step;
+    c.compute_s = compute;
+    c.exposed_s = {{"tp", tp}, {"dp", step - compute - tp}};
+    c.memory.weights = mem_gb * 1e9;
+    return c;
+  };
+  const std::vector<ReportCandidate> ranked{
+      cand("a", 1.0, 70, 0.9, 0.05), cand("a'", 1.0, 70, 0.9, 0.05), cand("b", 1.2, 40, 0.9, 0.2),
+      cand("c", 1.3, 50, 1.0, 0.1), cand("d", 1.5, 30, 1.0, 0.1)};
+  const auto groups = group_equivalent(ranked);
+  REQUIRE(groups.size() == 4);
+  CHECK(groups[0].members == std::vector<std::size_t>{0, 1});
+  CHECK(groups[1].members == std::vector<std::size_t>{2});
+  // c is beaten by b on both axes; a' repeats a point already on the front; d has the least
+  // memory.
+  CHECK(pareto_front(ranked) == std::vector<std::size_t>{0, 2, 4});
+  // a against b: 0.2 s faster; exposed TP 0.05 against 0.2, exposed DP 1.0 − 0.9 − 0.05 = 0.05
+  // against 1.2 − 0.9 − 0.2 = 0.1; the same compute.
+  CHECK(why_winner(ranked[0], ranked[2], 3) ==
+        "0.200 s faster than #3 (b): 0.150 s less exposed tp communication, 0.050 s less "
+        "exposed dp communication");
 }
 
 TEST_CASE("report in a headless browser: SVG charts render and the page is not blank") {
@@ -86,8 +165,14 @@ TEST_CASE("report in a headless browser: SVG charts render and the page is not b
   // The DOM the browser built: the three charts and their bars are there.
   const auto dom = shell(browser + flags + "--dump-dom file://" + html + " 2>/dev/null", &status);
   CHECK(status == 0);
-  CHECK(count(dom, "<svg") == 3);
+  // Where the step goes, what separates the rows, memory, every layout, the timeline.
+  CHECK(count(dom, "<svg") == 5);
   CHECK(count(dom, "class=\"seg\"") >= 12);
+  CHECK(count(dom, "class=\"dot\"") >= 6);
+  for (const auto& problem : meshsim::test::chart_problems(dom)) FAIL_CHECK(problem);
+  for (const auto& section : {"Why #1 wins", "Ranked layouts", "Best per TP degree",
+                              "rejected because", "Seed heuristic", "Assumptions"})
+    CHECK_MESSAGE(dom.find(section) != std::string::npos, section);
   CHECK(count(dom, "class=\"op\"") > 100);
   CHECK(dom.find("Where the step goes") != std::string::npos);
   // Screenshots: the report against an empty page of the same size; a blank render compresses to
@@ -113,5 +198,9 @@ TEST_CASE("train writes a report too") {
   const auto text = read(html);
   CHECK(count(text, "<svg") == 3);
   CHECK(text.find("meshsim train --topology") != std::string::npos);
+  for (const auto& row :
+       {"step time", "tokens/s", "MFU", "exposed tp communication", "pipeline bubble", "fits: "})
+    CHECK_MESSAGE(text.find(row) != std::string::npos, row);
+  for (const auto& problem : meshsim::test::chart_problems(text)) FAIL_CHECK(problem);
   std::filesystem::remove(html);
 }

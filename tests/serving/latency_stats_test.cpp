@@ -38,4 +38,23 @@ TEST_CASE("the log histogram's percentiles are within its bucket width") {
   CHECK(z.percentile(0.5) == 0);
 }
 
+TEST_CASE("the log histogram's CDF: one point per bucket reached, at its cumulative share") {
+  LogHistogram h;
+  for (double ms : {1.0, 2.0, 3.0, 4.0}) h.add(ms * 1e-3);
+  // Four samples in four buckets, four fractions asked for: (≈1 ms, 0.25) … (≈4 ms, 1).
+  const auto c = h.cdf(4);
+  REQUIRE(c.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(c[i].first == doctest::Approx(1e-3 * static_cast<double>(i + 1)).epsilon(1e-3));
+    CHECK(c[i].second == doctest::Approx(0.25 * static_cast<double>(i + 1)));
+  }
+  // Two fractions: the 1 ms bucket reaches neither 0.5 nor 1; the 2 ms one reaches 0.5.
+  const auto two = h.cdf(2);
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].second == doctest::Approx(0.5));
+  CHECK(two[1].second == doctest::Approx(1.0));
+  CHECK(two[1].first == doctest::Approx(4e-3).epsilon(1e-3));
+  CHECK(LogHistogram().cdf(10).empty());
+}
+
 }  // namespace meshsim::test

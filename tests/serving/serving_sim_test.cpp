@@ -73,6 +73,24 @@ TEST_CASE("serving conserves requests and KV blocks under preemption, PP and dis
     CHECK(r.kv_utilization_peak > 0.9);
     CHECK(r.idle_with_work == 0);
     check_littles_law(r);
+    // The report's time series: in time order, never more running than the replica's sequence
+    // limit, everything served at the end; one TTFT-against-prompt point per request (96 <
+    // kMaxPromptPoints).
+    REQUIRE(!r.timeline.empty());
+    for (std::size_t i = 1; i < r.timeline.size(); ++i)
+      CHECK(r.timeline[i].t_s >= r.timeline[i - 1].t_s);
+    std::int64_t most_waiting = 0;
+    for (const auto& x : r.timeline) {
+      CHECK(x.running <= tight.scheduler.max_seqs);
+      CHECK(x.batch_sequences <= static_cast<double>(x.running));
+      most_waiting = std::max(most_waiting, x.waiting);
+    }
+    CHECK(most_waiting > 0);  // 96 at once into ~4.7K tokens of KV: some wait
+    CHECK(r.timeline.back().running == 0);
+    CHECK(r.timeline.back().waiting == 0);
+    CHECK(r.timeline.back().output_tokens == r.output_tokens);
+    CHECK(r.ttft_by_prompt.size() == 96);
+    CHECK(r.kv_utilization.size() == r.timeline.size());
   }
   SUBCASE("pipeline stages as their own resources") {
     tight.shape.pp = 2;

@@ -126,10 +126,14 @@ Json training_json(const TrainingResult& r) {
   return j;
 }
 
-ReportCandidate report_candidate(const std::string& label, const TrainingResult& r) {
+ReportCandidate report_candidate(const std::string& label, std::int64_t tp,
+                                 const TrainingResult& r) {
   ReportCandidate c;
   c.label = label;
+  c.tp = tp;
   c.step_s = r.step_time_s;
+  c.tokens_per_s = r.tokens_per_s;
+  c.tokens_per_s_per_gpu = r.tokens_per_s_per_gpu;
   c.compute_s = r.compute_s;
   c.bubble_s = r.bubble_s;
   c.mfu = r.mfu;

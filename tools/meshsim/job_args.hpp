@@ -42,7 +42,8 @@ Json map_json(const std::map<std::string, double>& m);
 Json training_json(const TrainingResult& r);
 
 // One row of a report's charts from a simulated step.
-ReportCandidate report_candidate(const std::string& label, const TrainingResult& r);
+ReportCandidate report_candidate(const std::string& label, std::int64_t tp,
+                                 const TrainingResult& r);
 // Writes `report` (title and rows already set) for `topo` to `path`, with the command line.
 void write_report(const std::string& path, HtmlReport report, const Topology& topo,
                   const std::string& cluster_file);

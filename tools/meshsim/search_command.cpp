@@ -102,30 +102,20 @@ std::string row(std::size_t rank, const EvaluatedCandidate& e) {
       ex("tp"), ex("dp"), ex("pp"), ex("cp"), ex("ep"), r.bubble_s, r.memory.total() / 1e9);
 }
 
-// Why #1 beats #2: the components of the step that differ most.
-std::string why_winner(const EvaluatedCandidate& a, const EvaluatedCandidate& b,
-                       std::size_t rank_b) {
-  std::vector<std::pair<double, std::string>> diffs;
-  diffs.push_back({b.result.compute_s - a.result.compute_s, "compute"});
-  diffs.push_back({b.result.bubble_s - a.result.bubble_s, "pipeline bubble"});
-  for (const auto& [g, v] : a.result.exposed_comm_s)
-    diffs.push_back({b.result.exposed_comm_s.at(g) - v, "exposed " + g + " communication"});
-  std::sort(diffs.begin(), diffs.end(), [](const auto& x, const auto& y) {
-    return x.first != y.first ? x.first > y.first : x.second < y.second;
-  });
-  const double gain = b.result.step_time_s - a.result.step_time_s;
-  std::string s = fmt::format("{:.3f} s faster than #{} ({})", gain, rank_b, b.candidate.label());
-  std::string parts;
-  for (const auto& [d, what] : diffs) {
-    if (d <= 1e-4 * b.result.step_time_s) continue;
-    if (!parts.empty()) parts += ", ";
-    parts += fmt::format("{:.3f} s less {}", d, what);
-    if (parts.size() > 120) break;
+// The simulated layouts as the reports show them (ranked, those without an error: they come
+// first), each with its shape (the layout without its ZeRO stage and HSDP group).
+std::vector<ReportCandidate> report_candidates(const std::vector<EvaluatedCandidate>& results) {
+  std::vector<ReportCandidate> out;
+  for (const auto& e : results) {
+    if (!e.error.empty()) break;
+    auto c = report_candidate(e.candidate.label(), e.candidate.config.mesh.tp, e.result);
+    auto shape = e.candidate;
+    shape.config.zero = 0;
+    shape.config.mesh.fsdp = 0;
+    c.shape = shape.label();
+    out.push_back(std::move(c));
   }
-  if (!parts.empty()) s += ": " + parts;
-  for (const auto& [d, what] : diffs)
-    if (d < -1e-4 * b.result.step_time_s) s += fmt::format("; it pays {:.3f} s more {}", -d, what);
-  return s;
+  return out;
 }
 
 Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
@@ -337,27 +327,6 @@ int run_search_command(const SearchArgs& a) {
       }
     });
   }
-  if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {
-    // The winner again, with its trace, for the timeline.
-    const auto& best = r.results.front();
-    TrainingSetup s;
-    s.job = {job.seq, job.global_batch, best.candidate.micro_batch, job.dtype, job.flash_attention};
-    s.config = best.candidate.config;
-    s.memory = opt.memory;
-    const auto winner = simulate_training(topo, model, s);
-    HtmlReport rep;
-    rep.title = fmt::format("meshsim search: {} on {} GPUs, seq {}, global batch {}", model.name,
-                            gpus, job.seq, job.global_batch);
-    const std::size_t k =
-        std::min<std::size_t>(static_cast<std::size_t>(std::max(a.top, 1)), r.results.size());
-    for (std::size_t i = 0; i < k; ++i)
-      if (r.results[i].error.empty())
-        rep.ranked.push_back(report_candidate(r.results[i].candidate.label(), r.results[i].result));
-    rep.trace = &winner.trace;
-    rep.replay = &winner.replay;
-    rep.notes = winner.notes;
-    write_report(a.report, std::move(rep), topo, a.cluster.topology);
-  }
   // The winner as the launch configuration asked for (text and --json alike).
   std::string launch;
   if (!a.emit.empty() && !r.results.empty() && r.results.front().error.empty()) {
@@ -369,6 +338,41 @@ int run_search_command(const SearchArgs& a) {
                        static_cast<std::int64_t>(topo.node_count()),
                        topo.gpus_per_node()};
     launch = launch_config(a.emit, model, best.candidate.config, lj);
+  }
+  if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {
+    // The winner again, with its trace, for the timeline.
+    const auto& best = r.results.front();
+    TrainingSetup s;
+    s.job = {job.seq, job.global_batch, best.candidate.micro_batch, job.dtype, job.flash_attention};
+    s.config = best.candidate.config;
+    s.memory = opt.memory;
+    const auto winner = simulate_training(topo, model, s);
+    HtmlReport rep;
+    rep.title = fmt::format("meshsim search: {} on {} GPUs, seq {}, global batch {}", model.name,
+                            gpus, job.seq, job.global_batch);
+    rep.ranked = report_candidates(r.results);
+    SearchSummary sum;
+    sum.combinations = r.enumeration.total;
+    sum.rejected = r.enumeration.rejected;
+    sum.top = static_cast<std::size_t>(std::max(a.top, 1));
+    sum.heuristic_label = heuristic.label();
+    sum.heuristic_rule = heuristic_why;
+    sum.heuristic_rank = heuristic_rank;
+    if (heuristic_eval && heuristic_eval->error.empty())
+      sum.heuristic_step_s = heuristic_eval->result.step_time_s;
+    sum.launch_format = a.emit;
+    sum.launch = launch;
+    sum.stack = opt.strategy.stack.name;
+    sum.stack_description = opt.strategy.stack.description;
+    sum.kernel_model = ComputeModel(topo.gpu, opt.profile).describe();
+    sum.job = fmt::format("{}, sequence {}, global batch {}, {}, {} attention", model.name, job.seq,
+                          job.global_batch, name_of(job.dtype),
+                          job.flash_attention ? "fused (flash)" : "unfused");
+    rep.search = std::move(sum);
+    rep.trace = &winner.trace;
+    rep.replay = &winner.replay;
+    rep.notes = winner.notes;
+    write_report(a.report, std::move(rep), topo, a.cluster.topology);
   }
   const auto& en = r.enumeration;
   if (a.cluster.json) {
@@ -430,23 +434,19 @@ int run_search_command(const SearchArgs& a) {
   for (std::size_t i = 0; i < top; ++i)
     if (r.results[i].error.empty()) std::cout << row(i + 1, r.results[i]) << "\n";
   const auto& best = r.results.front();
-  // Explain against the first candidate that is really slower (ties are the same per-rank work
-  // in another shape, e.g. CP traded for micro-batch size).
-  std::size_t ties = 0, other = 0;
-  for (std::size_t i = 1; i < r.results.size() && r.results[i].error.empty(); ++i) {
-    if (r.results[i].result.step_time_s > best.result.step_time_s * (1 + 1e-9)) {
-      other = i;
-      break;
-    }
-    ++ties;
-  }
-  if (ties > 0)
+  // Explain against the best layout that is not equivalent to #1 (report_candidate.hpp): a tie
+  // or another data-parallel sharding of the same shape says nothing about why #1 wins.
+  const auto ranked = report_candidates(r.results);
+  const auto groups = group_equivalent(ranked);
+  if (groups.front().members.size() > 1)
     std::cout << fmt::format(
-        "#1 ties with the next {} on step time (the same per-rank work in "
-        "another shape)\n",
-        ties);
-  if (other > 0)
-    std::cout << "why #1 wins: " << why_winner(best, r.results[other], other + 1) << "\n";
+        "#1 is one of {} equivalent shapes (the same step time, or another ZeRO stage or HSDP "
+        "group within {:.1f} % of it)\n",
+        groups.front().members.size(), 100 * kEquivalentStep);
+  if (groups.size() > 1) {
+    const auto next = groups[1].members.front();
+    std::cout << "why #1 wins: " << why_winner(ranked.front(), ranked[next], next + 1) << "\n";
+  }
   // Best per TP degree: where TP stops paying for its per-layer collectives.
   std::map<std::int64_t, const EvaluatedCandidate*> per_tp;
   for (const auto& e : r.results)

@@ -148,7 +148,7 @@ int run_train(const TrainArgs& a) {
   if (!a.report.empty()) {
     HtmlReport rep;
     rep.title = "meshsim train: " + model.name + " on " + to_string(setup.config.mesh);
-    rep.ranked.push_back(report_candidate(to_string(setup.config.mesh), r));
+    rep.ranked.push_back(report_candidate(to_string(setup.config.mesh), setup.config.mesh.tp, r));
     rep.trace = &r.trace;
     rep.replay = &r.replay;
     rep.notes = r.notes;

@@ -1,0 +1,77 @@
+#include "report/report_candidate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace meshsim {
+
+std::vector<CandidateGroup> group_equivalent(const std::vector<ReportCandidate>& ranked) {
+  const auto shape = [&](std::size_t i) -> const std::string& {
+    return ranked[i].shape.empty() ? ranked[i].label : ranked[i].shape;
+  };
+  std::vector<CandidateGroup> groups;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const double step = ranked[i].step_s;
+    auto joins = [&](const CandidateGroup& g) {
+      const auto lead = g.members.front();
+      const double d = std::abs(step - ranked[lead].step_s);
+      return d <= 1e-9 * ranked[lead].step_s ||
+             (shape(lead) == shape(i) && d <= kEquivalentStep * ranked[lead].step_s);
+    };
+    const auto it = std::find_if(groups.begin(), groups.end(), joins);
+    if (it != groups.end())
+      it->members.push_back(i);
+    else
+      groups.push_back({{i}});
+  }
+  return groups;
+}
+
+std::string why_winner(const ReportCandidate& a, const ReportCandidate& b, std::size_t rank_b) {
+  std::vector<std::pair<double, std::string>> diffs;
+  diffs.push_back({b.compute_s - a.compute_s, "compute"});
+  diffs.push_back({b.bubble_s - a.bubble_s, "pipeline bubble"});
+  for (const auto& [g, v] : a.exposed_s) {
+    const auto it = b.exposed_s.find(g);
+    diffs.push_back(
+        {(it == b.exposed_s.end() ? 0.0 : it->second) - v, "exposed " + g + " communication"});
+  }
+  std::sort(diffs.begin(), diffs.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
+  const double gain = b.step_s - a.step_s;
+  std::string s = fmt::format("{:.3f} s faster than #{} ({})", gain, rank_b, b.label);
+  std::string parts;
+  for (const auto& [d, what] : diffs) {
+    if (d <= 1e-4 * b.step_s) continue;
+    if (!parts.empty()) parts += ", ";
+    parts += fmt::format("{:.3f} s less {}", d, what);
+    if (parts.size() > 120) break;
+  }
+  if (!parts.empty()) s += ": " + parts;
+  for (const auto& [d, what] : diffs)
+    if (d < -1e-4 * b.step_s) s += fmt::format("; it pays {:.3f} s more {}", -d, what);
+  return s;
+}
+
+std::vector<std::size_t> pareto_front(const std::vector<ReportCandidate>& c) {
+  std::vector<std::size_t> order(c.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return c[x].step_s != c[y].step_s ? c[x].step_s < c[y].step_s
+                                      : c[x].memory.total() < c[y].memory.total();
+  });
+  std::vector<std::size_t> front;
+  double best_memory = INFINITY;
+  for (auto i : order)
+    if (c[i].memory.total() < best_memory) {
+      front.push_back(i);
+      best_memory = c[i].memory.total();
+    }
+  return front;
+}
+
+}  // namespace meshsim

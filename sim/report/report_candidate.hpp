@@ -1,0 +1,45 @@
+#pragma once
+// One simulated training layout as the reports show it, and what the search report derives from
+// the ranked list: groups of equivalent layouts, why the winner wins, the Pareto front of step
+// time against memory.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "memory/memory_model.hpp"
+
+namespace meshsim {
+
+struct ReportCandidate {
+  std::string label;
+  // The layout without its data-parallel sharding (ZeRO stage, HSDP group): what the per-rank
+  // compute and the model-parallel communication depend on. Empty: the label.
+  std::string shape;
+  std::int64_t tp = 1;
+  double step_s = 0, compute_s = 0, bubble_s = 0, mfu = 0;
+  double tokens_per_s = 0, tokens_per_s_per_gpu = 0;
+  std::map<std::string, double> exposed_s;  // by group
+  MemoryBreakdown memory;
+};
+
+// Equivalent layouts, one group each, in the rank order of their best member (`members` are
+// indices into `ranked`, best first). A layout joins an earlier group when its step time equals
+// the group's best to 1e-9 (the same per-rank work in another shape, e.g. CP traded for
+// micro-batch size), or when it has the group best's shape and a step time within
+// kEquivalentStep of it: the ZeRO stage or HSDP group then moves the step by less than the
+// model resolves (assumption: the kernel model's own median GEMM error is several per cent,
+// README "Assumptions"), and only memory tells them apart.
+inline constexpr double kEquivalentStep = 0.005;
+struct CandidateGroup {
+  std::vector<std::size_t> members;
+};
+std::vector<CandidateGroup> group_equivalent(const std::vector<ReportCandidate>& ranked);
+
+// Why `a` beats `b` (ranked `rank_b`): the components of the step that differ most.
+std::string why_winner(const ReportCandidate& a, const ReportCandidate& b, std::size_t rank_b);
+
+// Indices of the layouts no other layout beats on both step time and memory, by step time.
+std::vector<std::size_t> pareto_front(const std::vector<ReportCandidate>& candidates);
+
+}  // namespace meshsim

@@ -53,6 +53,13 @@ class Replay {
   // completion, and checks that every op finished. Insertion order is a topological order that
   // respects every stream (dependencies point to earlier ops), so only a model that never
   // completes an asynchronous op can leave one unfinished; that is an Error naming the op.
+  // Called with (ops finished, all ops) every `every` finished ops and at the end (the CLI's
+  // progress for a --full step of millions of ops).
+  void on_progress(std::function<void(std::size_t, std::size_t)> f, std::size_t every) {
+    progress_ = std::move(f);
+    progress_every_ = std::max<std::size_t>(every, 1);
+  }
+
   ReplayResult run() {
     start_time_ = sim_.now();
     timing_.assign(g_.op_count(), OpTiming{});
@@ -192,6 +199,8 @@ class Replay {
   void finish(OpId id) {
     if (timing_[id.value].finished()) throw std::logic_error("op finished twice");
     timing_[id.value].end = sim_.now();
+    if (progress_ && (++finished_ % progress_every_ == 0 || finished_ == g_.op_count()))
+      progress_(finished_, g_.op_count());
     if (hooks_) hooks_->op_finished(g_, id, sim_.now());
     const Op& op = g_.op(id);
     if (inter_ && holds(id, g_.stream(op.stream))) change_load(op.stream, -1);
@@ -207,6 +216,8 @@ class Replay {
   const OpGraph& g_;
   Sim& sim_;
   OpHooks* hooks_;
+  std::function<void(std::size_t, std::size_t)> progress_;
+  std::size_t progress_every_ = 1, finished_ = 0;
   Time start_time_;
   std::vector<OpTiming> timing_;
   std::vector<std::uint32_t> waiting_;

@@ -219,6 +219,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     };
   }
   Replay<Simulator> replay(r.trace.graph, sim, nullptr, interference ? &*interference : nullptr);
+  if (setup.progress) replay.on_progress(setup.progress, 4096);
   r.replay = replay.run();
 
   const Time step = r.replay.makespan;

@@ -3,6 +3,7 @@
 // from the compute model and collectives from the network model, and what a real run would
 // report about it.
 #include <array>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +39,8 @@ struct TrainingSetup {
   // Memory this simulation may plan for its trace; 0: memory_budget_bytes(). A search running
   // N simulations at once gives each 1/N.
   double memory_budget_bytes = 0;
+  // Called with (ops replayed, all ops) as the step replays (the CLI's progress on --full).
+  std::function<void(std::size_t, std::size_t)> progress;
 };
 
 // Where one rank's step time goes: compute, communication with nothing to overlap it (by group

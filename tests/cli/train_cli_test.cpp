@@ -120,6 +120,38 @@ TEST_CASE("train: text report and same bytes twice") {
   CHECK(json::parse(f.out)["simulated_ranks"] == 8);
 }
 
+TEST_CASE("progress: --full, search and 10K-request serve runs report to a redirected stderr") {
+  // Every line at once instead of every 5 s, so a short run shows them.
+  const std::string now = "export MESHSIM_PROGRESS_INTERVAL_S=0; ";
+  const std::string train = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                            source_path("workloads/jobs/llama3.1-8b-8k.json") +
+                            " --mesh tp=2,dp=4 --gbs 8 --zero 1 --full";
+  const auto t = run_cli(train, now);
+  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
+  CHECK(t.err.find(" ops replayed in ") != std::string::npos);
+  // stdout is the same with and without progress; --quiet silences it.
+  const auto q = run_cli(train + " --quiet", now);
+  CHECK(q.out == t.out);
+  CHECK(q.err.find("ops replayed") == std::string::npos);
+  const auto s =
+      run_cli("search --topology " + topology_path("dgx-h100.json") + " --workload " +
+                  source_path("workloads/models/llama3.1-8b.json") + " --seq 4096 --gbs 16 --top 3",
+              now);
+  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+  CHECK(s.err.find(" layouts simulated in ") != std::string::npos);
+  const auto v = run_cli("serve --topology " + topology_path("dgx-h100.json") + " --workload " +
+                             source_path("workloads/models/llama3.1-8b.json") +
+                             " --mesh tp=1 --replicas 8 --rate 2000 --requests 10000 "
+                             "--prompt fixed:128 --output fixed:8",
+                         now);
+  REQUIRE_MESSAGE(v.exit_code == 0, v.err);
+  CHECK(v.err.find(" requests served in ") != std::string::npos);
+  // A malformed interval is an error naming the variable.
+  const auto bad = run_cli(train, "export MESHSIM_PROGRESS_INTERVAL_S=soon; ");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("MESHSIM_PROGRESS_INTERVAL_S: 'soon'") != std::string::npos);
+}
+
 TEST_CASE("train: flags for schedules, stage layers, heterogeneity") {
   const std::string base =
       "train --topology " + topology_path("dgx-h100-superpod.json") + " --nodes 2 --workload " +

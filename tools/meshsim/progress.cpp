@@ -4,18 +4,34 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
+
+#include "core/error.hpp"
 
 namespace meshsim::cli {
 
 namespace {
-constexpr double kLogIntervalS = 5;  // a line this often when stderr is not a terminal
+
+// A line this often when stderr is not a terminal: 5 s, or MESHSIM_PROGRESS_INTERVAL_S.
+double log_interval_s() {
+  const char* v = std::getenv("MESHSIM_PROGRESS_INTERVAL_S");
+  if (v == nullptr || *v == '\0') return 5;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (*end != '\0' || !(s >= 0))
+    throw Error("", "MESHSIM_PROGRESS_INTERVAL_S",
+                std::string("'") + v + "': expected seconds between progress lines (>= 0)");
+  return s;
 }
+
+}  // namespace
 
 Progress::Progress(std::string what, bool quiet)
     : what_(std::move(what)),
       quiet_(quiet),
       tty_(::isatty(STDERR_FILENO) != 0),
+      interval_s_(log_interval_s()),
       start_(std::chrono::steady_clock::now()) {}
 
 void Progress::update(std::size_t done, std::size_t total) {
@@ -24,7 +40,7 @@ void Progress::update(std::size_t done, std::size_t total) {
   const double rate = s > 0 ? static_cast<double>(done) / s : 0;
   const double eta = rate > 0 ? static_cast<double>(total - std::min(done, total)) / rate : 0.0;
   if (!tty_) {
-    if (s - last_line_s_ < kLogIntervalS || done >= total) return;
+    if (s - last_line_s_ < interval_s_ || done >= total) return;
     last_line_s_ = s;
     std::cerr << fmt::format("# {}/{} {} in {:.0f} s ({:.1f}/s), ETA {:.0f} s\n", done, total,
                              what_, s, rate, eta);

@@ -1,7 +1,8 @@
 #pragma once
 // Progress of a long command on stderr: a bar redrawn in place on a terminal; otherwise (a log,
-// CI, a pipe) one line every 5 s with done/total, rate and ETA, so a redirected run is never
-// silent for long; nothing with --quiet. stdout is untouched (it stays byte-identical).
+// CI, a pipe) one line every 5 s (MESHSIM_PROGRESS_INTERVAL_S) with done/total, rate and ETA, so
+// a redirected run is never silent for long; nothing with --quiet. stdout is untouched (it stays
+// byte-identical).
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -18,6 +19,7 @@ class Progress {
  private:
   std::string what_;
   bool quiet_, tty_;
+  double interval_s_;
   std::chrono::steady_clock::time_point start_;
   double last_line_s_ = 0;
 };

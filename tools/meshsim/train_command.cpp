@@ -14,6 +14,7 @@
 #include "compute/compute_model.hpp"
 #include "job_args.hpp"
 #include "parallel/placement.hpp"
+#include "progress.hpp"
 #include "report/chrome_trace.hpp"
 #include "training/training_sim.hpp"
 
@@ -25,7 +26,7 @@ struct TrainArgs {
   JobArgs job;
   std::string stage_layers, trace, report, degrade_link, rank_order = "tp-cp-dp-pp",
                                                          cp_comm = "ring", straggler, calibration;
-  bool full = false, allow_oom = false;
+  bool full = false, allow_oom = false, quiet = false;
   double bucket_mb = 0, expert_imbalance = 0, input_stall_s = 0, storage_GBps = 0, mtbf_hours = 0,
          restart_s = -1, checkpoint_interval_s = 0;
 };
@@ -103,6 +104,14 @@ int run_train(const TrainArgs& a) {
   TrainingSetup setup = training_setup(job);
   setup.rank_order = parse_rank_order(a.rank_order, "--rank-order");
   setup.full = a.full;
+  if (a.full) {
+    // Progress on stderr (progress.hpp): a --full step of a large cluster replays millions of
+    // ops for minutes.
+    auto progress = std::make_shared<Progress>("ops replayed", a.quiet);
+    setup.progress = [progress](std::size_t done, std::size_t total) {
+      progress->update(done, total);
+    };
+  }
   if (!a.stage_layers.empty()) setup.strategy.chunk_layers = parse_layers(a.stage_layers);
   if (a.bucket_mb < 0) throw Error("", "--bucket-mb", "must be positive");
   if (a.bucket_mb > 0) setup.strategy.bucket_bytes = a.bucket_mb * 1024 * 1024;
@@ -259,6 +268,7 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--stage-layers", a->stage_layers,
                   "Layers per pipeline stage (pp × virtual entries), e.g. 7,8,8,7");
   cmd->add_flag("--full", a->full, "Simulate every rank (default: one per stage, folded)");
+  cmd->add_flag("--quiet", a->quiet, "No progress on stderr (--full)");
   cmd->add_flag("--allow-oom", a->allow_oom,
                 "Report the step of a layout that does not fit memory (default: exit 3 with the "
                 "memory verdict)");

@@ -1,0 +1,107 @@
+// The emitted launch lines run the searched winner again: `search --emit megatron|torchtitan`,
+// then `train --from-megatron|--from-torchtitan` on what it printed (issue 18's round trip).
+// Its own file, so ctest runs it beside the other search tests (tests/CMakeLists.txt).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_runner.hpp"
+
+using meshsim::test::model_path;
+using meshsim::test::run_cli;
+using meshsim::test::source_path;
+using meshsim::test::topology_path;
+using nlohmann::json;
+
+TEST_CASE("search: the emitted Megatron line runs the winner again through train --from-megatron") {
+  const std::string common = " --topology " + topology_path("dgx-h100-superpod.json") +
+                             " --nodes 4 --workload " +
+                             source_path("workloads/models/llama3.1-70b.json");
+  // Pinned to 1F1B: Megatron-LM's main line has no zero-bubble schedule, which would win here
+  // (its line then says so in a comment and runs 1F1B).
+  const auto s = run_cli("search" + common +
+                         " --seq 4k --gbs 64 --top 1 --schedule 1f1b --emit megatron --json");
+  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+  const auto j = json::parse(s.out);
+  REQUIRE(j.contains("launch"));  // --emit is kept with --json
+  CHECK(j["launch"]["format"] == "megatron");
+  const auto text = j["launch"]["text"].get<std::string>();
+  CHECK(text.find("--hidden-size 8192 --ffn-hidden-size 28672") != std::string::npos);
+  const auto& best = j["results"][0];
+  const auto file =
+      (std::filesystem::temp_directory_path() / "meshsim_emitted_megatron.sh").string();
+  std::ofstream(file) << text;
+  const auto t = run_cli("train" + common + " --from-megatron " + file + " --json");
+  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
+  const auto k = json::parse(t.out);
+  for (const char* d : {"dp", "tp", "pp", "cp", "ep", "fsdp"}) {
+    INFO(d);
+    CHECK(k["mesh"][d] == best["mesh"][d]);
+  }
+  CHECK(k["zero"] == best["zero"]);
+  CHECK(k["recompute"] == best["recompute"]);
+  CHECK(k["schedule"] == best["schedule"]);
+  CHECK(k["mbs"] == best["mbs"]);
+  CHECK(k["gbs"] == 64);
+  CHECK(k["step_time_s"].get<double>() ==
+        doctest::Approx(best["step_time_s"].get<double>()).epsilon(1e-9));
+  // The line of another model is refused; the line excludes the layout flags.
+  const auto other = run_cli(
+      "train --topology " + topology_path("dgx-h100-superpod.json") + " --nodes 4 --workload " +
+      source_path("workloads/models/llama3.1-8b.json") + " --from-megatron " + file);
+  CHECK(other.exit_code == 2);
+  CHECK(other.err ==
+        "error: " + file +
+            ": --num-layers 80, but the model llama3.1-8b has 32 (the line trains another model "
+            "than --workload)\n");
+  // A bad script names the file it came from.
+  const auto bad = (std::filesystem::temp_directory_path() / "meshsim_bad_megatron.sh").string();
+  std::ofstream(bad) << "pretrain_gpt.py --tensor-model-parallel-size eight\n";
+  const auto b = run_cli("train" + common + " --from-megatron " + bad);
+  CHECK(b.exit_code == 2);
+  CHECK(b.err ==
+        "error: " + bad + ": --tensor-model-parallel-size 'eight' is not a positive integer\n");
+  const auto both = run_cli("train" + common + " --from-megatron " + file + " --mesh tp=8");
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("--from-megatron") != std::string::npos);
+  const auto none = run_cli("train" + common + " --seq 4096");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err ==
+        "error: --mesh: is required (or give the layout with --from-megatron or "
+        "--from-torchtitan)\n");
+}
+
+TEST_CASE("search: the emitted torchtitan config runs the winner again (--from-torchtitan)") {
+  // Pinned to ZeRO-3, the only sharding torchtitan has (FSDP2), and to 1F1B.
+  const std::string common = " --topology " + topology_path("dgx-h100-superpod.json") +
+                             " --nodes 4 --workload llama3.1-70b";
+  const auto s = run_cli("search" + common +
+                         " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --emit torchtitan "
+                         "--json");
+  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+  const auto j = json::parse(s.out);
+  const auto text = j["launch"]["text"].get<std::string>();
+  CHECK(text.starts_with("[model]\nname = \"llama3\"\nflavor = \"70B\"\n"));
+  const auto file = (std::filesystem::temp_directory_path() / "meshsim_emitted.toml").string();
+  std::ofstream(file) << text;
+  const auto t = run_cli("train" + common + " --from-torchtitan " + file + " --json");
+  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
+  const auto k = json::parse(t.out);
+  const auto& best = j["results"][0];
+  CHECK(k["mesh"] == best["mesh"]);
+  CHECK(k["zero"] == best["zero"]);
+  CHECK(k["mbs"] == best["mbs"]);
+  CHECK(k["recompute"] == best["recompute"]);
+  CHECK(k["step_time_s"].get<double>() ==
+        doctest::Approx(best["step_time_s"].get<double>()).epsilon(1e-9));
+  // Another model's flavor is refused.
+  const auto other = run_cli("train --topology " + topology_path("dgx-h100-superpod.json") +
+                             " --nodes 4 --workload llama3.1-8b --from-torchtitan " + file);
+  CHECK(other.exit_code == 2);
+  CHECK(other.err ==
+        "error: --from-torchtitan: [model] llama3 70B is not the workload's model llama3.1-8b "
+        "(torchtitan's llama3 8B)\n");
+}

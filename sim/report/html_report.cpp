@@ -73,13 +73,10 @@ std::string timeline(const Trace& trace, const ReplayResult& replay) {
       R"(<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="1000" height="{:.0f}" font-family="sans-serif" font-size="11">)",
       base + 40);
   {
-    double x = 10;
-    for (const std::string k : {"compute", "tp", "cp", "dp", "dp_gather", "ep", "pp"}) {
-      s += fmt::format(R"(<rect x="{:.0f}" y="8" width="12" height="12" fill="{}"/>)", x,
-                       component_color(k));
-      s += fmt::format(R"(<text x="{:.0f}" y="19" font-size="12">{}</text>)", x + 16, k);
-      x += 30 + text_width(k, 12);
-    }
+    std::vector<std::pair<std::string, std::string>> keys;
+    for (const std::string k : {"compute", "tp", "cp", "dp", "dp_gather", "ep", "pp"})
+      keys.emplace_back(k, component_color(k));
+    legend(s, keys, 10, 8, 990);
   }
   std::map<std::uint32_t, double> lane_y;
   double y = top;

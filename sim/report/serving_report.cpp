@@ -242,7 +242,7 @@ std::string render_serving_html(const ServingReport& rep) {
     {
       XYChart c;
       XYSeries kv{"used / total", series_color(0), {}, false, {}};
-      for (const auto& [t, u] : r.kv_utilization) kv.points.emplace_back(t, 100 * u);
+      for (const auto& x : r.timeline) kv.points.emplace_back(x.t_s, 100 * x.kv_used);
       c.series.push_back(std::move(kv));
       c.x_title = "time (s)";
       c.y_title = "KV utilisation (%)";

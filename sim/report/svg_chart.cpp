@@ -33,6 +33,14 @@ std::string fitted_text(double x, double y, const std::string& text, double limi
   return fmt::format(R"(<text x="{:.1f}" y="{:.1f}" {}>{}</text>)", x, y, attrs, esc(text));
 }
 
+}  // namespace
+
+std::string y_axis_title(double x, double y, const std::string& title) {
+  return fmt::format(
+      R"svg(<text class="axis-title y" x="{0:.1f}" y="{1:.1f}" text-anchor="middle" transform="rotate(-90 {0:.1f} {1:.1f})">{2}</text>)svg",
+      x, y, esc(title));
+}
+
 // Legend entries left to right from (x, y), wrapping at `limit`; returns the height used.
 double legend(std::string& s, const std::vector<std::pair<std::string, std::string>>& entries,
               double x0, double y, double limit) {
@@ -51,14 +59,6 @@ double legend(std::string& s, const std::vector<std::pair<std::string, std::stri
     x += w;
   }
   return 16 * rows;
-}
-
-}  // namespace
-
-std::string y_axis_title(double x, double y, const std::string& title) {
-  return fmt::format(
-      R"svg(<text class="axis-title y" x="{0:.1f}" y="{1:.1f}" text-anchor="middle" transform="rotate(-90 {0:.1f} {1:.1f})">{2}</text>)svg",
-      x, y, esc(title));
 }
 
 double text_width(const std::string& text, double font_px) {

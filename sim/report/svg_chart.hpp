@@ -68,6 +68,10 @@ std::string xy_chart(const XYChart& chart);
 // labels and the title below them. Returns the SVG; `ticks` scales the data.
 std::string x_axis(const Ticks& ticks, double left, double width, double y,
                    const std::string& title);
+// Legend entries (name, colour) left to right from (x0, y), wrapping at `limit`, appended to
+// `svg`; returns the height used.
+double legend(std::string& svg, const std::vector<std::pair<std::string, std::string>>& entries,
+              double x0, double y, double limit);
 // The y axis title, rotated, centred on (x, y).
 std::string y_axis_title(double x, double y, const std::string& title);
 // Estimated width (px) of `text` at `font_px`.

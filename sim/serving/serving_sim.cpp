@@ -584,7 +584,6 @@ class Cluster {
     }
     out.kv_utilization_peak = kv_peak_;
     out.timeline = kv_series_.take();
-    for (const auto& x : out.timeline) out.kv_utilization.emplace_back(x.t_s, x.kv_used);
     out.itl_cdf = itl_.cdf(200);
     {
       std::vector<std::size_t> measured;

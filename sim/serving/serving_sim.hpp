@@ -144,8 +144,7 @@ struct ServingResult {
   double kv_utilization_mean = 0, kv_utilization_peak = 0;
   PrefixCacheStats prefix_cache;
   SpeculativeStats speculative;
-  std::vector<std::pair<double, double>> kv_utilization;  // (time s, used/total), decimated
-  std::vector<ServingSample> timeline;                    // decimated like kv_utilization
+  std::vector<ServingSample> timeline;  // decimated (KV utilisation, requests, batch, tokens)
   KvCapacity capacity;
   std::int64_t gpus = 0;
   // Sorted per-request samples, for CDFs.

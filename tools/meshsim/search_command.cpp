@@ -327,6 +327,8 @@ int run_search_command(const SearchArgs& a) {
       }
     });
   }
+  // The simulated layouts as the report and the text explain them.
+  const auto ranked = report_candidates(r.results);
   // The winner as the launch configuration asked for (text and --json alike).
   std::string launch;
   if (!a.emit.empty() && !r.results.empty() && r.results.front().error.empty()) {
@@ -350,7 +352,7 @@ int run_search_command(const SearchArgs& a) {
     HtmlReport rep;
     rep.title = fmt::format("meshsim search: {} on {} GPUs, seq {}, global batch {}", model.name,
                             gpus, job.seq, job.global_batch);
-    rep.ranked = report_candidates(r.results);
+    rep.ranked = ranked;
     SearchSummary sum;
     sum.combinations = r.enumeration.total;
     sum.rejected = r.enumeration.rejected;
@@ -436,7 +438,6 @@ int run_search_command(const SearchArgs& a) {
   const auto& best = r.results.front();
   // Explain against the best layout that is not equivalent to #1 (report_candidate.hpp): a tie
   // or another data-parallel sharding of the same shape says nothing about why #1 wins.
-  const auto ranked = report_candidates(r.results);
   const auto groups = group_equivalent(ranked);
   if (groups.front().members.size() > 1)
     std::cout << fmt::format(

@@ -3,8 +3,8 @@
 //    one step <= 5 s wall on one core;
 //  - Llama 3.1 70B on 512 GPUs (TP 8, PP 4, CP 4, DP 4, seq 32K) with --full: <= 60 s;
 //  - issue 18: the Perfetto trace of a --full 64-GPU step adds <= 30 % to the step's simulation
-//    (BM_Llama70B_64_Full vs BM_Llama70B_64_Full_Trace; its memory bound is a test,
-//    tests/report/chrome_trace_test.cpp).
+//    (BM_Llama70B_64_Full/0 vs /1, and the writer alone, BM_Llama70B_64_TraceOnly; its memory
+//    bound is a test, tests/report/chrome_trace_test.cpp).
 #include <benchmark/benchmark.h>
 
 #include <ostream>
@@ -81,3 +81,18 @@ void BM_Llama70B_64_Full(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Llama70B_64_Full)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1);
+
+// The trace writer alone on the same step (simulated once): its time against
+// BM_Llama70B_64_Full/0 is what --trace adds, without the machine's noise on two full runs.
+void BM_Llama70B_64_TraceOnly(benchmark::State& state) {
+  auto topo = load_topology(path("topologies/dgx-h100-superpod.json"), {8});
+  const auto m = load_model(path("workloads/models/llama3.1-70b.json"));
+  const auto r = simulate_training(topo, m, setup("tp=8,pp=4,dp=2", 4096, 16, true));
+  for (auto _ : state) {
+    NullBuffer buffer;
+    std::ostream out(&buffer);
+    write_chrome_trace(r.trace, r.replay, out);
+  }
+  state.counters["ops"] = static_cast<double>(r.trace.graph.op_count());
+}
+BENCHMARK(BM_Llama70B_64_TraceOnly)->Unit(benchmark::kMillisecond);

@@ -2,6 +2,7 @@
 
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
+#include <vector>
 
 namespace meshsim {
 
@@ -31,16 +32,23 @@ double bisection_Bps(const Topology& topo) {
     reverse[r] = e;
   };
   const auto& g = topo.graph();
-  for (auto [e, end] = boost::edges(g); e != end; ++e)
-    add(boost::source(*e, g), boost::target(*e, g),
-        static_cast<std::int64_t>(std::llround(g[*e].bandwidth_Bps / 1e6)));
-  constexpr std::int64_t kInfinite = std::int64_t{1} << 50;
+  // A GPU's source (sink) edge carries what its own links can send (receive): no flow can use
+  // more, so the cut is unchanged, and unlike one huge "infinite" capacity the preflow's sums
+  // stay bounded by the cluster's total capacity (2^50 per GPU overflowed int64 at 16,384 GPUs,
+  // which clang's UBSan reports inside Boost's push-relabel).
+  std::vector<std::int64_t> out_MBps(n, 0), in_MBps(n, 0);
+  for (auto [e, end] = boost::edges(g); e != end; ++e) {
+    const auto cap = static_cast<std::int64_t>(std::llround(g[*e].bandwidth_Bps / 1e6));
+    add(boost::source(*e, g), boost::target(*e, g), cap);
+    out_MBps[boost::source(*e, g)] += cap;
+    in_MBps[boost::target(*e, g)] += cap;
+  }
   const std::size_t half = gpus.size() / 2;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     if (i < half)
-      add(source, gpus[i], kInfinite);
+      add(source, gpus[i], out_MBps[gpus[i]]);
     else
-      add(gpus[i], sink, kInfinite);
+      add(gpus[i], sink, in_MBps[gpus[i]]);
   }
   const auto flow = boost::push_relabel_max_flow(fg, source, sink);
   return static_cast<double>(flow) * 1e6;

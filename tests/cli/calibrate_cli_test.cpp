@@ -193,7 +193,8 @@ TEST_CASE("calibrate: bad input is one error line") {
        "no result rows"},
   };
   for (const auto& [args, want] : cases) {
-    INFO(args);
+    const auto& args_ = args;  // clang 14 cannot capture a structured binding
+    INFO(args_);
     const auto r = run_cli(args);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(want) != std::string::npos);

@@ -74,7 +74,8 @@ TEST_CASE("collective: bad input is one error line and exit 2") {
       {"--op send_recv --gpus 1", "error: --gpus: send_recv needs at least 2 ranks"},
   };
   for (const auto& [args, expected] : cases) {
-    CAPTURE(args);
+    const auto& args_ = args;  // clang 14 cannot capture a structured binding
+    CAPTURE(args_);
     const auto r = run_cli("collective --topology " + h100 + " " + args);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());

@@ -27,7 +27,8 @@ TEST_CASE("memory: the seed's 70B model state over 64 GPUs") {
   for (const auto& [zero, gb] : rows) {
     const auto j = memory_json("--stack ideal --workload " + model("dense-70b") +
                                " --mesh dp=64 --zero " + std::to_string(zero));
-    INFO("zero " << zero);
+    const auto& zero_ = zero;  // clang 14 cannot capture a structured binding
+    INFO("zero_ " << zero_);
     CHECK(j["model_state_bytes"].get<double>() / 1e9 == doctest::Approx(gb).epsilon(0.001));
     CHECK(j["fits"] == (zero == 3));
     CHECK(j["activations_modeled"] == false);
@@ -125,7 +126,8 @@ TEST_CASE("memory: bad input gives one error line and exit 2") {
        "(replicas are separate GPUs)\n"},
   };
   for (const auto& [args, expected] : cases) {
-    INFO(args);
+    const auto& args_ = args;  // clang 14 cannot capture a structured binding
+    INFO(args_);
     r = run_cli("memory --workload " + model("llama3.1-70b") + " " + args);
     CHECK(r.exit_code == 2);
     CHECK(r.err.starts_with(expected));

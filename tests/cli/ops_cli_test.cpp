@@ -115,7 +115,8 @@ TEST_CASE("ops: bad input is one error line and exit 2") {
   };
   for (const auto& [args, message] : cases) {
     const auto r = run_cli(base + args);
-    INFO(args << " → " << r.err);
+    const auto& args_ = args;  // clang 14 cannot capture a structured binding
+    INFO(args_ << " → " << r.err);
     CHECK(r.exit_code == 2);
     CHECK(r.err.starts_with(message));
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);

@@ -87,7 +87,8 @@ TEST_CASE("robustness: out-of-range sizes are clear errors, not crashes") {
        "--requests"},
   };
   for (const auto& [args, flag] : cases) {
-    INFO(args);
+    const auto& args_ = args;  // clang 14 cannot capture a structured binding
+    INFO(args_);
     const auto r = run_cli(args);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(flag) != std::string::npos);
@@ -128,7 +129,8 @@ TEST_CASE("robustness: output that does not arrive is exit 1 naming where it wen
        "error: /dev/full: write failed (disk full or device error)\n"},
   };
   for (const auto& [args, want] : cases) {
-    INFO(args);
+    const auto& args_ = args;  // clang 14 cannot capture a structured binding
+    INFO(args_);
     const auto r = run_cli(args, meshsim::test::memory_limit_prefix());
     CHECK(r.exit_code == 1);
     CHECK(r.err == want);
@@ -172,7 +174,8 @@ TEST_CASE("robustness: inputs that are not regular files, and XML nested past an
            ": elements nest 100001 deep; an NCCL topology dump nests about 6 (limit 64)\n"},
   };
   for (const auto& [args, want] : cases) {
-    INFO(args);
+    const auto& args_ = args;  // clang 14 cannot capture a structured binding
+    INFO(args_);
     // A FIFO read would block: the run returning is the test. Under the 2 GiB limit: /dev/zero
     // read until memory runs out would fail this differently.
     const auto r = run_cli(args, meshsim::test::memory_limit_prefix());

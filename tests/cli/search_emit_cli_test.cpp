@@ -21,9 +21,11 @@ TEST_CASE("search: the emitted Megatron line runs the winner again through train
                              " --nodes 4 --workload " +
                              source_path("workloads/models/llama3.1-70b.json");
   // Pinned to 1F1B: Megatron-LM's main line has no zero-bubble schedule, which would win here
-  // (its line then says so in a comment and runs 1F1B).
+  // (its line then says so in a comment and runs 1F1B). Pinned to PP 4, where the unpinned
+  // search's winner is (TP 4 × PP 4 × DP 2), so the line carries every layout flag: 32 layouts
+  // instead of 96 (this test under the sanitizers ran 200 s).
   const auto s = run_cli("search" + common +
-                         " --seq 4k --gbs 64 --top 1 --schedule 1f1b --emit megatron --json");
+                         " --seq 4k --gbs 64 --top 1 --schedule 1f1b --pp 4 --emit megatron --json");
   REQUIRE_MESSAGE(s.exit_code == 0, s.err);
   const auto j = json::parse(s.out);
   REQUIRE(j.contains("launch"));  // --emit is kept with --json
@@ -75,11 +77,13 @@ TEST_CASE("search: the emitted Megatron line runs the winner again through train
 }
 
 TEST_CASE("search: the emitted torchtitan config runs the winner again (--from-torchtitan)") {
-  // Pinned to ZeRO-3, the only sharding torchtitan has (FSDP2), and to 1F1B.
+  // Pinned to ZeRO-3, the only sharding torchtitan has (FSDP2), and to 1F1B; and to TP 1 × PP 1,
+  // where the search's winner is (FSDP over all 32 GPUs): 14 layouts instead of 150.
   const std::string common = " --topology " + topology_path("dgx-h100-superpod.json") +
                              " --nodes 4 --workload llama3.1-70b";
   const auto s = run_cli("search" + common +
-                         " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --emit torchtitan "
+                         " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --tp 1 --pp 1 "
+                         "--emit torchtitan "
                          "--json");
   REQUIRE_MESSAGE(s.exit_code == 0, s.err);
   const auto j = json::parse(s.out);

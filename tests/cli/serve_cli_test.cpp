@@ -219,7 +219,8 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
   };
   for (const auto& [args, want] : cases) {
     const auto r = run_cli(kServe70b + args);
-    INFO(args);
+    const auto& args_ = args;  // clang 14 cannot capture a structured binding
+    INFO(args_);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(want) != std::string::npos);
     CHECK(r.err.find("error: ") == 0);

@@ -225,7 +225,8 @@ TEST_CASE("train: invalid meshes and flags give one error line and exit 2") {
        "exactly once\n"},
   };
   for (const auto& [args, expected] : cases) {
-    INFO(args);
+    const auto& args_ = args;  // clang 14 cannot capture a structured binding
+    INFO(args_);
     const auto r = run_cli(base + args);
     CHECK(r.exit_code == 2);
     CHECK(r.err == expected);
@@ -249,7 +250,8 @@ TEST_CASE("train: reliability flags out of their domain are errors, not defaults
         {"--mtbf-hours 1e308", "error: --mtbf-hours: '1e308'"},
         {"--restart-s -5", "error: --restart-s: '-5'"}}) {
     const auto r = meshsim::test::run_cli(base + flags);
-    INFO(flags << " → " << r.err);
+    const auto& flags_ = flags;  // clang 14 cannot capture a structured binding
+    INFO(flags_ << " → " << r.err);
     CHECK(r.exit_code == 2);
     CHECK(r.err.starts_with(message));
   }

@@ -60,7 +60,8 @@ TEST_CASE("validate: every case, per-group ceilings, the README table") {
     CHECK(std::isfinite(c["simulated"].get<double>()));
   }
   for (const auto& [group, max] : ceiling) {
-    INFO(group);
+    const auto& group_ = group;  // clang 14 cannot capture a structured binding
+    INFO(group_);
     REQUIRE(j["mape"].contains(group));
     CHECK(j["mape"][group].get<double>() <= max);
   }

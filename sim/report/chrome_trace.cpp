@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -68,7 +68,9 @@ class Buffer {
 };
 
 // Room a JSON string of `s` may need escaped (every byte as \u00XX) with its quotes.
-std::size_t quoted_room(std::string_view s) { return 6 * s.size() + 2; }
+std::size_t quoted_room(std::string_view s) {
+  return 6 * s.size() + 2;
+}
 
 // Appends a JSON string literal (the op names are identifiers, but a model or stack file may
 // name ops). Needs quoted_room(s).

@@ -1,5 +1,5 @@
-// The README as a test (ctest test_readme.0 and .1, label readme): every command of every ```sh block runs
-// as written, from a scratch folder that sees the checkout's topologies/, workloads/,
+// The README as a test (ctest test_readme.0 and .1, label readme): every command of every ```sh
+// block runs as written, from a scratch folder that sees the checkout's topologies/, workloads/,
 // validation/ and tools/ (so the files the commands write land there), with `meshsim` the built
 // CLI under a time cap per command. Commands that are not meshsim's are checked against the list
 // below (they build or install, or need a GPU), so a new kind of example cannot go untested.

@@ -24,8 +24,9 @@ TEST_CASE("search: the emitted Megatron line runs the winner again through train
   // (its line then says so in a comment and runs 1F1B). Pinned to PP 4, where the unpinned
   // search's winner is (TP 4 × PP 4 × DP 2), so the line carries every layout flag: 32 layouts
   // instead of 96 (this test under the sanitizers ran 200 s).
-  const auto s = run_cli("search" + common +
-                         " --seq 4k --gbs 64 --top 1 --schedule 1f1b --pp 4 --emit megatron --json");
+  const auto s =
+      run_cli("search" + common +
+              " --seq 4k --gbs 64 --top 1 --schedule 1f1b --pp 4 --emit megatron --json");
   REQUIRE_MESSAGE(s.exit_code == 0, s.err);
   const auto j = json::parse(s.out);
   REQUIRE(j.contains("launch"));  // --emit is kept with --json

@@ -31,6 +31,14 @@ struct ReplayResult {
 // work is carried across every change, so an op half-overlapped is slowed for half its time.
 // Both vectors are indexed by OpId; slowdown 1 (or an empty vector) leaves an op alone.
 //
+// HBM sharing: a collective moves HBM bytes as it sends and receives (`hbm_demand`: its traffic
+// as a fraction of the achievable HBM bandwidth B); a compute op streams HBM for `hbm_fraction`
+// of its time. While the demands on a rank add up past B (f·B + ΣC > B), the kernel's memory
+// traffic gets its proportional share, so that part of its time stretches by (f + ΣC/B):
+// rate = 1 / (1 + f·max(0, f + ΣC/B − 1)). Assumption (README): the collective keeps its own
+// rate (NCCL's CTAs are few and its copies are not modelled as losing bandwidth), and a kernel's
+// traffic is spread evenly over its time.
+//
 // Link sharing between collectives (the folded replay, whose collectives have fixed prices):
 // a fixed-duration communication op with a share key >= 0 progresses, while other such ops run
 // on its rank, at rate share(self, others) (the keys of the others; 1: no common link), re-rated
@@ -39,6 +47,8 @@ struct ReplayInterference {
   std::vector<float> slowdown;          // compute ops
   std::vector<bool> holds_sms;          // communication ops
   std::vector<std::int32_t> share_key;  // communication ops; -1 (or absent): not shared
+  std::vector<float> hbm_fraction;      // compute ops (absent: 0)
+  std::vector<float> hbm_demand;        // communication ops (absent: 0)
   std::function<double(std::int32_t self, std::vector<std::int32_t> others)> share;
 };
 
@@ -80,6 +90,7 @@ class Replay {
       compute_streams_.assign(ranks.size(), {});
       sharing_.assign(ranks.size(), {});
       comm_active_.assign(ranks.size(), 0);
+      hbm_load_.assign(ranks.size(), 0.0);
       for (std::uint32_t i = 0; i < g_.stream_count(); ++i) {
         const auto& st = g_.stream(StreamId{i});
         const auto r = static_cast<std::size_t>(
@@ -115,6 +126,7 @@ class Replay {
     if (hooks_) hooks_->op_started(g_, id, sim_.now());
     const Op& op = g_.op(id);
     if (inter_ && holds(id, st)) change_load(s, +1);
+    if (inter_ && demand(id, st) > 0) change_hbm(s, demand(id, st));
     if (op.start) {
       op.start(id, [this, id] { finish(id); });
     } else if (inter_ && (slowable(id, st) || shares(id, st))) {
@@ -146,8 +158,17 @@ class Replay {
            inter_->holds_sms[id.value];
   }
   bool slowable(OpId id, const Stream& st) const {
-    return st.kind == StreamKind::compute && id.value < inter_->slowdown.size() &&
-           inter_->slowdown[id.value] > 1.0F;
+    return st.kind == StreamKind::compute &&
+           ((id.value < inter_->slowdown.size() && inter_->slowdown[id.value] > 1.0F) ||
+            hbm_fraction(id) > 0.0);
+  }
+  double hbm_fraction(OpId id) const {
+    return id.value < inter_->hbm_fraction.size() ? inter_->hbm_fraction[id.value] : 0.0;
+  }
+  double demand(OpId id, const Stream& st) const {
+    return st.kind != StreamKind::compute && id.value < inter_->hbm_demand.size()
+               ? inter_->hbm_demand[id.value]
+               : 0.0;
   }
   bool shares(OpId id, const Stream& st) const {
     return st.kind != StreamKind::compute && inter_->share && id.value < inter_->share_key.size() &&
@@ -156,8 +177,14 @@ class Replay {
   double rate_of(StreamId s) const {
     const auto& run = running_[s.value];
     const auto r = rank_of_stream_[s.value];
-    if (g_.stream(s).kind == StreamKind::compute)
-      return comm_active_[r] > 0 ? 1.0 / static_cast<double>(inter_->slowdown[run.op.value]) : 1.0;
+    if (g_.stream(s).kind == StreamKind::compute) {
+      double rate = 1.0;
+      if (comm_active_[r] > 0 && run.op.value < inter_->slowdown.size())
+        rate /= std::max(1.0, static_cast<double>(inter_->slowdown[run.op.value]));
+      const double f = hbm_fraction(run.op);
+      if (f > 0 && hbm_load_[r] > 0) rate /= 1.0 + f * std::max(0.0, f + hbm_load_[r] - 1.0);
+      return rate;
+    }
     std::vector<std::int32_t> others;
     for (auto other : sharing_[r])
       if (other != s.value) others.push_back(inter_->share_key[running_[other].op.value]);
@@ -187,6 +214,13 @@ class Replay {
     sim_.cancel(run.event);
     reschedule(s);
   }
+  void change_hbm(StreamId comm_stream, double delta) {
+    const auto r = rank_of_stream_[comm_stream.value];
+    hbm_load_[r] = std::max(0.0, hbm_load_[r] + delta);
+    if (hbm_load_[r] < 1e-12) hbm_load_[r] = 0;  // no drift once every collective has ended
+    for (auto cs : compute_streams_[r])
+      if (running_[cs].active()) refresh(StreamId{cs});
+  }
   void change_load(StreamId comm_stream, int delta) {
     const auto r = rank_of_stream_[comm_stream.value];
     const int before = comm_active_[r];
@@ -204,6 +238,8 @@ class Replay {
     if (hooks_) hooks_->op_finished(g_, id, sim_.now());
     const Op& op = g_.op(id);
     if (inter_ && holds(id, g_.stream(op.stream))) change_load(op.stream, -1);
+    if (inter_ && demand(id, g_.stream(op.stream)) > 0)
+      change_hbm(op.stream, -demand(id, g_.stream(op.stream)));
     busy_[op.stream.value] = false;
     ++head_[op.stream.value];
     for (OpId d : op.dependents) {
@@ -228,6 +264,7 @@ class Replay {
   std::vector<std::vector<std::uint32_t>> compute_streams_;
   std::vector<std::vector<std::uint32_t>> sharing_;  // per rank: streams running a shared op
   std::vector<int> comm_active_;
+  std::vector<double> hbm_load_;  // per rank: Σ hbm_demand of the collectives running
   std::vector<Running> running_;
 };
 

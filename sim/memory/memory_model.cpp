@@ -181,7 +181,8 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
             act_per_mb += std::max(0.0, full - ls.selective_dropped);
             break;
           case Recompute::full:
-            act_per_mb += ls.checkpoint;
+            // torchtitan's `layer` policy checkpoints only every n-th layer.
+            act_per_mb += config.checkpointed(l) ? ls.checkpoint : full;
             break;
         }
       }

@@ -35,7 +35,15 @@ struct ParallelConfig {
   // A selective policy's recomputed catalogue ops (stack/stack.hpp RecomputePolicy); empty:
   // Korthikanti et al.'s attention-score set.
   std::vector<std::string> recompute_ops;
+  // Full recompute on every `recompute_every`-th layer only (torchtitan's `layer` policy);
+  // 1: every layer.
+  std::int32_t recompute_every = 1;
   Schedule schedule;
+
+  // Whether `layer` (0-based, over the whole model) re-runs its forward in backward.
+  bool checkpointed(std::int64_t layer) const {
+    return recompute == Recompute::full && (layer + 1) % recompute_every == 0;
+  }
 };
 
 // Layers of each pipeline stage (in order); `stages` = pp · virtual stages chunks. Equal

@@ -56,6 +56,7 @@ Json to_json(const EvaluatedCandidate& e) {
       {"time", {r.compute_s, r.bubble_s, r.bubble_fraction, r.interference_s}},
       {"stack", {c.stack, r.stack, r.tp_overlap}},
       {"recompute_ops", c.config.recompute_ops},
+      {"recompute_every", c.config.recompute_every},
       {"exposed", map_json(r.exposed_comm_s)},
       {"exposed_by_op", map_json(r.exposed_comm_by_op_s)},
       {"bytes", map_json(r.comm_bytes_per_gpu)},
@@ -97,6 +98,7 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
   r.stack = j["stack"][1];
   r.tp_overlap = j["stack"][2];
   c.config.recompute_ops = j["recompute_ops"].get<std::vector<std::string>>();
+  c.config.recompute_every = j["recompute_every"];
   r.exposed_comm_s = json_map(j["exposed"]);
   r.exposed_comm_by_op_s = json_map(j["exposed_by_op"]);
   r.comm_bytes_per_gpu = json_map(j["bytes"]);

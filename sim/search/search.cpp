@@ -255,6 +255,7 @@ void apply_stack_policy(Candidate& c, const Stack& stack) {
   const auto* p =
       c.config.recompute == Recompute::none ? nullptr : stack.policy_for(c.config.recompute);
   c.config.recompute_ops = p ? p->ops : std::vector<std::string>{};
+  c.config.recompute_every = p ? p->every : 1;
 }
 
 Enumeration enumerate_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,

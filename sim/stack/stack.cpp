@@ -112,6 +112,23 @@ TpOverlap read_tp_overlap(const JsonRef& ref) {
   return t;
 }
 
+TpBackward read_tp_backward(const JsonRef& ref) {
+  ObjectReader r(ref);
+  TpBackward t;
+  t.regather_input = r.required("regather_input").boolean();
+  t.overlap_with_wgrad = r.required("overlap_with_wgrad").boolean();
+  r.finish();
+  return t;
+}
+
+FsdpCopies read_fsdp_copies(const JsonRef& ref) {
+  ObjectReader r(ref);
+  FsdpCopies f;
+  f.on = r.required("on").boolean();
+  r.finish();
+  return f;
+}
+
 Interference read_interference(const JsonRef& ref) {
   ObjectReader r(ref);
   Interference i;
@@ -173,6 +190,10 @@ RecomputePolicy read_policy(const JsonRef& ref) {
     if (p.mode != Recompute::selective) v->fail("only a selective policy lists ops");
     p.ops = strings(*v);
   }
+  if (auto v = r.optional("every")) {
+    if (p.mode != Recompute::full) v->fail("only a full policy checkpoints every n-th layer");
+    p.every = small_count(*v, 1, 1024);
+  }
   r.finish();
   return p;
 }
@@ -198,13 +219,20 @@ Stack read_stack(const JsonRef& ref) {
     kr.finish();
   }
   s.tp_overlap = read_tp_overlap(r.required("tp_overlap"));
+  // Optional: absent means neither (the behaviour before these fields existed).
+  if (auto v = r.optional("tp_backward")) s.tp_backward = read_tp_backward(*v);
   s.interference = read_interference(r.required("interference"));
+  if (auto v = r.optional("fsdp_copies")) s.fsdp_copies = read_fsdp_copies(*v);
   s.data_parallel = read_data_parallel(r.required("data_parallel"));
   s.state = read_state(r.required("state_bytes_per_param"));
   {
     const auto v = r.required("optimizer_bytes_per_param");
     s.optimizer_bytes_per_param = v.positive_number();
     if (s.optimizer_bytes_per_param > 256) v.fail("more than 256 bytes per parameter");
+  }
+  if (auto v = r.optional("grad_norm_bytes_per_param")) {
+    s.grad_norm_bytes_per_param = v->non_negative_number();
+    if (s.grad_norm_bytes_per_param > 64) v->fail("more than 64 bytes per parameter");
   }
   const auto policies = r.required("recompute").non_empty_array();
   for (const auto& p : policies) {

@@ -57,6 +57,19 @@ struct TpOverlap {
   std::int32_t bulk_sms = 0;
 };
 
+// The backward of a column-parallel GEMM (QKV, FC1) without userbuffers. Megatron-Core and
+// Transformer Engine (`LinearWithGradAccumulationAndAsyncCommunication`, TE `_Linear` /
+// `_LayerNormLinear` backward): with sequence parallelism the GEMM saved only its input's
+// sequence shard, so the input is all-gathered again, asynchronously, while the dgrad GEMM runs;
+// the dgrad output's reduce-scatter (all-reduce without SP) is then issued asynchronously and
+// the wgrad GEMM runs beside it. Eager DTensor TP (torchtitan) saves the gathered input and
+// reduces the input gradient after the linear's whole backward. With userbuffers the re-gather
+// is TE's bulk overlap beside the dgrad GEMM (qkv_dgrad / fc1_dgrad).
+struct TpBackward {
+  bool regather_input = false;      // SP: all-gather the saved input shard again in backward
+  bool overlap_with_wgrad = false;  // the dgrad output's RS/AR beside the wgrad GEMM
+};
+
 // Compute/communication interference: while a collective's kernels run on a GPU they hold SMs
 // and move HBM bytes, so the compute kernels beside them run slower.
 struct Interference {
@@ -64,6 +77,17 @@ struct Interference {
   std::int32_t nccl_sms = 0;  // SMs (CTAs) a plain NCCL collective occupies
   // HBM bytes per byte a collective sends: it reads what it sends and writes what it receives.
   double hbm_bytes_per_wire_byte = 2.0;
+};
+
+// FSDP2's copies around its collectives (torch/distributed/fsdp/_fully_shard/
+// _fsdp_collectives.py, pytorch PR #117973): each parameter all-gather is a copy-in of the
+// local shards into one buffer (on the all-gather stream) and a copy-out of the gathered buffer
+// into the parameters (on the compute stream, before the module runs); each gradient
+// reduce-scatter is a `_chunk_cat` copy-in into a buffer of the reduce dtype (the cast rides in
+// it) on the reduce-scatter stream. Megatron's distributed optimizer and DeepSpeed reduce from
+// and gather into contiguous buffers, with no such copies.
+struct FsdpCopies {
+  bool on = false;
 };
 
 struct DataParallel {
@@ -94,6 +118,10 @@ struct RecomputePolicy {
   // layer's backward and whose stored tensors are dropped (an attention core keeps its Q, K, V
   // inputs, as a checkpointed core attention does).
   std::vector<std::string> ops;
+  // full: every `every`-th layer is checkpointed (layers every−1, 2·every−1, … counted from 0
+  // over the whole model), the others keep their activations; 1 = every layer. torchtitan's
+  // `layer` policy (selective_ac_option "2").
+  std::int32_t every = 1;
 };
 
 struct Stack {
@@ -104,12 +132,17 @@ struct Stack {
   std::vector<std::string> unfused_gemms;
   std::map<std::string, OpKernels, std::less<>> op_kernels;  // by catalogue op name
   TpOverlap tp_overlap;
+  TpBackward tp_backward;
   Interference interference;
+  FsdpCopies fsdp_copies;
   DataParallel data_parallel;
   StateBytes state;
   // The optimizer step's HBM bytes per local parameter (fused AdamW: 28–30, derived in
   // software-stacks.md §3).
   double optimizer_bytes_per_param = 28;
+  // Gradient clipping's norm pass: HBM bytes read per local parameter (the fp32 main gradient,
+  // 4; software-stacks.md §3: Megatron --clip-grad 1.0, torchtitan max_norm 1.0). 0: no clipping.
+  double grad_norm_bytes_per_param = 0;
   std::vector<RecomputePolicy> recompute;  // the policies the stack offers
   std::string default_recompute;
 

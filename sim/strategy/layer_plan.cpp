@@ -40,7 +40,12 @@ SegmentCost& operator+=(SegmentCost& a, const SegmentCost& b) {
   a.interfered += b.interfered;
   a.model_flops += b.model_flops;
   a.hardware_flops += b.hardware_flops;
+  a.hbm_s += b.hbm_s;
   return a;
+}
+
+double hbm_achievable_Bps(const ComputeModel& cm) {
+  return cm.gpu().hbm_Bps * cm.params().of(MemoryClass::elementwise).bandwidth_fraction;
 }
 
 namespace {
@@ -60,6 +65,7 @@ void add_kernel(SegmentCost& s, const Kernel& k, const PlanPricing& p, double sl
   s.time += Time::from_seconds_ceil(t);
   s.interfered += Time::from_seconds_ceil(ti);
   s.hardware_flops += k.flops;
+  s.hbm_s += k.bytes * slowdown / hbm_achievable_Bps(p.cm);
 }
 
 }  // namespace

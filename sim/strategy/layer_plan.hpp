@@ -23,7 +23,15 @@ struct SegmentCost {
   Time interfered;
   double model_flops = 0;     // MFU convention
   double hardware_flops = 0;  // what the kernels execute
+  // The kernels' HBM bytes at the achievable bandwidth (hbm_achievable_Bps): the part of `time`
+  // a collective's HBM traffic can slow (interference).
+  double hbm_s = 0;
 };
+SegmentCost& operator+=(SegmentCost& a, const SegmentCost& b);
+
+// The HBM bandwidth a streaming kernel reaches on the GPU of `cm`: the elementwise class's
+// fitted fraction of the specification (a residual add, measured: ../shared/measurements).
+double hbm_achievable_Bps(const ComputeModel& cm);
 SegmentCost& operator+=(SegmentCost& a, const SegmentCost& b);
 
 // The GEMMs of a segment that tensor-parallel overlap pipelines with its collective, with their

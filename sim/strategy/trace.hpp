@@ -24,6 +24,11 @@ struct TraceOpInfo {
   // collective that holds SMs is in flight on its GPU; a comm op on copy engines holds none.
   float slowdown = 1.0F;
   bool holds_sms = true;
+  // HBM sharing (engine/replay.hpp): a compute op's HBM traffic as a fraction of its time at
+  // the achievable bandwidth; a collective's HBM demand as a fraction of that bandwidth (set by
+  // the training simulation from the links it uses).
+  float hbm_fraction = 0.0F;
+  float hbm_demand = 0.0F;
 };
 
 struct Trace {

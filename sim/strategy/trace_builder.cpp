@@ -138,6 +138,9 @@ class Builder {
     int pass = 0;  // 0 forward, 1 dgrad
     std::optional<TpRole> ag_role, rs_role;
     bool bulk_wgrad = false;
+    // The column-parallel dgrad runs beside the bulk all-gather of its saved input shard (SP's
+    // re-gather, TE qkv_dgrad / fc1_dgrad), which the wgrad then uses.
+    bool bulk_dgrad_ag = false;
   };
   void compute_costs();
   Time gemm_time(const Kernel& k, std::int64_t chunks, const ComputeModel* fewer_sms) const;
@@ -154,12 +157,24 @@ class Builder {
             std::uint64_t instance, std::optional<CollectiveAlgo> algo = std::nullopt,
             double fraction = 1.0, bool sender_only = false);
   void tp(RankState& rs, CollectiveOp op, const std::string& name, std::uint64_t inst);
+  // The backward of a segment ending (in backward order) with column-parallel GEMMs and their
+  // input-gradient TP reduction, as the stack runs it (Stack::tp_backward).
+  void column_backward(RankState& rs, const std::string& name, const SegmentCost& seg,
+                       const std::vector<TpGemm>& gemms, bool split_w, const std::string& reduce,
+                       std::uint64_t inst);
+  // Kernels of `gemms` priced alone and with a plain NCCL collective's SMs taken.
+  SegmentCost gemm_piece(const std::vector<TpGemm>& gemms, TpRole role, int pass) const;
+  // `seg` without the time of `used` (its FLOPs kept: the pieces carry none).
+  static SegmentCost without(const SegmentCost& seg, Time used);
   void ep(RankState& rs, const std::string& name, std::uint64_t inst);
   void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute);
   void backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w);
   void attention(RankState& rs, const std::string& name, const SegmentCost& seg, bool backward,
                  bool recompute, std::uint64_t inst);
   void gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst);
+  // An FSDP2 copy kernel of `bytes` (read + written) on a collective's stream, before it.
+  OpId copy_kernel(RankState& rs, StreamId s, const std::string& name, GroupKind g, double bytes,
+                   std::vector<OpId> deps);
   // The group dense ZeRO/FSDP state is sharded over: all DP × CP ranks, or an HSDP shard group.
   GroupKind shard_kind() const { return mesh_.fsdp > 0 ? GroupKind::shard : GroupKind::dp_cp; }
   void reduce_grads(RankState& rs, std::int64_t chunk, std::int64_t first, std::int64_t count,
@@ -263,6 +278,8 @@ OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost&
   info.recompute = recompute;
   if (cm_nccl_ && c.time > Time::zero())
     info.slowdown = static_cast<float>(c.interfered.seconds() / c.time.seconds());
+  if (c.time > Time::zero())
+    info.hbm_fraction = static_cast<float>(std::min(1.0, c.hbm_s / c.time.seconds()));
   trace_.info.push_back(info);
   rs.last_compute = id;
   return id;
@@ -334,14 +351,22 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   const Time producers = o.rs_role ? gemms_time(gemms, *o.rs_role, o.pass, 1, nullptr) : Time{};
   const Time bulk =
       o.bulk_wgrad ? gemms_time(gemms, TpRole::column_parallel, 2, 1, nullptr) : Time{};
-  used += producers + bulk;
+  const Time col_dgrad =
+      o.bulk_dgrad_ag ? gemms_time(gemms, TpRole::column_parallel, 1, 1, nullptr) : Time{};
+  used += producers + bulk + col_dgrad;
   // The segment's other kernels (norms, RoPE, activation, the GEMMs not overlapped), with the
   // segment's FLOPs.
-  SegmentCost rest = seg;
-  rest.time = seg.time > used ? seg.time - used : Time::zero();
-  const double scale = seg.time > Time::zero() ? rest.time.seconds() / seg.time.seconds() : 0.0;
-  rest.interfered = Time::from_seconds_ceil(seg.interfered.seconds() * scale);
-  compute(rs, name, rest, recompute);
+  compute(rs, name, without(seg, used), recompute);
+  std::optional<OpId> regathered;
+  if (o.bulk_dgrad_ag) {
+    regathered = comm(rs, rs.tp, name + ".ag_bulk", GroupKind::tp, CollectiveOp::all_gather, group,
+                      costs_.tp_bytes, {*rs.last_compute}, inst + 300);
+    trace_.info.back().holds_sms = false;  // its SMs are priced into the dgrad below
+    fixed_compute(
+        rs, name + ".dgrad",
+        gemms_time(gemms, TpRole::column_parallel, 1, 1, cm_bulk_ ? &*cm_bulk_ : nullptr));
+    if (!o.bulk_wgrad) rs.pending.push_back(*regathered);
+  }
   if (o.rs_role) {
     // Reduce-scatter after: the GEMM in chunks along M, each chunk's RS overlapping the next
     // chunk; the last RS is exposed. userbuffers runs the GEMM on SMs − rs_sms.
@@ -363,6 +388,7 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     const auto id = comm(rs, rs.tp, name + ".rs_bulk", GroupKind::tp, CollectiveOp::reduce_scatter,
                          group, costs_.tp_bytes, {*rs.last_compute}, inst + 200);
     trace_.info.back().holds_sms = false;  // its SMs are priced into the wgrad below
+    if (regathered) rs.pending.push_back(*regathered);  // the wgrad's input
     fixed_compute(
         rs, name + ".wgrad",
         gemms_time(gemms, TpRole::column_parallel, 2, 1, cm_bulk_ ? &*cm_bulk_ : nullptr));
@@ -399,6 +425,61 @@ void Builder::tp(RankState& rs, CollectiveOp op, const std::string& name, std::u
   if (rs.last_compute) deps.push_back(*rs.last_compute);
   rs.pending.push_back(comm(rs, rs.tp, name, GroupKind::tp, op, pl_.group(rs.rank, GroupKind::tp),
                             costs_.tp_bytes, std::move(deps), inst));
+}
+
+SegmentCost Builder::without(const SegmentCost& seg, Time used) {
+  SegmentCost rest = seg;
+  rest.time = seg.time > used ? seg.time - used : Time::zero();
+  const double scale = seg.time > Time::zero() ? rest.time.seconds() / seg.time.seconds() : 0.0;
+  rest.interfered = Time::from_seconds_ceil(seg.interfered.seconds() * scale);
+  return rest;
+}
+
+SegmentCost Builder::gemm_piece(const std::vector<TpGemm>& gemms, TpRole role, int pass) const {
+  SegmentCost c;
+  c.time = gemms_time(gemms, role, pass, 1, nullptr);
+  c.interfered = cm_nccl_ ? gemms_time(gemms, role, pass, 1, &*cm_nccl_) : c.time;
+  return c;
+}
+
+void Builder::column_backward(RankState& rs, const std::string& name, const SegmentCost& seg,
+                              const std::vector<TpGemm>& gemms, bool split_w,
+                              const std::string& reduce, std::uint64_t inst) {
+  const auto& tb = opt_.stack.tp_backward;
+  const auto op = sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
+  const bool regather = sp_ && tb.regather_input && mesh_.tp > 1;
+  const bool beside_wgrad = tb.overlap_with_wgrad && mesh_.tp > 1 && !split_w;
+  if (!regather && !beside_wgrad) {
+    compute(rs, name, seg, false);
+    tp(rs, op, reduce, inst);
+    return;
+  }
+  const SegmentCost dgrad = gemm_piece(gemms, TpRole::column_parallel, 1);
+  const SegmentCost wgrad =
+      split_w ? SegmentCost{} : gemm_piece(gemms, TpRole::column_parallel, 2);
+  // The kernels before the column-parallel GEMMs' backward (row-parallel GEMMs, activation,
+  // RoPE), with the segment's FLOPs.
+  compute(rs, name, without(seg, dgrad.time + wgrad.time), false);
+  // The saved input shard is all-gathered again while the dgrad GEMM runs.
+  std::optional<OpId> regathered;
+  if (regather)
+    regathered = comm(rs, rs.tp, name + ".tp_regather", GroupKind::tp, CollectiveOp::all_gather,
+                      pl_.group(rs.rank, GroupKind::tp), costs_.tp_bytes, {*rs.last_compute},
+                      inst + 50);
+  compute(rs, name + ".dgrad", dgrad, false);
+  if (!beside_wgrad) {
+    // The wgrad (or, zero-bubble, the deferred weight pass) waits for the gathered input.
+    if (regathered) rs.pending.push_back(*regathered);
+    if (wgrad.time > Time::zero()) compute(rs, name + ".wgrad", wgrad, false);
+    tp(rs, op, reduce, inst);
+    return;
+  }
+  // The input gradient's reduction runs beside the wgrad GEMM.
+  const auto reduced = comm(rs, rs.tp, reduce, GroupKind::tp, op, pl_.group(rs.rank, GroupKind::tp),
+                            costs_.tp_bytes, {*rs.last_compute}, inst);
+  if (regathered) rs.pending.push_back(*regathered);
+  compute(rs, name + ".wgrad", wgrad, false);
+  rs.pending.push_back(reduced);
 }
 
 // EP all-to-all (dispatch or combine, either direction): on the critical path of the experts.
@@ -454,6 +535,23 @@ void Builder::attention(RankState& rs, const std::string& name, const SegmentCos
   }
 }
 
+OpId Builder::copy_kernel(RankState& rs, StreamId s, const std::string& name, GroupKind g,
+                          double bytes, std::vector<OpId> deps) {
+  const Time t = Time::from_seconds_ceil(cm_.seconds(memory_kernel(MemoryClass::elementwise, bytes)));
+  const OpId id = trace_.graph.add_op(s, name, t, std::move(deps));
+  TraceOpInfo info;
+  info.rank = rs.rank;
+  info.comm = true;  // part of its collective's call, on the collective's stream
+  info.group = g;
+  info.kind = "fsdp_copy_in";
+  // A copy kernel streams HBM for its whole time apart from its fixed cost.
+  if (t > Time::zero())
+    info.hbm_demand =
+        static_cast<float>(std::min(1.0, bytes / hbm_achievable_Bps(cm_) / t.seconds()));
+  trace_.info.push_back(info);
+  return id;
+}
+
 void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst) {
   // ZeRO-3/FSDP: all-gather this layer's weights, prefetched one layer ahead: the gather may
   // start once the layer before the previous one is done.
@@ -463,14 +561,36 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
                       (layer == m_.layers - 1 ? costs_.head.params : 0.0);
   std::vector<OpId> deps;
   if (rs.layer_done.size() >= 2) deps.push_back(rs.layer_done[rs.layer_done.size() - 2]);
+  const std::string n = "L" + std::to_string(layer);
+  const bool copies = opt_.stack.fsdp_copies.on;
+  const double state_bytes = opt_.stack.state.weight, gathered_bytes = bytes_of(job_.dtype);
+  double gathered = 0;  // parameters gathered for this layer
+  auto gather = [&](const std::string& name, GroupKind g, double params, double group) {
+    auto after = deps;
+    // FSDP2 copy-in: the local shards (in their stored dtype) cast into the all-gather buffer.
+    if (copies)
+      after = {copy_kernel(rs, rs.dpg, name + ".copy_in", g,
+                           params / group * (state_bytes + gathered_bytes), std::move(after))};
+    rs.pending.push_back(comm(rs, rs.dpg, name, g, CollectiveOp::all_gather, pl_.group(rs.rank, g),
+                              params * 2, std::move(after), inst));
+    gathered += params;
+  };
   if (mesh_.shard_group() > 1)
-    rs.pending.push_back(comm(rs, rs.dpg, "L" + std::to_string(layer) + ".fsdp_ag", shard_kind(),
-                              CollectiveOp::all_gather, pl_.group(rs.rank, shard_kind()),
-                              (p.dense_params + ends) * 2, deps, inst));
+    gather(n + ".fsdp_ag", shard_kind(), p.dense_params + ends,
+           static_cast<double>(mesh_.shard_group()));
   if (p.expert_params > 0 && mesh_.expert_replicas() > 1)
-    rs.pending.push_back(comm(rs, rs.dpg, "L" + std::to_string(layer) + ".fsdp_ag_experts",
-                              GroupKind::edp, CollectiveOp::all_gather,
-                              pl_.group(rs.rank, GroupKind::edp), p.expert_params * 2, deps, inst));
+    gather(n + ".fsdp_ag_experts", GroupKind::edp, p.expert_params,
+           static_cast<double>(mesh_.expert_replicas()));
+  // FSDP2 copy-out on the compute stream before the layer runs: the gathered buffer read and
+  // written into the unsharded parameters.
+  if (copies && gathered > 0) {
+    const Kernel k = memory_kernel(MemoryClass::elementwise, gathered * 2 * gathered_bytes);
+    SegmentCost c;
+    c.time = Time::from_seconds_ceil(cm_.seconds(k));
+    c.interfered = c.time;
+    c.hbm_s = k.bytes / hbm_achievable_Bps(cm_);
+    compute(rs, n + ".fsdp_copy_out", c, false);
+  }
 }
 
 void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute) {
@@ -526,7 +646,7 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
   const std::string n = "B" + std::to_string(mb) + ".L" + std::to_string(layer);
   const auto inst = instance(mb, layer, 1);
   if (cfg_.zero >= 3 && cfg_.reshard_after_forward) gather_layer(rs, layer, inst + 20);
-  if (cfg_.recompute == Recompute::full) forward_layer(rs, mb, layer, true);
+  if (cfg_.checkpointed(layer)) forward_layer(rs, mb, layer, true);
   const auto seg = [&](Seg s) {
     SegmentCost c = p.dgrad[static_cast<std::size_t>(s)];
     if (!split_w) c += p.wgrad[static_cast<std::size_t>(s)];
@@ -542,12 +662,18 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
     compute(rs, n + ".recompute", p.recompute, true);
   compute(rs, n + ".end", seg(Seg::end), false);
   const bool ep_layer = p.moe && mesh_.ep > 1;
+  const bool regather = sp_ && opt_.stack.tp_backward.regather_input;
   if (overlap_ && !p.moe) {
-    // The output gradient's all-gather by ring exchange under the FC2 dgrad; FC1's dgrad output
-    // reduce-scattered beside its wgrad (bulk).
+    // The output gradient's all-gather by ring exchange under the FC2 dgrad; FC1's saved input
+    // re-gathered beside its dgrad and its dgrad output reduce-scattered beside its wgrad (bulk).
     overlapped_segment(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp),
-                       {1, TpRole::row_parallel, std::nullopt, !split_w}, false, inst + 1);
+                       {1, TpRole::row_parallel, std::nullopt, !split_w, regather}, false,
+                       inst + 1);
     if (split_w) tp(rs, CollectiveOp::reduce_scatter, n + ".tp_mlp", inst + 4);
+  } else if (!p.moe && p.tp_reduce_after_mlp) {
+    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1);
+    column_backward(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp), split_w, n + ".tp_mlp",
+                    inst + 4);
   } else {
     if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1);
     if (ep_layer) ep(rs, n + ".combine", inst + 2);
@@ -568,10 +694,10 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
   attention(rs, n + ".attn", seg(Seg::attn), true, false, inst + 6);
   if (overlap_ && !split_w) {
     overlapped_segment(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv),
-                       {1, std::nullopt, std::nullopt, true}, false, inst + 7);
+                       {1, std::nullopt, std::nullopt, true, regather}, false, inst + 7);
   } else {
-    compute(rs, n + ".qkv", seg(Seg::qkv), false);
-    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_qkv", inst + 7);
+    column_backward(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv), split_w, n + ".tp_qkv",
+                    inst + 7);
   }
   compute(rs, n + ".norm", seg(Seg::norm1), false);
   rs.layer_done.push_back(*rs.last_compute);
@@ -591,26 +717,35 @@ void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, st
   }
   if (with_ends) dense += end_params(g) * grad_bytes_;
   const std::string n = "grads.c" + std::to_string(g) + ".L" + std::to_string(first);
+  // FSDP2's reduce-scatter copy-in (`_chunk_cat`): the unsharded gradients (training dtype) read
+  // and written into the buffer in the reduction dtype.
+  const auto grads_copied = [&](const std::string& name, GroupKind kind, double bytes) {
+    if (!opt_.stack.fsdp_copies.on || op != CollectiveOp::reduce_scatter) return after;
+    const double params = bytes / grad_bytes_;
+    return copy_kernel(rs, rs.dp, name + ".copy_in", kind,
+                       params * (bytes_of(job_.dtype) + grad_bytes_), {after});
+  };
   if (mesh_.dense_replicas() > 1 && dense > 0) {
     if (cfg_.zero >= 1 && mesh_.fsdp > 0) {
       // HSDP: reduce-scatter inside the shard group, then all-reduce each shard across the
       // groups that hold it (torchtitan's HSDP; Megatron-Core's distributed-optimizer instances).
       OpId ready = after;
       if (mesh_.shard_group() > 1)
-        ready =
-            rs.last_dp.emplace(comm(rs, rs.dp, n, GroupKind::shard, op,
-                                    pl_.group(rs.rank, GroupKind::shard), dense, {after}, inst));
+        ready = rs.last_dp.emplace(comm(rs, rs.dp, n, GroupKind::shard, op,
+                                        pl_.group(rs.rank, GroupKind::shard), dense,
+                                        {grads_copied(n, GroupKind::shard, dense)}, inst));
       rs.last_dp = comm(rs, rs.dp, n + ".replicas", GroupKind::replica, CollectiveOp::all_reduce,
                         pl_.group(rs.rank, GroupKind::replica),
                         dense / static_cast<double>(mesh_.shard_group()), {ready}, inst + 2);
     } else {
       rs.last_dp = comm(rs, rs.dp, n, GroupKind::dp_cp, op, pl_.group(rs.rank, GroupKind::dp_cp),
-                        dense, {after}, inst);
+                        dense, {grads_copied(n, GroupKind::dp_cp, dense)}, inst);
     }
   }
   if (mesh_.expert_replicas() > 1 && expert > 0)
     rs.last_dp = comm(rs, rs.dp, n + ".experts", GroupKind::edp, op,
-                      pl_.group(rs.rank, GroupKind::edp), expert, {after}, inst + 1);
+                      pl_.group(rs.rank, GroupKind::edp), expert,
+                      {grads_copied(n + ".experts", GroupKind::edp, expert)}, inst + 1);
 }
 
 bool Builder::emit(RankState& rs, const PipelineAction& a) {
@@ -780,8 +915,9 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
         w += p.wgrad[i].time.seconds();
       }
       if (cfg_.recompute == Recompute::selective) d += p.recompute.time.seconds();
+      if (cfg_.checkpointed(l))
+        for (const auto& c : p.forward) d += c.time.seconds();
     }
-    if (cfg_.recompute == Recompute::full) d += f;
     const auto end = [&](const EndCost& e) {
       f += e.forward.time.seconds();
       d += e.dgrad.time.seconds();
@@ -824,11 +960,19 @@ SegmentCost Builder::optimizer_cost(std::int64_t stage) const {
           plan(l).dense_params / (cfg_.zero >= 1 ? static_cast<double>(mesh_.shard_group()) : 1.0) +
           plan(l).expert_params /
               (cfg_.zero >= 1 ? static_cast<double>(mesh_.expert_replicas()) : 1.0);
-    params += end_params(g);
+    // The embedding and head are sharded with the rest of the dense state.
+    params += end_params(g) / (cfg_.zero >= 1 ? static_cast<double>(mesh_.shard_group()) : 1.0);
   }
+  // Adam over the local parameters, and the gradient-norm pass of clipping before it (one read of
+  // the local gradients; on by default in every stack: software-stacks.md §3).
+  const auto& st = opt_.stack;
+  const Kernel adam = memory_kernel(MemoryClass::optimizer, params * st.optimizer_bytes_per_param);
+  const Kernel norm = memory_kernel(MemoryClass::optimizer, params * st.grad_norm_bytes_per_param);
   SegmentCost opt;
-  opt.time = cm_.time(
-      memory_kernel(MemoryClass::optimizer, params * opt_.stack.optimizer_bytes_per_param));
+  opt.time = cm_.time(adam);
+  if (st.grad_norm_bytes_per_param > 0) opt.time += cm_.time(norm);
+  opt.interfered = opt.time;
+  opt.hbm_s = (adam.bytes + norm.bytes) / hbm_achievable_Bps(cm_);
   return opt;
 }
 

@@ -12,6 +12,8 @@
 #include "model/param_count.hpp"
 #include "network/flow_network.hpp"
 #include "parallel/mesh_rules.hpp"
+#include "strategy/layer_plan.hpp"
+#include "topology/topology_summary.hpp"
 
 namespace meshsim {
 namespace {
@@ -28,6 +30,40 @@ std::string report_group(GroupKind g) {
       return std::string(name_of(g));
   }
 }
+
+// A collective's HBM traffic as a fraction of the achievable HBM bandwidth: it reads what it
+// sends and writes what it receives (`hbm_bytes_per_wire_byte` per byte sent) at the rate of the
+// links it crosses, NVLink inside a node or the node's network bandwidth per GPU across nodes.
+// Assumption (README): a collective sends at that link rate while it runs (a latency-bound one
+// moves less, but briefly).
+class HbmDemand {
+ public:
+  HbmDemand(const Topology& topo, const Placement& placement, double hbm_bytes_per_wire_byte,
+            double achievable_Bps)
+      : topo_(topo), placement_(placement) {
+    const auto s = summarize(topo, false);
+    nvlink_ = s.nvlink_Bps * hbm_bytes_per_wire_byte / achievable_Bps;
+    network_ = s.network_Bps * hbm_bytes_per_wire_byte / achievable_Bps;
+  }
+  float operator()(std::int32_t rank, GroupKind g) {
+    const auto key = std::make_pair(rank, g);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    const auto& gpus = topo_.gpus();
+    const auto node_of = [&](std::int32_t r) {
+      return topo_.vertex(gpus[static_cast<std::size_t>(placement_.gpu_of(r))]).node;
+    };
+    bool one_node = true;
+    for (auto r : placement_.group(rank, g)) one_node = one_node && node_of(r) == node_of(rank);
+    const auto d = static_cast<float>(one_node && nvlink_ > 0 ? nvlink_ : network_);
+    return cache_.emplace(key, d).first->second;
+  }
+
+ private:
+  const Topology& topo_;
+  const Placement& placement_;
+  double nvlink_ = 0, network_ = 0;
+  std::map<std::pair<std::int32_t, GroupKind>, float> cache_;
+};
 
 }  // namespace
 
@@ -198,13 +234,22 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   r.simulated_ranks = ranks.size();
   r.ops = r.trace.graph.op_count();
   std::optional<ReplayInterference> interference;
-  if (setup.strategy.stack.interference.on) {
+  if (const auto& st = setup.strategy.stack; st.interference.on) {
     auto& in = interference.emplace();
-    in.slowdown.reserve(r.trace.info.size());
-    in.holds_sms.reserve(r.trace.info.size());
+    const auto n = r.trace.info.size();
+    in.slowdown.reserve(n);
+    in.holds_sms.reserve(n);
+    in.hbm_fraction.reserve(n);
+    in.hbm_demand.reserve(n);
+    HbmDemand demand(topo, placement, st.interference.hbm_bytes_per_wire_byte,
+                     hbm_achievable_Bps(cm));
     for (const auto& info : r.trace.info) {
       in.slowdown.push_back(info.slowdown);
       in.holds_sms.push_back(info.comm && info.holds_sms);
+      in.hbm_fraction.push_back(info.comm ? 0.0F : info.hbm_fraction);
+      in.hbm_demand.push_back(!info.comm              ? 0.0F
+                              : info.wire_bytes > 0 ? demand(info.rank, info.group)
+                                                    : info.hbm_demand);
     }
   }
   // Folded collectives that overlap on a rank share links as the full replay's flows do (a
@@ -238,7 +283,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     // Compute time lost to interference: how much longer the compute ops ran than alone.
     for (const auto i : ops_of[rank]) {
       const auto& info = r.trace.info[i];
-      if (info.comm || info.slowdown <= 1.0F) continue;
+      if (info.comm || (info.slowdown <= 1.0F && info.hbm_fraction <= 0.0F)) continue;
       const auto& t = r.replay.ops[i];
       const Time nominal = r.trace.graph.op(OpId{i}).duration;
       if (t.end - t.start > nominal) b.interference_s += (t.end - t.start - nominal).seconds();

@@ -48,6 +48,7 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
       rc.fail("stack '" + stack->name + "' has no recompute policy '" + rc.string() + "'");
     s.config.recompute = policy->mode;
     s.config.recompute_ops = policy->ops;
+    s.config.recompute_every = policy->every;
     s.job.flash_attention = r.required("attention").string() == "flash";
     const auto sched = r.required("schedule");
     s.config.schedule = parse_schedule(sched.string(), path + ":" + sched.path());

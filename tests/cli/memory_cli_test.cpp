@@ -113,9 +113,9 @@ TEST_CASE("memory: bad input gives one error line and exit 2") {
       {"--mesh dp=2 --seq 128 --recompute some",
        "error: --recompute: stack 'megatron' has no policy 'some' (its policies: none, selective, "
        "full)\n"},
-      {"--mesh dp=2 --seq 128 --stack torchtitan --recompute layer",
-       "error: --recompute: stack 'torchtitan' has no policy 'layer' (its policies: none, op, "
-       "full)\n"},
+      {"--mesh dp=2 --seq 128 --stack torchtitan --recompute block",
+       "error: --recompute: stack 'torchtitan' has no policy 'block' (its policies: none, op, "
+       "full, layer)\n"},
       {"--mesh dp=2 --seq 128 --stack nemo",
        "error: nemo: is neither a bundled stack (deepspeed, ideal, megatron, torchtitan, "
        "torchtitan-compile) nor a stack file that exists\n"},

@@ -139,6 +139,50 @@ TEST_CASE("interference: a collective starting mid-kernel slows only the overlap
   CHECK(r.ops[k.value].end.seconds() == doctest::Approx(32.0 / 3.0 * 1e-6).epsilon(1e-9));
 }
 
+TEST_CASE("HBM sharing: a memory-bound kernel slows by its share of the bandwidth it lost") {
+  // m: 10 µs, streaming HBM for 80 % of its time (f = 0.8); c: 5 µs on a comm stream, holding
+  // no SMs, demanding 0.4 of the achievable bandwidth. Together 0.8 + 0.4 = 1.2 > 1, so m's
+  // traffic gets 0.8/1.2 of its need: rate 1 / (1 + 0.8 · 0.2) = 1/1.16. 0..5 µs: 5/1.16 µs
+  // done; the 10 − 5/1.16 left at full rate → ends at 15 − 5/1.16 µs.
+  OpGraph g;
+  auto cs = g.add_stream(0, StreamKind::compute);
+  auto ts = g.add_stream(0, StreamKind::dp);
+  auto m = g.add_op(cs, "m", Time::us(10));
+  auto c = g.add_op(ts, "c", Time::us(5));
+  ReplayInterference in;
+  in.hbm_fraction = {0.8F, 0.0F};
+  in.hbm_demand = {0.0F, 0.4F};
+  Simulator sim;
+  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  CHECK(r.ops[c.value].end == Time::us(5));  // the collective keeps its rate (assumption)
+  const double f = static_cast<double>(0.8F), d = static_cast<double>(0.4F);
+  const double rate = 1.0 / (1.0 + f * (f + d - 1.0));
+  CHECK(r.ops[m.value].end.seconds() == doctest::Approx((15.0 - 5.0 * rate) * 1e-6).epsilon(1e-6));
+
+  // Demands that fit in the bandwidth together slow nothing: a GEMM streaming 20 % of its time.
+  in.hbm_fraction = {0.2F, 0.0F};
+  Simulator sim2;
+  auto r2 = Replay<Simulator>(g, sim2, nullptr, &in).run();
+  CHECK(r2.ops[m.value].end == Time::us(10));
+
+  // Two collectives add their demands: 0.8 + 0.4 + 0.4 = 1.6 → rate 1 / (1 + 0.8 · 0.6).
+  OpGraph g3;
+  auto cs3 = g3.add_stream(0, StreamKind::compute);
+  auto a3 = g3.add_stream(0, StreamKind::dp);
+  auto b3 = g3.add_stream(0, StreamKind::tp);
+  auto m3 = g3.add_op(cs3, "m", Time::us(10));
+  g3.add_op(a3, "c1", Time::us(5));
+  g3.add_op(b3, "c2", Time::us(5));
+  ReplayInterference in3;
+  in3.hbm_fraction = {0.8F, 0.0F, 0.0F};
+  in3.hbm_demand = {0.0F, 0.4F, 0.4F};
+  Simulator sim3;
+  auto r3 = Replay<Simulator>(g3, sim3, nullptr, &in3).run();
+  const double rate3 = 1.0 / (1.0 + f * (f + 2 * d - 1.0));
+  CHECK(r3.ops[m3.value].end.seconds() ==
+        doctest::Approx((15.0 - 5.0 * rate3) * 1e-6).epsilon(1e-6));
+}
+
 TEST_CASE("link sharing: overlapping collectives run at the rate the model gives each") {
   // a (10 µs, key 0) and b (4 µs, key 1) start together on two comm streams of rank 0 and each
   // runs at ½ while the other does: b ends at 8 µs (4 done), a has 4 of 10 done then and runs

@@ -104,6 +104,48 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
         "s.json:/recompute/0/ops: only a selective policy lists ops");
   CHECK(with(R"("optimizer_bytes_per_param": 28)", R"("optimizer_bytes_per_param": -1)")
             .starts_with("s.json:/optimizer_bytes_per_param: "));
+  CHECK(with(R"("mode": "none", "description": "d")",
+             R"("mode": "none", "description": "d", "every": 2)") ==
+        "s.json:/recompute/0/every: only a full policy checkpoints every n-th layer");
+  CHECK(with(R"("mode": "none", "description": "d")",
+             R"("mode": "full", "description": "d", "every": 0)")
+            .starts_with("s.json:/recompute/0/every: "));
+  CHECK(with(R"("interference": {"on": false})",
+             R"("interference": {"on": false}, "tp_backward": {"regather_input": true})")
+            .starts_with("s.json:/tp_backward: missing required field 'overlap_with_wgrad'"));
+  CHECK(with(R"("interference": {"on": false})",
+             R"("interference": {"on": false}, "fsdp_copies": {"on": "yes"})")
+            .starts_with("s.json:/fsdp_copies/on: "));
+  CHECK(with(R"("optimizer_bytes_per_param": 28)",
+             R"("optimizer_bytes_per_param": 28, "grad_norm_bytes_per_param": 100)") ==
+        "s.json:/grad_norm_bytes_per_param: more than 64 bytes per parameter");
+  // The optional sections default to what stacks did before them.
+  const auto minimal = stack_from(kMinimal);
+  CHECK_FALSE(minimal.tp_backward.regather_input);
+  CHECK_FALSE(minimal.tp_backward.overlap_with_wgrad);
+  CHECK_FALSE(minimal.fsdp_copies.on);
+  CHECK(minimal.grad_norm_bytes_per_param == 0);
+}
+
+TEST_CASE("the stacks' documented TP backward, FSDP copies and clipping") {
+  // Megatron/TE: SP's saved input shard re-gathered beside the dgrad, the dgrad output reduced
+  // beside the wgrad; torchtitan's DTensor TP neither; FSDP2's copies in torchtitan only.
+  const auto& mg = *bundled_stack("megatron");
+  CHECK(mg.tp_backward.regather_input);
+  CHECK(mg.tp_backward.overlap_with_wgrad);
+  CHECK_FALSE(mg.fsdp_copies.on);
+  CHECK(mg.grad_norm_bytes_per_param == 4);
+  for (const char* n : {"torchtitan", "torchtitan-compile"}) {
+    const auto& tt = *bundled_stack(n);
+    CHECK_FALSE(tt.tp_backward.regather_input);
+    CHECK_FALSE(tt.tp_backward.overlap_with_wgrad);
+    CHECK(tt.fsdp_copies.on);
+    CHECK(tt.grad_norm_bytes_per_param == 4);
+  }
+  // DeepSpeed's gradient_clipping defaults to 0 (off); the ideal stack has none of these.
+  CHECK(bundled_stack("deepspeed")->grad_norm_bytes_per_param == 0);
+  CHECK_FALSE(bundled_stack("ideal")->tp_backward.regather_input);
+  CHECK_FALSE(bundled_stack("ideal")->fsdp_copies.on);
 }
 
 TEST_CASE("recompute names resolve to the stack's policies") {
@@ -111,9 +153,13 @@ TEST_CASE("recompute names resolve to the stack's policies") {
   CHECK(recompute_policy(tt, "op").mode == Recompute::selective);
   CHECK(recompute_policy(tt, "selective").name == "op");  // the stack's selective policy
   CHECK(recompute_policy(tt, "full").mode == Recompute::full);
-  CHECK_THROWS_WITH(recompute_policy(tt, "layer"),
-                    "--recompute: stack 'torchtitan' has no policy 'layer' (its policies: none, "
-                    "op, full)");
+  // torchtitan's `layer` policy: full AC on every second block; `full` stays every block.
+  CHECK(recompute_policy(tt, "layer").mode == Recompute::full);
+  CHECK(recompute_policy(tt, "layer").every == 2);
+  CHECK(recompute_policy(tt, "full").every == 1);
+  CHECK_THROWS_WITH(recompute_policy(tt, "block"),
+                    "--recompute: stack 'torchtitan' has no policy 'block' (its policies: none, "
+                    "op, full, layer)");
   CHECK(resolve_stack(source_path("workloads/stacks/deepspeed.json")).name == "deepspeed");
   CHECK_THROWS_AS(resolve_stack("no-such-stack"), Error);
 }
@@ -196,4 +242,14 @@ TEST_CASE("a GEMM beside a collective is slowed by the SMs its CTAs take") {
   add.forward = memory_kernel(MemoryClass::elementwise, 1e8);
   const auto a = price_op(add, {cm, *bundled_stack("megatron"), &cm_fewer, {}});
   CHECK(a.forward.interfered == a.forward.time);
+  // It is HBM that it shares: its bytes at the achievable bandwidth (the elementwise class's
+  // fitted fraction of the specification) are what a collective's traffic can slow.
+  const double achievable =
+      gpu.hbm_Bps * cm.params().of(MemoryClass::elementwise).bandwidth_fraction;
+  CHECK(hbm_achievable_Bps(cm) == doctest::Approx(achievable));
+  CHECK(a.forward.hbm_s == doctest::Approx(1e8 / achievable));
+  CHECK(a.forward.hbm_s < a.forward.time.seconds());  // the class's fixed cost is not traffic
+  // A GEMM streams its operands for a part of its time (here 80 MB of A, B and C against ~0.1 ms).
+  CHECK(c.forward.hbm_s == doctest::Approx(k.bytes / achievable));
+  CHECK(c.forward.hbm_s < 0.3 * c.forward.time.seconds());
 }

@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "compute/compute_model.hpp"
 #include "core/error.hpp"
 #include "model/model_loader.hpp"
+#include "model/op_catalogue.hpp"
 #include "model/param_count.hpp"
 #include "test_paths.hpp"
 #include "topology/topology_loader.hpp"
@@ -383,4 +385,164 @@ TEST_CASE("stacks: gradients travel in the stack's dtype; interference is report
   CHECK(a.interference_s == 0);  // ideal: off
   CHECK(b.interference_s > 0);   // the gradient all-reduces run beside backward GEMMs
   CHECK(b.interference_s < b.compute_s);
+}
+
+namespace {
+
+// The replayed timing of the op named `name` (a FAIL when there is none).
+OpTiming timing_of(const Trace& trace, const ReplayResult& r, const std::string& name) {
+  for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i)
+    if (trace.graph.op(OpId{i}).name == name) return r.ops[i];
+  FAIL("no op " << name);
+  return OpTiming{};
+}
+
+const OpSpec& op_named(const std::vector<OpSpec>& ops, const std::string& name) {
+  for (const auto& op : ops)
+    if (op.name == name) return op;
+  FAIL("no op " << name);
+  return ops.front();
+}
+
+}  // namespace
+
+TEST_CASE("Megatron's TP backward: the input re-gathered beside the dgrad, reduced beside the wgrad") {
+  const auto m = bundled("llama3.1-8b");
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const ComputeModel cm(topo.gpu);
+  ParallelConfig cfg;
+  cfg.mesh = parse_mesh("dp=4,tp=2", "--mesh");
+  cfg.sp = true;
+  const Placement pl(cfg.mesh);
+  BandwidthComm comm;
+  StrategyOptions opt;  // megatron, --tp-comm-overlap off (its default)
+  opt.stack.interference.on = false;
+  const TrainingJob job{4096, 4, 1, DType::bf16, true};
+  auto trace = build_trace(m, job, cfg, pl, cm, comm, opt, {0});
+  Simulator sim;
+  const auto r = Replay<Simulator>(trace.graph, sim).run();
+  const auto at = [&](const std::string& n) { return timing_of(trace, r, n); };
+  // FC1 (mlp_up, column-parallel): its dgrad and wgrad GEMMs as the catalogue has them.
+  const auto ops = layer_ops(m, 0, {1, 4096, DType::bf16, true, true}, {2, true, 1, 1});
+  const auto& fc1 = op_named(ops, "mlp_up");
+  const double dgrad_s = cm.seconds(fc1.backward_input), wgrad_s = cm.seconds(fc1.backward_weight);
+  // The saved norm output's shard is all-gathered (32 MiB over 100 GB/s) while FC1's dgrad runs.
+  const double ag_s = 4096.0 * 4096 * 2 / 100e9;
+  const auto rest = at("B0.L31.mlp"), ag = at("B0.L31.mlp.tp_regather"),
+             dgrad = at("B0.L31.mlp.dgrad"), wgrad = at("B0.L31.mlp.wgrad"),
+             rs = at("B0.L31.tp_mlp"), mid = at("B0.L31.mid");
+  CHECK(ag.start == rest.end);
+  CHECK(dgrad.start == rest.end);
+  CHECK((ag.end - ag.start).seconds() == doctest::Approx(ag_s).epsilon(1e-6));
+  CHECK((dgrad.end - dgrad.start).seconds() == doctest::Approx(dgrad_s).epsilon(1e-6));
+  // The dgrad output's reduce-scatter starts with the wgrad, which waits for the gathered input.
+  CHECK(rs.start == std::max(dgrad.end, ag.end));
+  CHECK(wgrad.start == std::max(dgrad.end, ag.end));
+  CHECK((wgrad.end - wgrad.start).seconds() == doctest::Approx(wgrad_s).epsilon(1e-6));
+  // Only what the wgrad GEMM does not cover of the reduce-scatter stays exposed.
+  CHECK(mid.start == std::max(wgrad.end, rs.end));
+  CHECK((mid.start - wgrad.end).seconds() ==
+        doctest::Approx(std::max(0.0, ag_s - wgrad_s)).epsilon(1e-5));
+  // Per layer backward: 4 TP all-gathers (output gradients before FC2 and out_proj, the two
+  // re-gathers) and 2 reduce-scatters; torchtitan's DTensor TP keeps the gathered input: 2 + 2.
+  auto count = [&](const Trace& t, std::string_view kind) {
+    std::int64_t n = 0;
+    for (std::uint32_t i = 0; i < t.graph.op_count(); ++i)
+      n += t.info[i].comm && t.info[i].group == GroupKind::tp && t.info[i].kind == kind &&
+           t.graph.op(OpId{i}).name.starts_with("B0.L");
+    return n;
+  };
+  CHECK(count(trace, "all_gather") == 32 * 4);
+  CHECK(count(trace, "reduce_scatter") == 32 * 2);
+  StrategyOptions tt;
+  tt.stack = *bundled_stack("torchtitan");
+  tt.stack.interference.on = false;
+  const auto eager = build_trace(m, job, cfg, pl, cm, comm, tt, {0});
+  CHECK(count(eager, "all_gather") == 32 * 2);
+  CHECK(count(eager, "reduce_scatter") == 32 * 2);
+
+  // Without SP (a TP all-reduce) the all-reduce of QKV's input gradient runs beside its wgrad.
+  cfg.sp = false;
+  auto ar = build_trace(m, job, cfg, pl, cm, comm, opt, {0});
+  Simulator sim2;
+  const auto r2 = Replay<Simulator>(ar.graph, sim2).run();
+  const auto red = timing_of(ar, r2, "B0.L0.tp_qkv"), w = timing_of(ar, r2, "B0.L0.qkv.wgrad");
+  CHECK(red.start == w.start);
+  CHECK((red.end - red.start).seconds() == doctest::Approx(ag_s).epsilon(1e-6));  // S = 32 MiB
+  CHECK(timing_of(ar, r2, "B0.L0.norm").start == std::max(red.end, w.end));
+}
+
+TEST_CASE("FSDP2's copy-in and copy-out kernels around its collectives (torchtitan)") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  auto s = setup("dp=8", 4096, 8, 3, "torchtitan");
+  const auto r = simulate_training(topo, m, s);
+  const ComputeModel cm(topo.gpu);
+  // Layer 5's parameters (no ends): 4 attention and 3 MLP matrices, 2 norm weights.
+  const double params = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3 * 4096.0 * 14336 + 2 * 4096.0;
+  auto duration = [&](const std::string& name) {
+    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i)
+      if (r.trace.graph.op(OpId{i}).name == name) return r.trace.graph.op(OpId{i}).duration;
+    FAIL("no op " << name);
+    return Time{};
+  };
+  auto elementwise = [&](double bytes) {
+    return Time::from_seconds_ceil(cm.seconds(memory_kernel(MemoryClass::elementwise, bytes)));
+  };
+  // All-gather copy-in: the fp32 shard (1/8) read, written as bf16: 6 B per shard parameter.
+  CHECK(duration("L5.fsdp_ag.copy_in") == elementwise(params / 8 * 6));
+  // Copy-out on the compute stream: the gathered bf16 buffer read and written, 4 B per parameter.
+  CHECK(duration("L5.fsdp_copy_out") == elementwise(params * 4));
+  // Reduce-scatter copy-in: bf16 gradients read, written in fp32 (the reduce dtype): 6 B.
+  CHECK(duration("grads.c0.L5.copy_in") == elementwise(params * 6));
+  // Megatron's distributed optimizer has none.
+  const auto mg = simulate_training(topo, m, setup("dp=8", 4096, 8, 3, "megatron"));
+  for (std::uint32_t i = 0; i < mg.trace.graph.op_count(); ++i)
+    CHECK(mg.trace.graph.op(OpId{i}).name.find("copy") == std::string::npos);
+  CHECK(r.step_time_s > 0);
+}
+
+TEST_CASE("torchtitan's layer AC re-runs every second block; its memory is halfway") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  const auto& tt = *bundled_stack("torchtitan");
+  auto with = [&](const std::string& policy) {
+    auto s = setup("dp=8", 4096, 8, 1, "torchtitan");
+    const auto p = recompute_policy(tt, policy);
+    s.config.recompute = p.mode;
+    s.config.recompute_every = p.every;
+    return simulate_training(topo, m, s);
+  };
+  const auto none = with("none"), full = with("full"), layer = with("layer");
+  auto recomputed_layers = [](const TrainingResult& r) {
+    std::set<std::string> layers;
+    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i)
+      if (r.trace.info[i].recompute) {
+        const auto& n = r.trace.graph.op(OpId{i}).name;
+        const auto dot = n.find(".L");
+        layers.insert(n.substr(dot + 2, n.find('.', dot + 2) - dot - 2));
+      }
+    return layers;
+  };
+  const auto re = recomputed_layers(layer);
+  CHECK(re.size() == 16);
+  CHECK(re.count("1") == 1);  // blocks 2, 4, … (1-based) are wrapped
+  CHECK(re.count("0") == 0);
+  CHECK(recomputed_layers(full).size() == 32);
+  // Half the layers keep everything, half only their input: exactly halfway between.
+  CHECK(layer.memory.activations ==
+        doctest::Approx((none.memory.activations + full.memory.activations) / 2));
+  CHECK(layer.step_time_s > none.step_time_s);
+  CHECK(layer.step_time_s < full.step_time_s);
+}
+
+TEST_CASE("HBM sharing: collectives' traffic slows the memory-bound kernels beside them") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  auto s = setup("dp=8", 4096, 8, 3, "torchtitan");
+  const auto a = simulate_training(topo, m, s);
+  s.strategy.stack.interference.hbm_bytes_per_wire_byte = 1e-3;  // almost no HBM traffic
+  const auto b = simulate_training(topo, m, s);
+  CHECK(a.interference_s > b.interference_s);
+  CHECK(a.step_time_s >= b.step_time_s);
 }

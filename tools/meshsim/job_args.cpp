@@ -230,6 +230,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   const auto policy = recompute_policy(r.stack, recompute_name);
   cfg.recompute = policy.mode;
   cfg.recompute_ops = policy.ops;
+  cfg.recompute_every = policy.every;
   r.flash_attention = attention == "flash";
   if (!r.flash_attention && attention != "unfused")
     throw Error("", "--attention", "'" + attention + "': expected flash or unfused");

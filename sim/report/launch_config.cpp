@@ -19,6 +19,11 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
          "simulated here with it off\n";
   if (c.recompute == Recompute::selective && !c.recompute_ops.empty())
     s += "# the stack's selective ops are written as Megatron's default module set (core_attn)\n";
+  if (c.recompute == Recompute::full && c.recompute_every > 1)
+    s += fmt::format(
+        "# meshsim recomputed one layer in {}; Megatron's uniform full recompute (below) "
+        "re-runs every layer\n",
+        c.recompute_every);
   if (!m.has_architecture())
     s += "# the model is known by its parameter count only: no architecture flags\n";
   const auto chunks =
@@ -188,10 +193,15 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
       "global_batch_size = {}\n"
       "local_batch_size = {}\n"
       "mixed_precision_param = \"{}\"\n\n"
-      "[activation_checkpoint]\n"
-      "mode = \"{}\"\n",
-      j.seq, j.global_batch, local, j.dtype == DType::fp16 ? "float16" : "bfloat16",
-      name_of(c.recompute));
+      "[activation_checkpoint]\n",
+      j.seq, j.global_batch, local, j.dtype == DType::fp16 ? "float16" : "bfloat16");
+  // torchtitan's selective modes: op-SAC, or every N-th block in full AC (layer SAC).
+  if (c.recompute == Recompute::full && c.recompute_every > 1)
+    s += fmt::format("mode = \"selective\"\nselective_ac_option = \"{}\"\n", c.recompute_every);
+  else if (c.recompute == Recompute::selective)
+    s += "mode = \"selective\"\nselective_ac_option = \"op\"\n";
+  else
+    s += fmt::format("mode = \"{}\"\n", name_of(c.recompute));
   return s;
 }
 

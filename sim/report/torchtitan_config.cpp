@@ -197,6 +197,22 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
   else
     throw Error("", where,
                 "activation_checkpoint.mode '" + mode + "': expected none, selective or full");
+  // Selective: "op" (torchtitan's default) is op-SAC; a positive integer N wraps every N-th
+  // block in full AC (torchtitan/distributed/activation_checkpoint.py).
+  const auto option = k.string("activation_checkpoint.selective_ac_option", "op");
+  if (c.recompute != Recompute::selective) {
+    k.no_effect("activation_checkpoint.selective_ac_option");
+  } else if (option != "op") {
+    const bool digits = !option.empty() && option.size() <= 4 &&
+                        option.find_first_not_of("0123456789") == std::string::npos;
+    const int every = digits ? std::stoi(option) : 0;
+    if (every < 1)
+      throw Error("", where,
+                  "activation_checkpoint.selective_ac_option '" + option +
+                      "': expected op or a positive integer");
+    c.recompute = Recompute::full;
+    c.recompute_every = every;
+  }
 
   auto& j = out.layout.job;
   j.seq = k.integer("training.seq_len", 0, 1);

@@ -101,6 +101,45 @@ TEST_CASE("train and memory: HSDP (--mesh ...,fsdp=N) shards over a sub-group") 
   CHECK(bad.err.find("fsdp=3 must divide dp=16") != std::string::npos);
 }
 
+TEST_CASE("train and memory: torchtitan's layer AC, from the flag and from its config") {
+  const std::string job = " --topology " + topology_path("dgx-h100.json") + " --workload " +
+                          source_path("workloads/models/llama3.1-8b.json") +
+                          " --seq 4096 --gbs 8 --zero 3 --mesh dp=8 --stack torchtitan --json";
+  auto step = [&](const std::string& flags) {
+    const auto r = run_cli("train" + job + flags);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out);
+  };
+  const auto none = step(" --recompute none"), full = step(" --recompute full"),
+             layer = step(" --recompute layer");
+  CHECK(layer["step_time_s"].get<double>() > none["step_time_s"].get<double>());
+  CHECK(layer["step_time_s"].get<double>() < full["step_time_s"].get<double>());
+  auto activations = [&](const std::string& policy) {
+    const auto r = run_cli("memory" + job + " --recompute " + policy);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out)["per_gpu_bytes"]["activations"].get<double>();
+  };
+  // Half the blocks keep their activations, half only their input.
+  CHECK(activations("layer") ==
+        doctest::Approx((activations("none") + activations("full")) / 2));
+  // torchtitan's own config says it as selective_ac_option = "2".
+  const auto toml = (std::filesystem::temp_directory_path() / "meshsim_layer_ac.toml").string();
+  std::ofstream(toml) << "[parallelism]\ndata_parallel_shard_degree = -1\n[training]\n"
+                         "seq_len = 4096\nlocal_batch_size = 1\n[activation_checkpoint]\n"
+                         "mode = \"selective\"\nselective_ac_option = \"2\"\n";
+  const std::string base = " --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") + " --json";
+  const auto from = run_cli("train" + base + " --stack torchtitan --from-torchtitan " + toml);
+  REQUIRE_MESSAGE(from.exit_code == 0, from.err);
+  CHECK(json::parse(from.out)["step_time_s"].get<double>() ==
+        doctest::Approx(layer["step_time_s"].get<double>()));
+  // A stack without such a policy says so.
+  const auto bad = run_cli("train" + base + " --stack megatron --from-torchtitan " + toml);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err ==
+        "error: --from-torchtitan: stack 'megatron' has no policy recomputing one layer in 2\n");
+}
+
 TEST_CASE("train: text report and same bytes twice") {
   const std::string args = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
                            source_path("workloads/jobs/llama3.1-8b-8k.json") +

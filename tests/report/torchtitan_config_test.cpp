@@ -65,6 +65,25 @@ TEST_CASE("an emitted torchtitan config reads back as the same layout and job") 
     CHECK(back.ignored.empty());
     meshsim::test::check_same_layout(back.layout, c, job);
   }
+  // torchtitan's layer SAC (every second block in full AC) is selective_ac_option "2".
+  {
+    const auto model = load_model(model_path("llama3.1-8b"));
+    ParallelConfig c;
+    c.mesh = parse_mesh("dp=8", "--mesh");
+    c.zero = 3;
+    c.recompute = Recompute::full;
+    c.recompute_every = 2;
+    const LaunchJob job{4096, 8, 1, DType::bf16, 1, 8};
+    const auto text = launch_config("torchtitan", model, c, job);
+    CHECK(text.find("mode = \"selective\"\nselective_ac_option = \"2\"\n") != std::string::npos);
+    const auto back = parse_torchtitan_toml(text, 8, model.layers, "config.toml");
+    CHECK(back.ignored.empty());
+    meshsim::test::check_same_layout(back.layout, c, job);
+    // Megatron has no such policy: its line says what it runs instead.
+    CHECK(launch_config("megatron", model, c, job)
+              .starts_with("# meshsim recomputed one layer in 2; Megatron's uniform full "
+                           "recompute (below) re-runs every layer\n"));
+  }
   // The bundled Llama 3.1 models are torchtitan flavors; others get a comment to register one.
   ParallelConfig c;
   c.mesh = parse_mesh("dp=8", "--mesh");
@@ -124,8 +143,7 @@ selective_ac_option = "op"
   CHECK(t.layout.job.micro_batch == 1);
   CHECK(t.layout.job.seq == 8192);
   CHECK(t.layout.job.dtype == DType::bf16);
-  CHECK(t.ignored == std::vector<std::string>{"activation_checkpoint.selective_ac_option",
-                                              "job.description", "job.dump_folder",
+  CHECK(t.ignored == std::vector<std::string>{"job.description", "job.dump_folder",
                                               "model.hf_assets_path", "optimizer.lr",
                                               "optimizer.name", "training.steps"});
 }
@@ -153,4 +171,9 @@ TEST_CASE("torchtitan configs meshsim cannot read are errors naming the line") {
             .find("is not a multiple of local_batch_size 2") != std::string::npos);
   CHECK(err("[activation_checkpoint]\nmode = \"sometimes\"\n").find("'sometimes'") !=
         std::string::npos);
+  CHECK(err("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"0\"\n") ==
+        "c.toml: activation_checkpoint.selective_ac_option '0': expected op or a positive integer");
+  CHECK(err("[activation_checkpoint]\nselective_ac_option = \"often\"\n") ==
+        "c.toml: activation_checkpoint.selective_ac_option 'often': expected op or a positive "
+        "integer");
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -210,6 +211,18 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     const auto m = launch_layout(w.model, world, cfg.reshard_after_forward);
     cfg = m.config;
     recompute_name = name_of(m.config.recompute);  // the stack's policy of that name
+    // torchtitan's layer SAC: the stack's full policy of that period.
+    if (m.config.recompute_every > 1) {
+      const auto& ps = r.stack.recompute;
+      const auto it = std::find_if(ps.begin(), ps.end(), [&](const RecomputePolicy& p) {
+        return p.mode == Recompute::full && p.every == m.config.recompute_every;
+      });
+      if (it == ps.end())
+        throw Error("", launch_flag(),
+                    fmt::format("stack '{}' has no policy recomputing one layer in {}",
+                                r.stack.name, m.config.recompute_every));
+      recompute_name = it->name;
+    }
     r.dtype = m.job.dtype;
     seq_tokens = m.job.seq;
     global = m.job.global_batch;

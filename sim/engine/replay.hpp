@@ -218,8 +218,10 @@ class Replay {
     const auto r = rank_of_stream_[comm_stream.value];
     hbm_load_[r] = std::max(0.0, hbm_load_[r] + delta);
     if (hbm_load_[r] < 1e-12) hbm_load_[r] = 0;  // no drift once every collective has ended
+    // Only a kernel whose rate changes is re-timed (most kernels' demands still fit).
     for (auto cs : compute_streams_[r])
-      if (running_[cs].active()) refresh(StreamId{cs});
+      if (running_[cs].active() && rate_of(StreamId{cs}) != running_[cs].rate)
+        refresh(StreamId{cs});
   }
   void change_load(StreamId comm_stream, int delta) {
     const auto r = rank_of_stream_[comm_stream.value];

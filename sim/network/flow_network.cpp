@@ -66,11 +66,24 @@ void FlowNetwork::transfer_batch(std::vector<FlowRequest> requests) {
     seeds.push_back(req.links.front().link);
     new_flow(std::move(req.links), req.bytes, std::move(req.done));
   }
-  if (!seeds.empty()) {
-    resolve(seeds);
-    reschedule();
-  }
+  if (!seeds.empty()) defer(seeds);
   for (auto& d : immediate) sim_.schedule_after(Time::zero(), std::move(d));
+}
+
+void FlowNetwork::defer(const std::vector<std::uint32_t>& links) {
+  pending_seeds_.insert(pending_seeds_.end(), links.begin(), links.end());
+  if (settle_queued_) return;
+  settle_queued_ = true;
+  sim_.schedule_after(Time::zero(), [this] { settle(); });
+}
+
+void FlowNetwork::settle() {
+  settle_queued_ = false;
+  if (pending_seeds_.empty()) return;
+  auto seeds = std::move(pending_seeds_);
+  pending_seeds_.clear();
+  resolve(seeds);
+  reschedule();
 }
 
 void FlowNetwork::advance(std::uint32_t flow) {
@@ -158,8 +171,11 @@ void FlowNetwork::on_completion() {
     finished.push_back(std::move(f.done));
     f.done = nullptr;
   }
-  if (!seeds.empty()) resolve(seeds);
-  reschedule();
+  // The survivors are re-rated with whatever the finished flows' callbacks start at this instant.
+  if (!seeds.empty())
+    defer(seeds);
+  else
+    reschedule();
   for (auto& d : finished) d();
 }
 

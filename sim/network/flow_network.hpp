@@ -5,7 +5,10 @@
 // share each
 // directed link max-min fairly; rates change only when a flow starts or ends, and only the
 // connected set of links and flows touched by the change is re-solved (SimGrid's "selective
-// update"). Remaining bytes are updated lazily; completion times live in an updatable heap; the
+// update"). Changes at one instant are re-solved together, once, after every event of that instant
+// that was already queued (128 groups starting a collective at the same time: one solve, not 128;
+// no simulated time passes before it, so the rates are those of re-solving after each change).
+// Remaining bytes are updated lazily; completion times live in an updatable heap; the
 // simulator holds one event: the next completion. No packets.
 //
 // Latency is not added here: the collective layer charges NCCL's per-step latencies (α), which
@@ -40,8 +43,10 @@ class FlowNetwork {
   double capacity_Bps(std::uint32_t link) const { return capacity_[link]; }
   std::size_t active_flows() const { return active_; }
   const FlowNetworkStats& stats() const { return stats_; }
-  // Rate of every active flow crossing `link` (for tests and traces).
+  // Rate of every active flow crossing `link` (for tests and traces; after settle()).
   std::vector<double> rates_on_link(std::uint32_t link) const;
+  // Re-solves the changes of this instant now rather than at its end (tests read rates).
+  void settle();
 
   // Starts many flows at once and re-rates them in one solve (what a collective step does).
   struct FlowRequest {
@@ -73,6 +78,8 @@ class FlowNetwork {
 
   std::uint32_t new_flow(FlowLinks links, double bytes, std::function<void()> done);
   void resolve(const std::vector<std::uint32_t>& seed_links);
+  // Queues a re-solve of the sets touching `links` at the end of this instant.
+  void defer(const std::vector<std::uint32_t>& links);
   void advance(std::uint32_t flow);
   void reschedule();
   void on_completion();
@@ -91,6 +98,8 @@ class FlowNetwork {
   MaxMinSolver solver_;
   std::vector<std::uint32_t> link_mark_, flow_mark_;  // epoch stamps for component search
   std::uint32_t epoch_ = 0;
+  std::vector<std::uint32_t> pending_seeds_;  // links changed at this instant, not yet solved
+  bool settle_queued_ = false;
   FlowNetworkStats stats_;
 };
 

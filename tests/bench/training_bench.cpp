@@ -2,6 +2,8 @@
 //  - Llama 3.1 405B on 16,384 H100 (TP 8, PP 16, DP 128, seq 8192, 16M-token batch), folded:
 //    one step <= 5 s wall on one core;
 //  - Llama 3.1 70B on 512 GPUs (TP 8, PP 4, CP 4, DP 4, seq 32K) with --full: <= 60 s;
+//  - issue 17: --full of the main job's winner (Llama 3.1 70B, TP 4 × DP 128 ZeRO-3, seq 8192,
+//    128 sequences, 512 H100) <= 30 CPU-s: BM_Llama70B_512_MainWinner_Full;
 //  - issue 18: the Perfetto trace of a --full 64-GPU step adds <= 30 % to the step's simulation
 //    (BM_Llama70B_64_Full/0 vs /1, and the writer alone, BM_Llama70B_64_TraceOnly; its memory
 //    bound is a test, tests/report/chrome_trace_test.cpp).
@@ -48,6 +50,15 @@ void BM_Llama70B_512_Full(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(simulate_training(topo, m, s).step_time_s);
 }
 BENCHMARK(BM_Llama70B_512_Full)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_Llama70B_512_MainWinner_Full(benchmark::State& state) {
+  const auto topo = load_topology(path("topologies/dgx-h100-superpod.json"));
+  const auto m = load_model(path("workloads/models/llama3.1-70b.json"));
+  auto s = setup("tp=4,dp=128", 8192, 128, true);
+  s.config.zero = 3;
+  for (auto _ : state) benchmark::DoNotOptimize(simulate_training(topo, m, s).step_time_s);
+}
+BENCHMARK(BM_Llama70B_512_MainWinner_Full)->Unit(benchmark::kSecond)->Iterations(1);
 
 void BM_Llama70B_512_Folded(benchmark::State& state) {
   const auto topo = load_topology(path("topologies/dgx-h100-superpod.json"));

@@ -44,6 +44,7 @@ TEST_CASE("two flows share, and the survivor speeds up when one ends") {
   Time a_end, b_end;
   net.transfer(test::on_links({0}), 4e9, [&] { a_end = sim.now(); });
   net.transfer(test::on_links({0}), 8e9, [&] { b_end = sim.now(); });
+  net.settle();
   CHECK(net.rates_on_link(0) == std::vector<double>{40e9, 40e9});
   sim.run();
   CHECK(a_end == Time::ms(100));
@@ -68,10 +69,13 @@ TEST_CASE("a flow started later re-rates only its connected set") {
   Simulator sim;
   FlowNetwork net(l.topo, sim);
   net.transfer(test::on_links({0}), 8e9, [] {});
+  net.settle();
   CHECK(net.stats().flows_resolved == 1);
   net.transfer(test::on_links({2}), 8e9, [] {});
+  net.settle();
   CHECK(net.stats().flows_resolved == 2);  // + Y only
   net.transfer(test::on_links({0, 2}), 8e9, [] {});
+  net.settle();
   CHECK(net.stats().flows_resolved == 5);  // + X, Y, Z
   // Z shares each link with one flow: everyone gets 40 GB/s.
   CHECK(net.rates_on_link(0) == std::vector<double>{40e9, 40e9});
@@ -127,4 +131,29 @@ TEST_CASE("bytes carried per link are counted by weight") {
   CHECK(net.stats().bytes_on_link[1] == 0.0);
   // Rate: link 2 allows 80/0.5 = 160 GB/s, link 0 80 GB/s: 8/80 = 100 ms.
   CHECK(sim.now() == Time::ms(100));
+}
+
+TEST_CASE("changes at one instant are re-solved once, with the rates of solving after each") {
+  // Three flows started at t = 0 by three separate calls share a→b: one solve of the three, each
+  // at 80/3 GB/s; a fourth started by the first one's completion joins the survivors in one solve.
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  Time a_end, b_end, c_end, d_end;
+  net.transfer(test::on_links({0}), 4e9, [&] {
+    a_end = sim.now();
+    net.transfer(test::on_links({0}), 4e9, [&] { d_end = sim.now(); });
+  });
+  net.transfer(test::on_links({0}), 8e9, [&] { b_end = sim.now(); });
+  net.transfer(test::on_links({0}), 8e9, [&] { c_end = sim.now(); });
+  CHECK(net.stats().resolves == 0);  // nothing solved before the instant ends
+  sim.run();
+  // 0..150 ms: three at 80/3 GB/s, a's 4 GB done. Then b, c (4 GB left each) and d (4 GB) at
+  // 80/3 GB/s: all end 150 ms later.
+  CHECK(a_end == Time::ms(150));
+  CHECK(b_end == Time::ms(300));
+  CHECK(c_end == Time::ms(300));
+  CHECK(d_end == Time::ms(300));
+  // One solve at t = 0, one at 150 ms (a's end and d's start together), one at 300 ms.
+  CHECK(net.stats().resolves == 3);
 }

@@ -98,7 +98,7 @@ int run_fit(const FitArgs& a) {
     write_json(a.topology_out, doc["topology"], "--topology-out");
   }
   if (a.json) {
-    std::cout << json_text(Json{{"out", a.out},
+    cli_out() << json_text(Json{{"out", a.out},
                                 {"gpu", fit.profile.gpu},
                                 {"source", fit.profile.source},
                                 {"fits", fit.lines},
@@ -106,8 +106,8 @@ int run_fit(const FitArgs& a) {
               << "\n";
     return 0;
   }
-  std::cout << fmt::format("# calibration profile for {} written to {}\n", fit.profile.gpu, a.out);
-  for (const auto& l : fit.lines) std::cout << l << "\n";
+  cli_out() << fmt::format("# calibration profile for {} written to {}\n", fit.profile.gpu, a.out);
+  for (const auto& l : fit.lines) cli_out() << l << "\n";
   return 0;
 }
 
@@ -122,7 +122,7 @@ int run_nccl_topo(const TopoArgs& a) {
   write_json(a.out, topo, "--out");
   const auto s = summarize(loaded, false);
   if (a.json) {
-    std::cout
+    cli_out()
         << json_text(
                Json{{"out", a.out},
                     {"description", topo["description"]},
@@ -133,9 +133,9 @@ int run_nccl_topo(const TopoArgs& a) {
         << "\n";
     return 0;
   }
-  std::cout << fmt::format("# {} written to {}: {}\n", topo["description"].get<std::string>(),
+  cli_out() << fmt::format("# {} written to {}: {}\n", topo["description"].get<std::string>(),
                            a.out, loaded.gpu.model);
-  std::cout << fmt::format(
+  cli_out() << fmt::format(
       "per GPU, per direction: NVLink {:.0f} GB/s, PCIe {:.0f} GB/s, network "
       "{:.1f} GB/s\n",
       s.nvlink_Bps / 1e9, s.pcie_Bps / 1e9, s.network_Bps / 1e9);
@@ -146,7 +146,7 @@ int run_kineto(const KinetoArgs& a) {
   const auto m = read_kineto_trace(a.trace, a.device);
   // --json: the same parts and GEMM rows as one document; the text lines go nowhere.
   std::ostringstream discard;
-  std::ostream& text = a.json ? discard : std::cout;
+  std::ostream& text = a.json ? discard : cli_out();
   Json doc{{"trace", a.trace}, {"device", m.device}, {"kernels", m.kernels}, {"steps", m.steps}};
   text << fmt::format("# {}: device {}, {} kernels, {} profiled step(s)\n", a.trace, m.device,
                       m.kernels, m.steps);
@@ -254,7 +254,7 @@ int run_kineto(const KinetoArgs& a) {
     write_json(a.write_profile, to_json(p), "--write-profile");
     doc["profile_written"] = a.write_profile;
   }
-  if (a.json) std::cout << json_text(doc) << "\n";
+  if (a.json) cli_out() << json_text(doc) << "\n";
   return 0;
 }
 

@@ -134,9 +134,9 @@ int run_collective_command(const CollectiveArgs& a) {
   }
   Json rows = Json::array();
   if (!a.cluster.json) {
-    std::cout << fmt::format("# meshsim collective: {} on {} ranks of {} ({} GPUs)\n", name_of(*op),
+    cli_out() << fmt::format("# meshsim collective: {} on {} ranks of {} ({} GPUs)\n", name_of(*op),
                              ranks.size(), topo.name, topo.gpu_count());
-    std::cout << fmt::format("# {:>14} {:>12} {:>6} {:>12} {:>12} {:>12}  {}\n", "size(B)", "count",
+    cli_out() << fmt::format("# {:>14} {:>12} {:>6} {:>12} {:>12} {:>12}  {}\n", "size(B)", "count",
                              "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algorithm");
   }
   for (const auto& row : table) {
@@ -147,7 +147,7 @@ int run_collective_command(const CollectiveArgs& a) {
                       {"busbw_Bps", row.busbw},
                       {"algo", row.algo}});
     } else {
-      std::cout << fmt::format("  {:>14.0f} {:>12.0f} {:>6} {:>12.2f} {:>12.2f} {:>12.2f}  {}\n",
+      cli_out() << fmt::format("  {:>14.0f} {:>12.0f} {:>6} {:>12.2f} {:>12.2f} {:>12.2f}  {}\n",
                                row.bytes, row.bytes / 4, "float", row.time_s * 1e6, row.algbw / 1e9,
                                row.busbw / 1e9, row.algo);
     }
@@ -157,7 +157,7 @@ int run_collective_command(const CollectiveArgs& a) {
     j["op"] = std::string(name_of(*op));
     j["ranks"] = ranks.size();
     j["rows"] = rows;
-    std::cout << json_text(j) << "\n";
+    cli_out() << json_text(j) << "\n";
   }
   return 0;
 }

@@ -8,15 +8,22 @@
 #include <functional>
 
 #include "core/error.hpp"
+#include "embedding.hpp"
 #include "topology/topology_loader.hpp"
 
 namespace meshsim::cli {
 
 using Runner = std::function<int()>;
 
-// The command line as typed (for reports: "the exact command that produced it").
+// The command line as typed (for reports: "the exact command that produced it"), per thread.
 void set_command_line(int argc, char** argv);
 const std::string& command_line();
+
+// Parses `argc`/`argv` (argv[0] is the program) and runs the command, printing to this
+// thread's cli_out() and cli_err() (embedding.hpp); returns the exit code (DESIGN.md: 0; 2 bad
+// input with one `error:` line; 1 internal failure; 3 `train`'s "does not fit"). The whole CLI
+// behind main().
+int run_command(int argc, char** argv);
 
 // The JSON document a command prints, checked first: a NaN or infinity would print as `null`, so
 // one is an exit-2 error naming its JSON path (and, from main, the command's inputs), never

@@ -44,7 +44,7 @@ std::optional<CalibrationProfile> calibration_for(Topology& topo, const std::str
   if (file.empty()) return std::nullopt;
   auto profile = load_calibration_profile(file);
   for (const auto& line : apply_p2p_calibration(topo, profile.links))
-    std::cerr << "calibration: " << line << "\n";
+    cli_err() << "calibration: " << line << "\n";
   return profile;
 }
 
@@ -271,7 +271,7 @@ void say_unread(const std::string& flag, const std::vector<std::string>& names) 
   if (names.empty()) return;
   std::string list;
   for (const auto& f : names) list += (list.empty() ? "" : ", ") + f;
-  std::cerr << flag << ": not read (no effect on the simulation): " << list << "\n";
+  cli_err() << flag << ": not read (no effect on the simulation): " << list << "\n";
 }
 
 }  // namespace

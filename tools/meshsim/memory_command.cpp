@@ -135,31 +135,31 @@ int run_memory(const MemoryArgs& a) {
   j["fits"] = fits;
   j["activations_modeled"] = b.activations_modeled;
   if (a.json) {
-    std::cout << json_text(j) << "\n";
+    cli_out() << json_text(j) << "\n";
     return 0;
   }
-  std::cout << fmt::format(
+  cli_out() << fmt::format(
       "# meshsim memory: {} ({:.2f} B parameters, {:.2f} B active per token)\n", model.name,
       params.total / 1e9, params.active / 1e9);
-  std::cout << "# " << header << "\n";
-  std::cout << fmt::format("# GPU {} ({} GB); GB = 10^9 bytes\n", gpu.model, gb(capacity));
+  cli_out() << "# " << header << "\n";
+  cli_out() << fmt::format("# GPU {} ({} GB); GB = 10^9 bytes\n", gpu.model, gb(capacity));
   if (!b.activations_modeled)
-    std::cout << "# the model is given by its parameter count only: activations, workspaces and "
+    cli_out() << "# the model is given by its parameter count only: activations, workspaces and "
                  "KV cache need an architecture and are not included\n";
-  std::cout << fmt::format("{:<16}{:>12}\n", "category", "GB per GPU");
+  cli_out() << fmt::format("{:<16}{:>12}\n", "category", "GB per GPU");
   const std::pair<const char*, double> rows[] = {
       {"weights", b.weights},     {"gradients", b.gradients},
       {"optimizer", b.optimizer}, {"activations", b.activations},
       {"temporary", b.temporary}, {"communication", b.communication},
       {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
-  for (const auto& [name, v] : rows) std::cout << fmt::format("{:<16}{:>12}\n", name, gb(v));
-  std::cout << fmt::format("{:<16}{:>12}\n", "model state", gb(b.model_state()));
-  std::cout << fmt::format("{:<16}{:>12}\n", "total", gb(b.total()));
+  for (const auto& [name, v] : rows) cli_out() << fmt::format("{:<16}{:>12}\n", name, gb(v));
+  cli_out() << fmt::format("{:<16}{:>12}\n", "model state", gb(b.model_state()));
+  cli_out() << fmt::format("{:<16}{:>12}\n", "total", gb(b.total()));
   if (fits)
-    std::cout << fmt::format("verdict: fits ({} GB free of {})\n", gb(capacity - b.total()),
+    cli_out() << fmt::format("verdict: fits ({} GB free of {})\n", gb(capacity - b.total()),
                              gb(capacity));
   else
-    std::cout << fmt::format("verdict: does not fit ({} GB over {})\n", gb(b.total() - capacity),
+    cli_out() << fmt::format("verdict: does not fit ({} GB over {})\n", gb(b.total() - capacity),
                              gb(capacity));
   return 0;
 }

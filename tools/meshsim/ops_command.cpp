@@ -45,9 +45,9 @@ int run_ops(const OpsArgs& a) {
   q.stack = &stack;
   const auto report = ops_report(workload.model, cm, q);
   if (a.json)
-    std::cout << json_text(to_json(report)) << "\n";
+    cli_out() << json_text(to_json(report)) << "\n";
   else
-    std::cout << to_text(report);
+    cli_out() << to_text(report);
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "core/error.hpp"
+#include "embedding.hpp"
 
 namespace meshsim::cli {
 
@@ -29,6 +30,7 @@ double log_interval_s() {
 
 Progress::Progress(std::string what, bool quiet)
     : what_(std::move(what)),
+      os_(&cli_err()),
       quiet_(quiet),
       tty_(::isatty(STDERR_FILENO) != 0),
       interval_s_(log_interval_s()),
@@ -42,14 +44,14 @@ void Progress::update(std::size_t done, std::size_t total) {
   if (!tty_) {
     if (s - last_line_s_ < interval_s_ || done >= total) return;
     last_line_s_ = s;
-    std::cerr << fmt::format("# {}/{} {} in {:.0f} s ({:.1f}/s), ETA {:.0f} s\n", done, total,
+    *os_ << fmt::format("# {}/{} {} in {:.0f} s ({:.1f}/s), ETA {:.0f} s\n", done, total,
                              what_, s, rate, eta);
     return;
   }
   const int width = 30;
   const int filled =
       static_cast<int>(width * std::min(done, total) / std::max<std::size_t>(total, 1));
-  std::cerr << fmt::format("\r[{}{}] {}/{} {} {:.1f}/s ETA {:.0f} s ", std::string(filled, '='),
+  *os_ << fmt::format("\r[{}{}] {}/{} {} {:.1f}/s ETA {:.0f} s ", std::string(filled, '='),
                            std::string(width - filled, ' '), done, total, what_, rate, eta)
             << (done >= total ? "\n" : "") << std::flush;
 }

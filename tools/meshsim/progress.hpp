@@ -5,6 +5,7 @@
 // byte-identical).
 #include <chrono>
 #include <cstddef>
+#include <ostream>
 #include <string>
 
 namespace meshsim::cli {
@@ -18,6 +19,7 @@ class Progress {
 
  private:
   std::string what_;
+  std::ostream* os_;  // the creating thread's stderr (embedding.hpp): workers print there too
   bool quiet_, tty_;
   double interval_s_;
   std::chrono::steady_clock::time_point start_;

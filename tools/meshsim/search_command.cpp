@@ -154,12 +154,12 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
   Json points = Json::array();
   double ref_tokens = 0, ref_gpus = 0;
   std::int32_t ref_nodes = 0;
-  std::cout << fmt::format(
+  cli_out() << fmt::format(
       "# meshsim search sweep ({} scaling): {}; reference point {} nodes; efficiency = {}\n",
       weak ? "weak" : "strong", model.name, nodes.front(),
       weak ? "tokens/s per GPU ÷ the reference's (global batch grows with the nodes)"
            : "(tokens/s ÷ reference tokens/s) ÷ (GPUs ÷ reference GPUs) at a fixed global batch");
-  std::cout << fmt::format("{:>6} {:>7} {:>8} {:>12} {:>10} {:>11}  {}\n", "nodes", "GPUs", "gbs",
+  cli_out() << fmt::format("{:>6} {:>7} {:>8} {:>12} {:>10} {:>11}  {}\n", "nodes", "GPUs", "gbs",
                            "tokens/s", "MFU", "efficiency", "best mesh");
   for (auto n : nodes) {
     TopologyOptions to;
@@ -172,7 +172,7 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
     const auto r = run_search(topo, model, job, space, opt);
     const auto gpus = static_cast<double>(topo.gpus().size());
     if (r.results.empty() || !r.results.front().error.empty()) {
-      std::cout << fmt::format("{:>6} {:>7} {:>8}  no candidate fits\n", n, gpus, job.global_batch);
+      cli_out() << fmt::format("{:>6} {:>7} {:>8}  no candidate fits\n", n, gpus, job.global_batch);
       continue;
     }
     const auto& best = r.results.front();
@@ -182,7 +182,7 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
     }
     const double eff = weak ? (best.result.tokens_per_s / gpus) / (ref_tokens / ref_gpus)
                             : (best.result.tokens_per_s / ref_tokens) / (gpus / ref_gpus);
-    std::cout << fmt::format("{:>6} {:>7} {:>8} {:>12.0f} {:>9.1f}% {:>10.1f}%  {}\n", n, gpus,
+    cli_out() << fmt::format("{:>6} {:>7} {:>8} {:>12.0f} {:>9.1f}% {:>10.1f}%  {}\n", n, gpus,
                              job.global_batch, best.result.tokens_per_s, 100 * best.result.mfu,
                              100 * eff, best.candidate.label());
     points.push_back({{"nodes", n},
@@ -194,7 +194,7 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
                       {"best", best.candidate.label()}});
   }
   if (a.cluster.json)
-    std::cout << json_text(Json{{"scaling", a.scaling},
+    cli_out() << json_text(Json{{"scaling", a.scaling},
                                 {"reference_nodes", nodes.front()},
                                 {"points", points}})
               << "\n";
@@ -396,24 +396,24 @@ int run_search_command(const SearchArgs& a) {
     j["heuristic"] = {
         {"label", heuristic.label()}, {"rule", heuristic_why}, {"rank", heuristic_rank}};
     if (!launch.empty()) j["launch"] = {{"format", a.emit}, {"text", launch}};
-    std::cout << json_text(j) << "\n";
+    cli_out() << json_text(j) << "\n";
     return exit_code;
   }
-  std::cout << fmt::format("# meshsim search: {} on {} ({} × {}), seq {}, global batch {}, {}\n",
+  cli_out() << fmt::format("# meshsim search: {} on {} ({} × {}), seq {}, global batch {}, {}\n",
                            model.name, std::filesystem::path(a.cluster.topology).stem().string(),
                            gpus, topo.gpu.model, job.seq, job.global_batch, name_of(job.dtype));
-  std::cout << "# kernel model: " << ComputeModel(topo.gpu, opt.profile).describe() << "\n";
+  cli_out() << "# kernel model: " << ComputeModel(topo.gpu, opt.profile).describe() << "\n";
   std::string stacks;
   for (const auto& st : opt.stacks) stacks += (stacks.empty() ? "" : ", ") + st.name;
-  std::cout << (opt.stacks.empty() ? "# stack: " + opt.strategy.stack.name + "\n"
+  cli_out() << (opt.stacks.empty() ? "# stack: " + opt.strategy.stack.name + "\n"
                                    : "# stacks compared: " + stacks + "\n");
   std::string rejected;
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
-  std::cout << fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,
+  cli_out() << fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,
                            r.results.size() - skipped);
-  if (skipped > 0) std::cout << "# stopped early (" << stopped << ")\n";
+  if (skipped > 0) cli_out() << "# stopped early (" << stopped << ")\n";
   // Wall time goes to stderr: stdout stays byte-identical from run to run.
-  std::cerr << fmt::format(
+  cli_err() << fmt::format(
       "# {} simulations in {:.1f} s ({:.1f}/s, {} threads × {} processes)\n",
       r.results.size() - skipped, wall,
       wall > 0 ? static_cast<double>(r.results.size() - skipped) / wall : 0.0,
@@ -421,32 +421,32 @@ int run_search_command(const SearchArgs& a) {
       world.w.size);
   if (r.results.empty() || !r.results.front().error.empty()) {
     if (skipped > 0 && skipped == r.results.size())
-      std::cout << "no layout was simulated before the search stopped\n";
+      cli_out() << "no layout was simulated before the search stopped\n";
     else
-      std::cout << "no candidate fits this cluster; try --allow-tp-across-nodes, more nodes or a "
+      cli_out() << "no candidate fits this cluster; try --allow-tp-across-nodes, more nodes or a "
                    "smaller batch\n";
     return exit_code;
   }
-  std::cout << fmt::format(
+  cli_out() << fmt::format(
       "{:>4}  {:<54} {:>8} {:>9} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "rank",
       "candidate", "step s", "tok/s/GPU", "MFU", "compute", "exp tp", "exp dp", "exp pp", "exp cp",
       "exp ep", "bubble", "mem GB");
   const std::size_t top =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(a.top, 1)), r.results.size());
   for (std::size_t i = 0; i < top; ++i)
-    if (r.results[i].error.empty()) std::cout << row(i + 1, r.results[i]) << "\n";
+    if (r.results[i].error.empty()) cli_out() << row(i + 1, r.results[i]) << "\n";
   const auto& best = r.results.front();
   // Explain against the best layout that is not equivalent to #1 (report_candidate.hpp): a tie
   // or another data-parallel sharding of the same shape says nothing about why #1 wins.
   const auto groups = group_equivalent(ranked);
   if (groups.front().members.size() > 1)
-    std::cout << fmt::format(
+    cli_out() << fmt::format(
         "#1 is one of {} equivalent shapes (the same step time, or another ZeRO stage or HSDP "
         "group within {:.1f} % of it)\n",
         groups.front().members.size(), 100 * kEquivalentStep);
   if (groups.size() > 1) {
     const auto next = groups[1].members.front();
-    std::cout << "why #1 wins: " << why_winner(ranked.front(), ranked[next], next + 1) << "\n";
+    cli_out() << "why #1 wins: " << why_winner(ranked.front(), ranked[next], next + 1) << "\n";
   }
   // Best per TP degree: where TP stops paying for its per-layer collectives.
   std::map<std::int64_t, const EvaluatedCandidate*> per_tp;
@@ -462,16 +462,16 @@ int run_search_command(const SearchArgs& a) {
     for (const auto& [tp, e] : per_tp)
       line += fmt::format("{}tp={} {:.3f} s (exposed tp {:.3f} s)", line.empty() ? "" : ", ", tp,
                           e->result.step_time_s, e->result.exposed_comm_s.at("tp"));
-    std::cout << "best per TP degree: " << line << "\n";
+    cli_out() << "best per TP degree: " << line << "\n";
     if (pcie && best.candidate.config.mesh.tp <= 2)
-      std::cout << fmt::format(
+      cli_out() << fmt::format(
           "TP is kept at {}: GPUs of a node talk over PCIe (path class {}), and every layer's TP "
           "all-reduce crosses it, so larger TP adds exposed communication faster than it removes "
           "compute\n",
           best.candidate.config.mesh.tp, name_of(cls));
   }
   if (heuristic_rank > 0)
-    std::cout << fmt::format(
+    cli_out() << fmt::format(
         "seed heuristic ({}): {} → rank {} of {}{}\n", heuristic_why, heuristic.label(),
         heuristic_rank, r.results.size(),
         heuristic_rank == 1 ? ": the simulation agrees"
@@ -480,17 +480,17 @@ int run_search_command(const SearchArgs& a) {
                                                      best.result.step_time_s -
                                                  1)));
   else if (heuristic_eval && heuristic_eval->error.empty())
-    std::cout << fmt::format(
+    cli_out() << fmt::format(
         "seed heuristic ({}): {} → not in the searched space; simulated "
         "{:.3f} s, {:.1f}% slower than the winner\n",
         heuristic_why, heuristic.label(), heuristic_eval->result.step_time_s,
         100 * (heuristic_eval->result.step_time_s / best.result.step_time_s - 1));
   else
-    std::cout << fmt::format("seed heuristic ({}): {} → does not run here{}\n", heuristic_why,
+    cli_out() << fmt::format("seed heuristic ({}): {} → does not run here{}\n", heuristic_why,
                              heuristic.label(),
                              heuristic_eval ? " (" + heuristic_eval->error + ")" : "");
-  std::cout << "heuristics pick candidates; the simulation picks the winner\n";
-  if (!launch.empty()) std::cout << "\n" << launch;
+  cli_out() << "heuristics pick candidates; the simulation picks the winner\n";
+  if (!launch.empty()) cli_out() << "\n" << launch;
   return exit_code;
 }
 

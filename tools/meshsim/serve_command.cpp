@@ -255,47 +255,47 @@ std::vector<Request> requests_of(const ServeArgs& a, std::string& described) {
 
 void print_summary(const ServingResult& r) {
   const auto line = [](const char* name, const LatencySummary& s, double scale, const char* unit) {
-    std::cout << fmt::format("{:<18} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {}\n", name,
+    cli_out() << fmt::format("{:<18} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {}\n", name,
                              s.mean * scale, s.p50 * scale, s.p90 * scale, s.p99 * scale, unit);
   };
-  std::cout << fmt::format("{:<18} {:>10} {:>10} {:>10} {:>10}\n", "latency", "mean", "p50", "p90",
+  cli_out() << fmt::format("{:<18} {:>10} {:>10} {:>10} {:>10}\n", "latency", "mean", "p50", "p90",
                            "p99");
   line("TTFT", r.ttft, 1, "s");
   line("TPOT", r.tpot, 1e3, "ms");
   line("ITL", r.itl, 1e3, "ms");
   line("E2E", r.e2e, 1, "s");
   line("scheduling delay", r.scheduling_delay, 1, "s");
-  std::cout << fmt::format(
+  cli_out() << fmt::format(
       "throughput: {:.3f} req/s, {:.1f} output tokens/s, {:.1f} tokens/s/GPU over {:.2f} s\n",
       r.requests_per_s, r.output_tokens_per_s, r.tokens_per_s_per_gpu, r.makespan_s);
-  std::cout << fmt::format("goodput: {:.3f} req/s meet the SLOs\n", r.goodput_requests_per_s);
-  std::cout << fmt::format("requests: {} completed, {} rejected; {} preemptions; {} iterations\n",
+  cli_out() << fmt::format("goodput: {:.3f} req/s meet the SLOs\n", r.goodput_requests_per_s);
+  cli_out() << fmt::format("requests: {} completed, {} rejected; {} preemptions; {} iterations\n",
                            r.completed, r.rejected, r.preemptions, r.iterations);
   if (r.swapped_out_blocks > 0)
-    std::cout << fmt::format("swap: {} blocks out, {} back in, {:.3f} s of copies per GPU\n",
+    cli_out() << fmt::format("swap: {} blocks out, {} back in, {:.3f} s of copies per GPU\n",
                              r.swapped_out_blocks, r.swapped_in_blocks, r.swap_seconds);
-  std::cout << fmt::format(
+  cli_out() << fmt::format(
       "KV cache: {} blocks × {} tokens per replica ({:.1f} KB/token/GPU); utilisation mean "
       "{:.1f} %, peak {:.1f} %\n",
       r.capacity.blocks, r.capacity.block_size, r.capacity.kv_bytes_per_token_rank / 1e3,
       100 * r.kv_utilization_mean, 100 * r.kv_utilization_peak);
   if (const auto& pc = r.prefix_cache; pc.enabled)
-    std::cout << fmt::format(
+    cli_out() << fmt::format(
         "prefix cache: {:.1f} % of looked-up prompt tokens hit ({} prefill tokens saved); TTFT "
         "mean {:.3f} s with a hit ({} requests), {:.3f} s without ({})\n",
         100 * pc.hit_rate, pc.hit_tokens, pc.ttft_hit.mean, pc.hit_requests, pc.ttft_miss.mean,
         pc.miss_requests);
   if (const auto& sp = r.speculative; sp.enabled)
-    std::cout << fmt::format(
+    cli_out() << fmt::format(
         "speculative decoding: {} verify steps, {:.1f} % of {} drafts accepted, {:.2f} tokens per "
         "step (expected {:.2f})\n",
         sp.steps, 100 * sp.acceptance_rate, sp.proposed, sp.tokens_per_step,
         sp.expected_tokens_per_step);
   if (r.kv_transfer.count > 0)
-    std::cout << fmt::format("KV transfer: mean {:.2f} ms, p99 {:.2f} ms, {:.2f} GB in all\n",
+    cli_out() << fmt::format("KV transfer: mean {:.2f} ms, p99 {:.2f} ms, {:.2f} GB in all\n",
                              1e3 * r.kv_transfer.mean, 1e3 * r.kv_transfer.p99,
                              r.kv_transfer_bytes / 1e9);
-  for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+  for (const auto& n : r.notes) cli_out() << "note: " << n << "\n";
 }
 
 int run_serve(const ServeArgs& a) {
@@ -414,39 +414,39 @@ int run_serve(const ServeArgs& a) {
         }
         rows.push_back(row);
       }
-      std::cout << json_text(Json{{"candidates", rows}, {"verdict", found.verdict}}) << "\n";
+      cli_out() << json_text(Json{{"candidates", rows}, {"verdict", found.verdict}}) << "\n";
     } else {
-      std::cout << fmt::format(
+      cli_out() << fmt::format(
           "# {} on {} GPUs of {}; traffic: {}; SLO p99 TTFT ≤ {} s, p99 TPOT ≤ {} ms\n", model.name,
           a.gpus, topo.name, traffic, a.slo_ttft, 1e3 * a.slo_tpot);
-      std::cout << fmt::format("{:>3} {:<18} {:>6} {:>9} {:>9} {:>10} {:>9} {:>10}\n", "#",
+      cli_out() << fmt::format("{:>3} {:<18} {:>6} {:>9} {:>9} {:>10} {:>9} {:>10}\n", "#",
                                "layout", "SLO", "goodput", "TTFT p99", "TPOT p99", "E2E mean",
                                "tok/s/GPU");
       int i = 0;
       for (const auto& c : found.candidates) {
         const auto layout = fmt::format("{} × tp={} pp={}", c.replicas, c.shape.tp, c.shape.pp);
         if (!c.refused.empty()) {
-          std::cout << fmt::format("{:>3} {:<18} refused: {}\n", ++i, layout, c.refused);
+          cli_out() << fmt::format("{:>3} {:<18} refused: {}\n", ++i, layout, c.refused);
           continue;
         }
         const auto& r = c.result;
-        std::cout << fmt::format(
+        cli_out() << fmt::format(
             "{:>3} {:<18} {:>6} {:>9.2f} {:>8.3f}s {:>8.1f}ms {:>8.3f}s {:>10.1f}\n", ++i, layout,
             c.meets_slo ? "met" : "missed", r.goodput_requests_per_s, r.ttft.p99, 1e3 * r.tpot.p99,
             r.e2e.mean, r.tokens_per_s_per_gpu);
       }
-      std::cout << "verdict: " << found.verdict << "\n";
+      cli_out() << "verdict: " << found.verdict << "\n";
       const auto& best = found.candidates.front();
       if (best.refused.empty() && best.meets_slo)
-        std::cout << fmt::format("fastest layout meeting the SLO: {} × tp={} pp={}\n",
+        cli_out() << fmt::format("fastest layout meeting the SLO: {} × tp={} pp={}\n",
                                  best.replicas, best.shape.tp, best.shape.pp);
       else
-        std::cout << "no layout meets the SLO at this rate\n";
+        cli_out() << "no layout meets the SLO at this rate\n";
     }
     if (!a.emit.empty()) {
       const auto& best = found.candidates.front();
       if (!best.refused.empty()) throw Error("", "--emit", "no layout fits: nothing to emit");
-      std::cerr << serving_launch_config(a.emit, model, best.shape, best.replicas, setup.scheduler);
+      cli_err() << serving_launch_config(a.emit, model, best.shape, best.replicas, setup.scheduler);
     }
     if (!a.report.empty()) {
       auto rep = report_of(fmt::format("meshsim serve --search: {} on {} GPUs", model.name, a.gpus),
@@ -474,15 +474,15 @@ int run_serve(const ServeArgs& a) {
               : "") +
       (setup.speculative.enabled() ? ", speculative: " + setup.speculative.describe() : "");
   if (a.cluster.json) {
-    std::cout << json_text(serving_json(r)) << "\n";
+    cli_out() << json_text(serving_json(r)) << "\n";
   } else {
-    std::cout << fmt::format("# {} on {}: {}\n# traffic: {}\n# kernel model: {}\n", model.name,
+    cli_out() << fmt::format("# {} on {}: {}\n# traffic: {}\n# kernel model: {}\n", model.name,
                              topo.name, layout, traffic,
                              ComputeModel(topo.gpu, setup.profile).describe());
     print_summary(r);
   }
   if (!a.emit.empty())
-    std::cerr << serving_launch_config(a.emit, model, setup.shape, setup.total_replicas(),
+    cli_err() << serving_launch_config(a.emit, model, setup.shape, setup.total_replicas(),
                                        setup.scheduler);
   if (!a.trace.empty()) {
     write_output(a.trace, "--trace", [&](std::ostream& out) { write_serving_trace(r, out); });

@@ -55,17 +55,17 @@ int run_topo(const TopoArgs& a) {
       }
       j["path_classes"] = m;
     }
-    std::cout << json_text(j) << "\n";
+    cli_out() << json_text(j) << "\n";
     return 0;
   }
 
-  std::cout << fmt::format("cluster    {} ({} node{}, {} GPUs)\n", topo.name, s.nodes,
+  cli_out() << fmt::format("cluster    {} ({} node{}, {} GPUs)\n", topo.name, s.nodes,
                            s.nodes == 1 ? "" : "s", s.gpus);
-  if (!topo.description.empty()) std::cout << fmt::format("           {}\n", topo.description);
+  if (!topo.description.empty()) cli_out() << fmt::format("           {}\n", topo.description);
   std::string peaks;
   for (const auto& [dtype, flops] : topo.gpu.peak_flops)
     peaks += fmt::format("{}{} {:g}", peaks.empty() ? "" : ", ", dtype, flops / 1e12);
-  std::cout << fmt::format("gpu        {}: {} TFLOP/s dense; HBM {:.1f} GiB at {:g} GB/s\n",
+  cli_out() << fmt::format("gpu        {}: {} TFLOP/s dense; HBM {:.1f} GiB at {:g} GB/s\n",
                            topo.gpu.model, peaks, topo.gpu.hbm_bytes.as_double() / (1u << 30),
                            topo.gpu.hbm_Bps / 1e9);
   std::string verts, links;
@@ -73,27 +73,27 @@ int run_topo(const TopoArgs& a) {
     verts += fmt::format("{}{} {}", verts.empty() ? "" : ", ", k, n);
   for (const auto& [k, n] : s.links)
     links += fmt::format("{}{} {}", links.empty() ? "" : ", ", k, n);
-  std::cout << fmt::format("vertices   {}\n", verts);
-  std::cout << fmt::format("links      {}\n", links);
-  std::cout << fmt::format(
+  cli_out() << fmt::format("vertices   {}\n", verts);
+  cli_out() << fmt::format("links      {}\n", links);
+  cli_out() << fmt::format(
       "per GPU    nvlink {:g} GB/s, pcie {:g} GB/s, network {:g} GB/s (each direction)\n",
       s.nvlink_Bps / 1e9, s.pcie_Bps / 1e9, s.network_Bps / 1e9);
-  std::cout << fmt::format(
+  cli_out() << fmt::format(
       "bisection  {:g} GB/s (first half of the GPUs to the second, each direction)\n",
       s.bisection_Bps / 1e9);
   if (!matrix.empty()) {
-    std::cout << "\npath classes (NCCL: NVL NVLink, PIX/PXB PCIe switch(es), PHB host bridge, "
+    cli_out() << "\npath classes (NCCL: NVL NVLink, PIX/PXB PCIe switch(es), PHB host bridge, "
                  "SYS across sockets, NET network)\n      ";
     for (std::size_t j = 0; j < matrix.size(); ++j)
-      std::cout << fmt::format("{:>6}", fmt::format("GPU{}", j));
-    std::cout << "\n";
+      cli_out() << fmt::format("{:>6}", fmt::format("GPU{}", j));
+    cli_out() << "\n";
     for (std::size_t i = 0; i < matrix.size(); ++i) {
-      std::cout << fmt::format("{:<6}", fmt::format("GPU{}", i));
-      for (auto c : matrix[i]) std::cout << fmt::format("{:>6}", name_of(c));
-      std::cout << "\n";
+      cli_out() << fmt::format("{:<6}", fmt::format("GPU{}", i));
+      for (auto c : matrix[i]) cli_out() << fmt::format("{:>6}", name_of(c));
+      cli_out() << "\n";
     }
   }
-  if (!a.dot.empty()) std::cout << fmt::format("\nwrote {}\n", a.dot);
+  if (!a.dot.empty()) cli_out() << fmt::format("\nwrote {}\n", a.dot);
   return 0;
 }
 

@@ -56,21 +56,21 @@ int report_does_not_fit(const TrainingResult& r, const TrainingSetup& setup, dou
     j["memory"]["stage"] = r.memory.stage;
     j["memory"]["gpu_bytes"] = capacity;
     j["memory"]["over_bytes"] = over;
-    std::cout << json_text(j) << "\n";
+    cli_out() << json_text(j) << "\n";
   } else {
-    std::cout << fmt::format("# {}, ZeRO-{}, recompute {}\n", to_string(setup.config.mesh),
+    cli_out() << fmt::format("# {}, ZeRO-{}, recompute {}\n", to_string(setup.config.mesh),
                              setup.config.zero, name_of(setup.config.recompute));
     const std::pair<const char*, double> rows[] = {
         {"weights", r.memory.weights},     {"gradients", r.memory.gradients},
         {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
         {"temporary", r.memory.temporary}, {"communication", r.memory.communication},
         {"allocator", r.memory.allocator}};
-    for (const auto& [name, v] : rows) std::cout << fmt::format("{:<22}{:.2f} GB\n", name, v / 1e9);
-    std::cout << fmt::format("{:<22}{:.2f} GB of {:.2f} (stage {})\n", "peak memory",
+    for (const auto& [name, v] : rows) cli_out() << fmt::format("{:<22}{:.2f} GB\n", name, v / 1e9);
+    cli_out() << fmt::format("{:<22}{:.2f} GB of {:.2f} (stage {})\n", "peak memory",
                              r.memory.total() / 1e9, capacity / 1e9, r.memory.stage);
   }
   // Text: the verdict is the result (stdout, as `memory` prints it); JSON: stdout is the document.
-  (json ? std::cerr : std::cout) << fmt::format(
+  (json ? cli_err() : cli_out()) << fmt::format(
       "verdict: does not fit: stage {} needs {:.2f} GB per GPU, {:.2f} GB over the GPU's {:.2f}; "
       "no step time is reported (--allow-oom simulates it anyway; more pp/tp, a higher --zero "
       "or --recompute full use less)\n",
@@ -79,7 +79,13 @@ int report_does_not_fit(const TrainingResult& r, const TrainingSetup& setup, dou
 }
 
 int run_train(const TrainArgs& a) {
-  auto topo = a.cluster.load();
+  // A cluster an in-process caller loaded once (embedding.hpp), unless this run changes it.
+  const LoadedCluster* lent = a.degrade_link.empty() && a.calibration.empty()
+                                  ? lent_cluster(a.cluster.topology, a.cluster.nodes)
+                                  : nullptr;
+  std::optional<Topology> own;
+  if (!lent) own = a.cluster.load();
+  const Topology& topo = lent ? *lent->topo : *own;
   if (!a.degrade_link.empty()) {
     // VERTEX:FACTOR, e.g. n3/nic2:0.5 for a NIC running at half speed.
     const auto colon = a.degrade_link.rfind(':');
@@ -95,9 +101,9 @@ int run_train(const TrainArgs& a) {
       throw Error("", "--degrade-link",
                   "'" + a.degrade_link + "': expected VERTEX:FACTOR with 0 < FACTOR <= 1");
     }
-    const auto v = topo.find(name);
+    const auto v = own->find(name);
     if (!v) throw Error("", "--degrade-link", "no vertex named '" + name + "' in the cluster");
-    topo.scale_links_at(*v, factor);
+    own->scale_links_at(*v, factor);
   }
   const auto job = a.job.resolve(static_cast<std::int64_t>(topo.gpus().size()));
   const auto& model = job.workload.model;
@@ -148,9 +154,9 @@ int run_train(const TrainArgs& a) {
   if (a.restart_s >= 0) setup.reliability.restart_s = a.restart_s;
   if (a.checkpoint_interval_s < 0) throw Error("", "--checkpoint-interval", "must be positive");
   setup.reliability.checkpoint_interval_s = a.checkpoint_interval_s;
-  setup.profile = calibration_for(topo, a.calibration);
+  setup.profile = lent ? *lent->profile : calibration_for(*own, a.calibration);
 
-  const auto r = simulate_training(topo, model, setup);
+  const auto r = simulate_training(topo, model, setup, lent ? lent->context : nullptr);
   const double capacity = topo.gpu.hbm_bytes.as_double();
   const bool fits = r.memory.total() <= capacity;
   if (!fits && !a.allow_oom) return report_does_not_fit(r, setup, capacity, a.cluster.json);
@@ -193,17 +199,17 @@ int run_train(const TrainArgs& a) {
                         {"bubble_s", b.bubble_s},
                         {"exposed_comm_s", map_json(b.exposed_s)}});
     j["ranks"] = std::move(stages);
-    std::cout << json_text(j) << "\n";
+    cli_out() << json_text(j) << "\n";
     return 0;
   }
-  std::cout << fmt::format("# meshsim train: {} on {} ({} × {})\n", model.name,
+  cli_out() << fmt::format("# meshsim train: {} on {} ({} × {})\n", model.name,
                            std::filesystem::path(a.cluster.topology).stem().string(), r.gpus,
                            topo.gpu.model);
-  std::cout << "# kernel model: " << ComputeModel(topo.gpu, setup.profile).describe() << "\n";
-  std::cout << fmt::format("# stack: {} (TP overlap {}, interference {})\n", r.stack,
+  cli_out() << "# kernel model: " << ComputeModel(topo.gpu, setup.profile).describe() << "\n";
+  cli_out() << fmt::format("# stack: {} (TP overlap {}, interference {})\n", r.stack,
                            r.tp_overlap ? "on" : "off",
                            setup.strategy.stack.interference.on ? "modelled" : "off");
-  std::cout << fmt::format(
+  cli_out() << fmt::format(
       "# {}, ZeRO-{}, sp {}, schedule {}, recompute {}; seq {}, global batch {}, micro-batch {} "
       "({} micro-batches per step), {}\n",
       to_string(mesh), setup.config.zero, setup.config.sp ? "on" : "off",
@@ -211,34 +217,34 @@ int run_train(const TrainArgs& a) {
       job.micro_batch, r.microbatches, name_of(job.dtype));
   std::string layers;
   for (auto l : r.chunk_layers) layers += (layers.empty() ? "" : " ") + std::to_string(l);
-  std::cout << fmt::format("# layers per stage: {}; simulated {} ranks ({}), {} ops\n", layers,
+  cli_out() << fmt::format("# layers per stage: {}; simulated {} ranks ({}), {} ops\n", layers,
                            r.simulated_ranks, setup.full ? "every rank" : "one per stage, folded",
                            r.ops);
   const double step = r.step_time_s;
-  std::cout << fmt::format("{:<22}{:.4f} s\n", "step time", step);
-  std::cout << fmt::format("{:<22}{:.0f} (per GPU {:.1f})\n", "tokens/s", r.tokens_per_s,
+  cli_out() << fmt::format("{:<22}{:.4f} s\n", "step time", step);
+  cli_out() << fmt::format("{:<22}{:.0f} (per GPU {:.1f})\n", "tokens/s", r.tokens_per_s,
                            r.tokens_per_s_per_gpu);
-  std::cout << fmt::format(
+  cli_out() << fmt::format(
       "{:<22}{:.1f}  MFU {:.1f}% (model FLOPs)  HFU {:.1f}% (with recompute)\n",
       "model TFLOP/s/GPU", r.model_tflops_per_gpu, 100 * r.mfu, 100 * r.hfu);
-  std::cout << fmt::format("{:<22}{:.4f} s ({})\n", "compute", r.compute_s, pct(r.compute_s, step));
+  cli_out() << fmt::format("{:<22}{:.4f} s ({})\n", "compute", r.compute_s, pct(r.compute_s, step));
   if (r.interference_s > 0)
-    std::cout << fmt::format("{:<22}{:.4f} s of it\n", "  slowed by comm", r.interference_s);
-  std::cout << fmt::format("{:<22}{:.4f} s ({})\n", "bubble / waiting", r.bubble_s,
+    cli_out() << fmt::format("{:<22}{:.4f} s of it\n", "  slowed by comm", r.interference_s);
+  cli_out() << fmt::format("{:<22}{:.4f} s ({})\n", "bubble / waiting", r.bubble_s,
                            pct(r.bubble_s, step));
   for (const auto& [g, v] : r.exposed_comm_s)
-    std::cout << fmt::format("{:<22}{:.4f} s ({}), {:.2f} GB sent per GPU\n", "exposed comm " + g,
+    cli_out() << fmt::format("{:<22}{:.4f} s ({}), {:.2f} GB sent per GPU\n", "exposed comm " + g,
                              v, pct(v, step), r.comm_bytes_per_gpu.at(g) / 1e9);
   for (const auto& [k, v] : r.exposed_comm_by_op_s)
-    std::cout << fmt::format("{:<22}{:.4f} s\n", "  by op " + k, v);
-  std::cout << fmt::format("{:<22}{:.2f} GB of {:.2f} (stage {}, {})\n", "peak memory",
+    cli_out() << fmt::format("{:<22}{:.4f} s\n", "  by op " + k, v);
+  cli_out() << fmt::format("{:<22}{:.2f} GB of {:.2f} (stage {}, {})\n", "peak memory",
                            r.memory.total() / 1e9, capacity / 1e9, r.memory.stage,
                            fits ? "fits" : "does not fit; simulated anyway (--allow-oom)");
-  std::cout << fmt::format("{:<22}{:.1f} s every {:.0f} s; goodput {:.1f}% of wall time\n",
+  cli_out() << fmt::format("{:<22}{:.1f} s every {:.0f} s; goodput {:.1f}% of wall time\n",
                            "checkpoint", r.reliability.checkpoint_s,
                            r.reliability.checkpoint_interval_s,
                            100 * r.reliability.goodput_fraction);
-  std::cout << "per simulated rank (critical path): compute / exposed comm / bubble\n";
+  cli_out() << "per simulated rank (critical path): compute / exposed comm / bubble\n";
   for (const auto& b : r.ranks) {
     double exposed = 0;
     std::string worst;
@@ -250,11 +256,11 @@ int run_train(const TrainArgs& a) {
         worst = g;
       }
     }
-    std::cout << fmt::format("  rank {:>5} stage {:>3}: {:.4f} / {:.4f}{} / {:.4f} s\n", b.rank,
+    cli_out() << fmt::format("  rank {:>5} stage {:>3}: {:.4f} / {:.4f}{} / {:.4f} s\n", b.rank,
                              b.stage, b.compute_s, exposed,
                              worst.empty() ? "" : " (mostly " + worst + ")", b.bubble_s);
   }
-  for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+  for (const auto& n : r.notes) cli_out() << "note: " << n << "\n";
   return 0;
 }
 

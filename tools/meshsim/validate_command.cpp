@@ -48,7 +48,7 @@ int run_validate(const ValidateArgs& a) {
     for (auto& r : run(path, root, a.only)) rows.push_back(std::move(r));
     // Progress on stderr, one line per case file (stdout stays the table or the JSON).
     if (!a.quiet)
-      std::cerr << fmt::format(
+      cli_err() << fmt::format(
           "# validate: {} done, {} comparisons, {:.0f} s so far\n", file, rows.size() - before,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
@@ -79,22 +79,22 @@ int run_validate(const ValidateArgs& a) {
     }
     Json m = Json::object();
     for (const auto& [g, v] : mape) m[g] = v.first / v.second;
-    std::cout << json_text(Json{{"cases", cases}, {"mape", m}}) << "\n";
+    cli_out() << json_text(Json{{"cases", cases}, {"mape", m}}) << "\n";
     return 0;
   }
-  std::cout << fmt::format("# meshsim validate: {} comparisons from {} (nothing fitted to them)\n",
+  cli_out() << fmt::format("# meshsim validate: {} comparisons from {} (nothing fitted to them)\n",
                            rows.size(), a.cases);
-  std::cout << fmt::format("{:<22} {:<40} {:<20} {:>12} {:>12} {:>8}\n", "group", "case", "metric",
+  cli_out() << fmt::format("{:<22} {:<40} {:<20} {:>12} {:>12} {:>8}\n", "group", "case", "metric",
                            "measured", "simulated", "error");
   for (const auto& r : rows)
-    std::cout << fmt::format("{:<22} {:<40} {:<20} {:>12.4g} {:>12.4g} {:>+7.1f}%{}\n", r.group,
+    cli_out() << fmt::format("{:<22} {:<40} {:<20} {:>12.4g} {:>12.4g} {:>+7.1f}%{}\n", r.group,
                              r.name, r.metric, r.measured, r.simulated, 100 * r.error(),
                              !r.known_gap.empty() ? "  known gap"
                              : outside(r)         ? "  outside tolerance"
                                                   : "");
-  std::cout << fmt::format("\n{:<24} {:>6} {:>8}\n", "group", "cases", "MAPE");
+  cli_out() << fmt::format("\n{:<24} {:>6} {:>8}\n", "group", "cases", "MAPE");
   for (const auto& [g, v] : mape)
-    std::cout << fmt::format("{:<24} {:>6} {:>7.1f}%\n", g, v.second, 100 * v.first / v.second);
+    cli_out() << fmt::format("{:<24} {:>6} {:>7.1f}%\n", g, v.second, 100 * v.first / v.second);
   return 0;
 }
 

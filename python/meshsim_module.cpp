@@ -29,7 +29,8 @@ namespace {
 
 class Cluster {
  public:
-  Cluster(std::string topology, std::int32_t nodes) : topology_(std::move(topology)), nodes_(nodes) {
+  Cluster(std::string topology, std::int32_t nodes)
+      : topology_(std::move(topology)), nodes_(nodes) {
     TopologyOptions opt;
     if (nodes_ < 0) throw Error("", "nodes", "must be a positive integer");
     if (nodes_ > 0) opt.nodes = nodes_;

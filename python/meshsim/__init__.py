@@ -1,7 +1,8 @@
 """meshsim from Python: the same library and commands as the CLI, run in this process.
 
 Every function takes the CLI's options as keyword arguments (``mesh="tp=8,dp=64"``,
-``seq=8192``, ``tp_overlap="on"``; ``True`` for a flag) and returns the CLI's ``--json`` document
+``seq=8192``, ``tp_overlap="on"``; ``True`` for a flag; a stack, engine or traffic spec by name,
+path or as the dict of its file) and returns the CLI's ``--json`` document
 as a ``Result`` (a ``dict`` with ``to_dict()``; ``search`` and ``serve`` results also have
 ``records()``, flat rows that ``pandas.DataFrame`` takes as they are). A ``Cluster`` is loaded
 once and lent to every ``train`` call on it, with the routes and collective prices each calling
@@ -134,7 +135,7 @@ def _model_flag(workload: str | os.PathLike | dict, temps: list[str]) -> str:
     return os.fspath(workload)
 
 
-def _option_flags(options: dict) -> list[str]:
+def _option_flags(options: dict, temps: list[str]) -> list[str]:
     flags: list[str] = []
     for key, value in options.items():
         if value is None or value is False:
@@ -142,6 +143,11 @@ def _option_flags(options: dict) -> list[str]:
         flag = "--" + key.replace("_", "-")
         if value is True:
             flags.append(flag)
+        elif isinstance(value, dict):
+            # A stack, engine, traffic spec or calibration profile given as the dict of its file.
+            path = _json_file(value, f"meshsim-{key}-")
+            temps.append(path)
+            flags += [flag, path]
         elif isinstance(value, (list, tuple)):
             flags += [flag, ",".join(str(v) for v in value)]
         else:
@@ -165,7 +171,7 @@ def _command(name: str, cluster: Cluster | None, workload, options: dict, lend: 
             args += cluster._flags()
         if workload is not None:
             args += ["--workload", _model_flag(workload, temps)]
-        args += _option_flags(options) + ["--json"]
+        args += _option_flags(options, temps) + ["--json"]
         if quiet:
             args.append("--quiet")
         code, out, err = run(args, cluster if lend else None)

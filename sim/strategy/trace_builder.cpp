@@ -387,7 +387,7 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     // qkv/fc1 wgrad), which keeps every SM but shares them with the collective's bulk_sms.
     const auto id = comm(rs, rs.tp, name + ".rs_bulk", GroupKind::tp, CollectiveOp::reduce_scatter,
                          group, costs_.tp_bytes, {*rs.last_compute}, inst + 200);
-    trace_.info.back().holds_sms = false;  // its SMs are priced into the wgrad below
+    trace_.info.back().holds_sms = false;               // its SMs are priced into the wgrad below
     if (regathered) rs.pending.push_back(*regathered);  // the wgrad's input
     fixed_compute(
         rs, name + ".wgrad",
@@ -455,17 +455,16 @@ void Builder::column_backward(RankState& rs, const std::string& name, const Segm
     return;
   }
   const SegmentCost dgrad = gemm_piece(gemms, TpRole::column_parallel, 1);
-  const SegmentCost wgrad =
-      split_w ? SegmentCost{} : gemm_piece(gemms, TpRole::column_parallel, 2);
+  const SegmentCost wgrad = split_w ? SegmentCost{} : gemm_piece(gemms, TpRole::column_parallel, 2);
   // The kernels before the column-parallel GEMMs' backward (row-parallel GEMMs, activation,
   // RoPE), with the segment's FLOPs.
   compute(rs, name, without(seg, dgrad.time + wgrad.time), false);
   // The saved input shard is all-gathered again while the dgrad GEMM runs.
   std::optional<OpId> regathered;
   if (regather)
-    regathered = comm(rs, rs.tp, name + ".tp_regather", GroupKind::tp, CollectiveOp::all_gather,
-                      pl_.group(rs.rank, GroupKind::tp), costs_.tp_bytes, {*rs.last_compute},
-                      inst + 50);
+    regathered =
+        comm(rs, rs.tp, name + ".tp_regather", GroupKind::tp, CollectiveOp::all_gather,
+             pl_.group(rs.rank, GroupKind::tp), costs_.tp_bytes, {*rs.last_compute}, inst + 50);
   compute(rs, name + ".dgrad", dgrad, false);
   if (!beside_wgrad) {
     // The wgrad (or, zero-bubble, the deferred weight pass) waits for the gathered input.
@@ -537,7 +536,8 @@ void Builder::attention(RankState& rs, const std::string& name, const SegmentCos
 
 OpId Builder::copy_kernel(RankState& rs, StreamId s, const std::string& name, GroupKind g,
                           double bytes, std::vector<OpId> deps) {
-  const Time t = Time::from_seconds_ceil(cm_.seconds(memory_kernel(MemoryClass::elementwise, bytes)));
+  const Time t =
+      Time::from_seconds_ceil(cm_.seconds(memory_kernel(MemoryClass::elementwise, bytes)));
   const OpId id = trace_.graph.add_op(s, name, t, std::move(deps));
   TraceOpInfo info;
   info.rank = rs.rank;
@@ -743,9 +743,9 @@ void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, st
     }
   }
   if (mesh_.expert_replicas() > 1 && expert > 0)
-    rs.last_dp = comm(rs, rs.dp, n + ".experts", GroupKind::edp, op,
-                      pl_.group(rs.rank, GroupKind::edp), expert,
-                      {grads_copied(n + ".experts", GroupKind::edp, expert)}, inst + 1);
+    rs.last_dp =
+        comm(rs, rs.dp, n + ".experts", GroupKind::edp, op, pl_.group(rs.rank, GroupKind::edp),
+             expert, {grads_copied(n + ".experts", GroupKind::edp, expert)}, inst + 1);
 }
 
 bool Builder::emit(RankState& rs, const PipelineAction& a) {

@@ -247,7 +247,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
       in.slowdown.push_back(info.slowdown);
       in.holds_sms.push_back(info.comm && info.holds_sms);
       in.hbm_fraction.push_back(info.comm ? 0.0F : info.hbm_fraction);
-      in.hbm_demand.push_back(!info.comm              ? 0.0F
+      in.hbm_demand.push_back(!info.comm            ? 0.0F
                               : info.wire_bytes > 0 ? demand(info.rank, info.group)
                                                     : info.hbm_demand);
     }

@@ -120,8 +120,7 @@ TEST_CASE("train and memory: torchtitan's layer AC, from the flag and from its c
     return json::parse(r.out)["per_gpu_bytes"]["activations"].get<double>();
   };
   // Half the blocks keep their activations, half only their input.
-  CHECK(activations("layer") ==
-        doctest::Approx((activations("none") + activations("full")) / 2));
+  CHECK(activations("layer") == doctest::Approx((activations("none") + activations("full")) / 2));
   // torchtitan's own config says it as selective_ac_option = "2".
   const auto toml = (std::filesystem::temp_directory_path() / "meshsim_layer_ac.toml").string();
   std::ofstream(toml) << "[parallelism]\ndata_parallel_shard_degree = -1\n[training]\n"

@@ -88,6 +88,18 @@ def test_dicts_for_clusters_and_models():
     assert a["step_time_s"] == b["step_time_s"]
 
 
+def test_a_stack_as_a_dict_is_its_file():
+    with open(src("workloads", "stacks", "torchtitan.json")) as f:
+        stack = json.load(f)
+    by_dict = meshsim.train(NODE, MODEL, mesh="dp=8", seq=2048, gbs=8, zero=3, stack=stack)
+    by_name = meshsim.train(NODE, MODEL, mesh="dp=8", seq=2048, gbs=8, zero=3, stack="torchtitan")
+    assert by_dict["step_time_s"] == by_name["step_time_s"]
+    stack["tp_overlap"]["method"] = "carrier-pigeon"
+    with pytest.raises(meshsim.InputError) as e:
+        meshsim.train(NODE, MODEL, mesh="dp=8", seq=2048, gbs=8, zero=3, stack=stack)
+    assert e.value.path == "/tp_overlap/method"
+
+
 def test_bad_input_raises_input_error_with_file_and_path():
     with pytest.raises(meshsim.InputError) as e:
         meshsim.train(NODE, MODEL, mesh="dp=4", seq=2048, gbs=8)

@@ -323,29 +323,43 @@ class BandwidthComm : public CommModel {
   }
 };
 
+// Llama 3.1 8B on dp=4 × tp=2 with SP on one DGX H100, collectives priced by bandwidth alone.
+struct TpCase {
+  ModelSpec m = bundled("llama3.1-8b");
+  Topology topo = load_topology(topology_path("dgx-h100.json"));
+  ComputeModel cm{topo.gpu};
+  ParallelConfig cfg = [] {
+    ParallelConfig c;
+    c.mesh = parse_mesh("dp=4,tp=2", "--mesh");
+    c.sp = true;
+    return c;
+  }();
+  Placement pl{cfg.mesh};
+  BandwidthComm comm;
+  TrainingJob job{4096, 4, 1, DType::bf16, true};
+  Trace trace(const StrategyOptions& opt) {
+    return build_trace(m, job, cfg, pl, cm, comm, opt, {0});
+  }
+};
+
+// The replayed timing of the op named `name` (a FAIL when there is none).
+OpTiming timing_of(const Trace& trace, const ReplayResult& r, const std::string& name) {
+  for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i)
+    if (trace.graph.op(OpId{i}).name == name) return r.ops[i];
+  FAIL("no op " << name);
+  return OpTiming{};
+}
+
 }  // namespace
 
 TEST_CASE("TP overlap: the all-gather and reduce-scatter hide behind their GEMMs' chunks") {
-  const auto m = bundled("llama3.1-8b");
-  const auto topo = load_topology(topology_path("dgx-h100.json"));
-  const ComputeModel cm(topo.gpu);
-  ParallelConfig cfg;
-  cfg.mesh = parse_mesh("dp=4,tp=2", "--mesh");
-  cfg.sp = true;
-  const Placement pl(cfg.mesh);
-  BandwidthComm comm;
+  TpCase c;
   StrategyOptions opt;  // megatron: userbuffers, RS in 4 splits on 132 − 24 SMs
   opt.tp_overlap = true;
-  const TrainingJob job{4096, 4, 1, DType::bf16, true};
-  auto trace = build_trace(m, job, cfg, pl, cm, comm, opt, {0});
+  auto trace = c.trace(opt);
   Simulator sim;
   const auto r = Replay<Simulator>(trace.graph, sim).run();
-  auto at = [&](const std::string& name) {
-    for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i)
-      if (trace.graph.op(OpId{i}).name == name) return r.ops[i];
-    FAIL("no op " << name);
-    return OpTiming{};
-  };
+  const auto at = [&](const std::string& n) { return timing_of(trace, r, n); };
   // The TP buffer is 4096 tokens × 4096 × 2 B = 32 MiB; the ring exchange's one step (t = 2)
   // moves it in 32 MiB / 100 GB/s = 335.5 µs, beside the local chunk's GEMM.
   const double step = 4096.0 * 4096 * 2 / 100e9;
@@ -366,7 +380,7 @@ TEST_CASE("TP overlap: the all-gather and reduce-scatter hide behind their GEMMs
   CHECK(mid.start == rs3.end);
   // Without overlap the whole all-gather is exposed before one GEMM.
   opt.tp_overlap = false;
-  auto plain = build_trace(m, job, cfg, pl, cm, comm, opt, {0});
+  auto plain = c.trace(opt);
   Simulator sim2;
   const auto r2 = Replay<Simulator>(plain.graph, sim2).run();
   CHECK(r2.makespan > r.makespan);
@@ -389,14 +403,6 @@ TEST_CASE("stacks: gradients travel in the stack's dtype; interference is report
 
 namespace {
 
-// The replayed timing of the op named `name` (a FAIL when there is none).
-OpTiming timing_of(const Trace& trace, const ReplayResult& r, const std::string& name) {
-  for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i)
-    if (trace.graph.op(OpId{i}).name == name) return r.ops[i];
-  FAIL("no op " << name);
-  return OpTiming{};
-}
-
 const OpSpec& op_named(const std::vector<OpSpec>& ops, const std::string& name) {
   for (const auto& op : ops)
     if (op.name == name) return op;
@@ -406,19 +412,14 @@ const OpSpec& op_named(const std::vector<OpSpec>& ops, const std::string& name) 
 
 }  // namespace
 
-TEST_CASE("Megatron's TP backward: the input re-gathered beside the dgrad, reduced beside the wgrad") {
-  const auto m = bundled("llama3.1-8b");
-  const auto topo = load_topology(topology_path("dgx-h100.json"));
-  const ComputeModel cm(topo.gpu);
-  ParallelConfig cfg;
-  cfg.mesh = parse_mesh("dp=4,tp=2", "--mesh");
-  cfg.sp = true;
-  const Placement pl(cfg.mesh);
-  BandwidthComm comm;
+TEST_CASE(
+    "Megatron's TP backward: the input re-gathered beside the dgrad, reduced beside the wgrad") {
+  TpCase c;
+  const auto& m = c.m;
+  const auto& cm = c.cm;
   StrategyOptions opt;  // megatron, --tp-comm-overlap off (its default)
   opt.stack.interference.on = false;
-  const TrainingJob job{4096, 4, 1, DType::bf16, true};
-  auto trace = build_trace(m, job, cfg, pl, cm, comm, opt, {0});
+  auto trace = c.trace(opt);
   Simulator sim;
   const auto r = Replay<Simulator>(trace.graph, sim).run();
   const auto at = [&](const std::string& n) { return timing_of(trace, r, n); };
@@ -457,13 +458,13 @@ TEST_CASE("Megatron's TP backward: the input re-gathered beside the dgrad, reduc
   StrategyOptions tt;
   tt.stack = *bundled_stack("torchtitan");
   tt.stack.interference.on = false;
-  const auto eager = build_trace(m, job, cfg, pl, cm, comm, tt, {0});
+  const auto eager = c.trace(tt);
   CHECK(count(eager, "all_gather") == 32 * 2);
   CHECK(count(eager, "reduce_scatter") == 32 * 2);
 
   // Without SP (a TP all-reduce) the all-reduce of QKV's input gradient runs beside its wgrad.
-  cfg.sp = false;
-  auto ar = build_trace(m, job, cfg, pl, cm, comm, opt, {0});
+  c.cfg.sp = false;
+  auto ar = c.trace(opt);
   Simulator sim2;
   const auto r2 = Replay<Simulator>(ar.graph, sim2).run();
   const auto red = timing_of(ar, r2, "B0.L0.tp_qkv"), w = timing_of(ar, r2, "B0.L0.qkv.wgrad");

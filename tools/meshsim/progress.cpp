@@ -44,16 +44,16 @@ void Progress::update(std::size_t done, std::size_t total) {
   if (!tty_) {
     if (s - last_line_s_ < interval_s_ || done >= total) return;
     last_line_s_ = s;
-    *os_ << fmt::format("# {}/{} {} in {:.0f} s ({:.1f}/s), ETA {:.0f} s\n", done, total,
-                             what_, s, rate, eta);
+    *os_ << fmt::format("# {}/{} {} in {:.0f} s ({:.1f}/s), ETA {:.0f} s\n", done, total, what_, s,
+                        rate, eta);
     return;
   }
   const int width = 30;
   const int filled =
       static_cast<int>(width * std::min(done, total) / std::max<std::size_t>(total, 1));
   *os_ << fmt::format("\r[{}{}] {}/{} {} {:.1f}/s ETA {:.0f} s ", std::string(filled, '='),
-                           std::string(width - filled, ' '), done, total, what_, rate, eta)
-            << (done >= total ? "\n" : "") << std::flush;
+                      std::string(width - filled, ' '), done, total, what_, rate, eta)
+       << (done >= total ? "\n" : "") << std::flush;
 }
 
 }  // namespace meshsim::cli

@@ -74,7 +74,8 @@ int meshsim::cli::run_command(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, meshsim::cli::cli_out(), meshsim::cli::cli_err());
   } catch (const CLI::ParseError& e) {
-    meshsim::cli::cli_err() << "error: " << meshsim::cli::parse_error_line(app, e, argc, argv) << "\n";
+    meshsim::cli::cli_err() << "error: " << meshsim::cli::parse_error_line(app, e, argc, argv)
+                            << "\n";
     return 2;
   }
   // One error boundary: bad input exits 2; output that did not arrive, memory exhaustion and
@@ -87,7 +88,8 @@ int meshsim::cli::run_command(int argc, char** argv) {
     // An error raised while simulating (the simulated time passing 2^63 ps) has no file or flag
     // of its own: it names the command and the input flags it ran with.
     if (e.where().empty() && e.path().empty())
-      meshsim::cli::cli_err() << "error: " << meshsim::cli::inputs_of(app) << ": " << e.what() << "\n";
+      meshsim::cli::cli_err() << "error: " << meshsim::cli::inputs_of(app) << ": " << e.what()
+                              << "\n";
     else
       meshsim::cli::cli_err() << "error: " << e.what() << "\n";
     return 2;
@@ -95,7 +97,8 @@ int meshsim::cli::run_command(int argc, char** argv) {
     meshsim::cli::cli_err() << "error: " << e.what() << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
-    meshsim::cli::cli_err() << "internal error: out of memory (the input needs more than this machine has)\n";
+    meshsim::cli::cli_err()
+        << "internal error: out of memory (the input needs more than this machine has)\n";
     return 1;
   } catch (const std::exception& e) {
     meshsim::cli::cli_err() << "internal error: " << e.what() << "\n";

@@ -126,7 +126,8 @@ class Replay {
     if (hooks_) hooks_->op_started(g_, id, sim_.now());
     const Op& op = g_.op(id);
     if (inter_ && holds(id, st)) change_load(s, +1);
-    if (inter_ && demand(id, st) > 0) change_hbm(s, demand(id, st));
+    if (inter_)
+      if (const double d = demand(id, st); d > 0) change_hbm(s, d);
     if (op.start) {
       op.start(id, [this, id] { finish(id); });
     } else if (inter_ && (slowable(id, st) || shares(id, st))) {
@@ -240,8 +241,8 @@ class Replay {
     if (hooks_) hooks_->op_finished(g_, id, sim_.now());
     const Op& op = g_.op(id);
     if (inter_ && holds(id, g_.stream(op.stream))) change_load(op.stream, -1);
-    if (inter_ && demand(id, g_.stream(op.stream)) > 0)
-      change_hbm(op.stream, -demand(id, g_.stream(op.stream)));
+    if (inter_)
+      if (const double d = demand(id, g_.stream(op.stream)); d > 0) change_hbm(op.stream, -d);
     busy_[op.stream.value] = false;
     ++head_[op.stream.value];
     for (OpId d : op.dependents) {

@@ -17,7 +17,9 @@ struct Planner {
   GroupLayout layout;
   double wire;  // 1 / protocol efficiency
   bool with_flows;
-  UsageBuilder usage{with_flows ? topo.directed_edge_count() : 0};
+  // Plans do not nest, so each thread's planner reuses one link array (zeroing a fresh one per
+  // plan was ~20 % of a folded 405B step on 16,384 GPUs).
+  UsageBuilder& usage = scratch_usage_builder(with_flows ? topo.directed_edge_count() : 0);
 
   std::int32_t node_of(std::int32_t gpu) const {
     return topo.vertex(topo.gpus()[static_cast<std::size_t>(gpu)]).node;

@@ -25,6 +25,18 @@ FlowLinks UsageBuilder::take() {
   return out;
 }
 
+void UsageBuilder::reset(std::size_t link_count) {
+  for (auto e : touched_) weight_[e] = 0.0;
+  touched_.clear();
+  if (weight_.size() < link_count) weight_.resize(link_count, 0.0);
+}
+
+UsageBuilder& scratch_usage_builder(std::size_t link_count) {
+  thread_local UsageBuilder builder;
+  builder.reset(link_count);
+  return builder;
+}
+
 FlowLinks usage_of(const std::vector<Path>& paths) {
   std::uint32_t max_link = 0;
   for (const auto& p : paths)

@@ -10,8 +10,8 @@
 // hashed; a request's own blocks are not re-found after its preemption, which vLLM V1 (hashing
 // every full block) would do.
 #include <cstdint>
-#include <list>
 #include <unordered_map>
+#include <vector>
 
 namespace meshsim {
 
@@ -34,20 +34,28 @@ class PrefixCache {
   // Removes the `n` least recently released idle blocks (their memory is reused).
   void evict(std::int64_t n);
 
-  std::int64_t size() const { return static_cast<std::int64_t>(entries_.size()); }
-  std::int64_t idle() const { return static_cast<std::int64_t>(lru_.size()); }
+  std::int64_t size() const { return size_; }
+  std::int64_t idle() const { return idle_; }
 
  private:
-  // group < 2^39 (traffic limits groups to 2^20) and block < 2^24 (prefixes ≤ 2^24 tokens).
-  static std::uint64_t key(std::int64_t group, std::int64_t block) {
-    return (static_cast<std::uint64_t>(group) << 24) | static_cast<std::uint64_t>(block);
-  }
-  struct Entry {
-    std::int64_t holders = 0;
-    std::list<std::uint64_t>::iterator lru;  // valid while holders == 0
+  // Blocks live in a slot array with an index-linked LRU list of the idle ones, and each group
+  // maps its block indices to slots: with one-token pages (SGLang) a prefix is thousands of
+  // blocks, and a node-based list and map per block cost more than the rest of the simulation.
+  static constexpr std::int32_t kNone = -1;
+  struct Slot {
+    std::int64_t group = 0, block = 0, holders = 0;
+    std::int32_t prev = kNone, next = kNone;  // in the idle list while holders == 0
   };
-  std::unordered_map<std::uint64_t, Entry> entries_;
-  std::list<std::uint64_t> lru_;  // idle blocks, least recently released first
+  // The slot of `group`'s block `block`, or kNone.
+  std::int32_t find(std::int64_t group, std::int64_t block) const;
+  void unlink(std::int32_t slot);
+  void append(std::int32_t slot);  // as the most recently released idle block
+
+  std::unordered_map<std::int64_t, std::vector<std::int32_t>> groups_;
+  std::vector<Slot> slots_;
+  std::vector<std::int32_t> free_slots_;
+  std::int32_t head_ = kNone, tail_ = kNone;  // least and most recently released idle blocks
+  std::int64_t size_ = 0, idle_ = 0;
 };
 
 }  // namespace meshsim

@@ -305,8 +305,8 @@ std::string serving_launch_config(const std::string& format, const ModelSpec& mo
           "--pipeline-parallel-size {} --max-num-seqs {} --max-num-batched-tokens {} "
           "--enable-chunked-prefill --block-size {} --gpu-memory-utilization {}{}{}\n",
           devices, id, 8000 + r, shape.tp, shape.pp, scheduler.max_seqs, scheduler.max_batch_tokens,
-          scheduler.block_size, scheduler.gpu_memory_utilization, fp8 ? " --quantization fp8" : "",
-          kv8 ? " --kv-cache-dtype fp8" : "");
+          scheduler.block_size, scheduler.memory_fraction(shape.tp),
+          fp8 ? " --quantization fp8" : "", kv8 ? " --kv-cache-dtype fp8" : "");
     }
     if (shape.gpus() * replicas > 8)
       out +=
@@ -323,7 +323,7 @@ std::string serving_launch_config(const std::string& format, const ModelSpec& mo
                      "--mem-fraction-static {}{}{}\n",
                      replicas, shape.tp, shape.pp, model.name, id, shape.tp, shape.pp, replicas,
                      scheduler.max_seqs, scheduler.max_batch_tokens, scheduler.block_size,
-                     scheduler.gpu_memory_utilization, fp8 ? " --quantization fp8" : "",
+                     scheduler.memory_fraction(shape.tp), fp8 ? " --quantization fp8" : "",
                      kv8 ? " --kv-cache-dtype fp8_e4m3" : "");
   }
   throw Error("", "--emit", "'" + format + "': expected vllm or sglang");

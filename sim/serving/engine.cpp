@@ -19,6 +19,10 @@ std::string_view name_of(Admission a) {
       return "optimistic";
     case Admission::reserve:
       return "reserve";
+    case Admission::max_utilization:
+      return "max_utilization";
+    case Admission::ratio:
+      return "ratio";
   }
   return "?";
 }
@@ -39,15 +43,28 @@ std::string_view name_of(KvBudget b) {
       return "total_fraction";
     case KvBudget::free_fraction:
       return "free_fraction";
+    case KvBudget::static_fraction:
+      return "static_fraction";
   }
   return "?";
 }
 
 namespace {
 
-constexpr std::array kAdmissions{Admission::optimistic, Admission::reserve};
-constexpr std::array kBudgets{KvBudget::total_fraction, KvBudget::free_fraction};
+constexpr std::array kAdmissions{Admission::optimistic, Admission::reserve,
+                                 Admission::max_utilization, Admission::ratio};
+constexpr std::array kBudgets{KvBudget::total_fraction, KvBudget::free_fraction,
+                              KvBudget::static_fraction};
 constexpr std::array kPreemptions{Preemption::recompute, Preemption::swap};
+
+}  // namespace
+
+Admission admission_flag(const std::string& text) {
+  if (const auto a = parse_by_name<Admission>(kAdmissions, text)) return *a;
+  throw Error("", "--admission", "'" + text + "' is not one of " + joined_names(kAdmissions));
+}
+
+namespace {
 
 template <class E, std::size_t N>
 E enum_field(const JsonRef& v, const std::array<E, N>& all) {
@@ -75,6 +92,29 @@ void read_scheduler(const JsonRef& ref, SchedulerOptions& s) {
     if (gb > 4096) g->fail("must be at most 4096 GB of host memory per GPU");
     s.swap_space_bytes = gb * (1ull << 30);
   }
+  // Optional: iterations mix prefill chunks and decodes unless the file says otherwise.
+  if (auto m = r.optional("mixed_batches")) s.mixed_batches = m->boolean();
+  // The new-token-ratio estimate: required with ratio admission, refused without it.
+  const auto ratio = r.optional("new_token_ratio");
+  if (s.admission == Admission::ratio && !ratio)
+    r.required("new_token_ratio");  // fails: names the missing key
+  if (ratio) {
+    if (s.admission != Admission::ratio) ratio->fail("only applies to ratio admission");
+    ObjectReader q(*ratio);
+    const auto unit = [](const JsonRef& v) {
+      const double x = v.positive_number();
+      if (x > 1) v.fail("must be in (0, 1]");
+      return x;
+    };
+    s.ratio.init = unit(q.required("init"));
+    const auto min = q.required("min");
+    s.ratio.min = unit(min);
+    if (s.ratio.min > s.ratio.init) min.fail("must not exceed init");
+    s.ratio.decay_steps = q.required("decay_steps").integer_in(1, 1 << 24);
+    s.ratio.retract_steps = q.required("retract_steps").integer_in(0, 1 << 20);
+    s.ratio.clip_tokens = q.required("clip_tokens").integer_in(1, 1 << 24);
+    q.finish();
+  }
   r.finish();
 }
 
@@ -95,6 +135,21 @@ EngineProfile read_engine(const JsonRef& ref) {
     const auto f = kv.required("fraction");
     e.scheduler.gpu_memory_utilization = f.positive_number();
     if (e.scheduler.gpu_memory_utilization > 1) f.fail("must be in (0, 1]");
+    // Optional: the fraction by the replica's TP degree, as (smallest TP, fraction) pairs.
+    if (auto t = kv.optional("fraction_by_tp")) {
+      for (const auto& pair : t->non_empty_array()) {
+        const auto items = pair.array();
+        if (items.size() != 2) pair.fail("expected [smallest TP, fraction]");
+        const auto tp = items[0].integer_in(1, 1 << 20);
+        const double x = items[1].positive_number();
+        if (x > 1) items[1].fail("must be in (0, 1]");
+        auto& table = e.scheduler.memory_fraction_by_tp;
+        if (table.empty() ? tp != 1 : tp <= table.back().first)
+          items[0].fail(table.empty() ? "the first entry must be for TP 1"
+                                      : "TP degrees must increase");
+        table.emplace_back(tp, x);
+      }
+    }
     e.fp8_kv_with_fp8_weights = kv.required("fp8_with_fp8_weights").boolean();
     // Optional: automatic prefix caching (off unless the file turns it on).
     if (auto pc = kv.optional("prefix_caching")) e.scheduler.prefix_caching = pc->boolean();

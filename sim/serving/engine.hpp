@@ -27,6 +27,8 @@ DType default_kv_dtype(const EngineProfile& engine, DType weights);
 std::string_view name_of(Admission a);
 std::string_view name_of(KvBudget b);
 std::string_view name_of(Preemption p);
+// `--admission`'s value: one of the policies' names, else an error naming the flag.
+Admission admission_flag(const std::string& text);
 
 // Strict: unknown keys, bad enums, out-of-range numbers and inconsistent settings are one-line
 // errors naming the file and JSON path.

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace meshsim {
 
 ReplicaScheduler::ReplicaScheduler(SchedulerOptions options, std::int64_t blocks)
-    : opt_(options), pool_(blocks, options.block_size) {
+    : opt_(options), pool_(blocks, options.block_size), new_token_ratio_(options.ratio.init) {
   watermark_blocks_ =
       static_cast<std::int64_t>(std::floor(options.watermark * static_cast<double>(blocks)));
 }
@@ -57,33 +58,47 @@ void ReplicaScheduler::preempt(std::vector<RequestState>& reqs, std::size_t runn
   waiting_.push_front(id);
 }
 
-Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
-  Batch b;
-  std::int64_t budget = opt_.max_batch_tokens;
-  const auto add = [&](std::int32_t id, std::int64_t n) {
-    auto& r = reqs[static_cast<std::size_t>(id)];
-    BatchEntry e{.request = id, .tokens = n, .context = r.computed, .decode = r.decoding()};
-    if (e.decode) {
-      // n − 1 speculated tokens on top of the sequence's one: all n positions get logits.
-      ++b.shape.decodes;
-      b.shape.decode_context += r.computed + n;
-      b.shape.speculated += n - 1;
-      b.shape.draft_passes = std::max(b.shape.draft_passes, n - 1);
-      b.shape.sampled += n;
-    } else {
-      b.shape.prefill.push_back(PrefillChunk{.tokens = n, .context = r.computed});
-      // The sequence samples a token when this iteration computes all its known tokens.
-      if (r.computed + n == r.known()) ++b.shape.sampled;
-    }
-    r.in_flight = true;
-    b.entries.push_back(e);
-    budget -= n;
-  };
-  // 1. Running sequences, in admission order.
+void ReplicaScheduler::add(std::vector<RequestState>& reqs, Batch& b, std::int64_t& budget,
+                           std::int32_t id, std::int64_t n) {
+  auto& r = reqs[static_cast<std::size_t>(id)];
+  BatchEntry e{.request = id, .tokens = n, .context = r.computed, .decode = r.decoding()};
+  if (e.decode) {
+    // n − 1 speculated tokens on top of the sequence's one: all n positions get logits.
+    ++b.shape.decodes;
+    b.shape.decode_context += r.computed + n;
+    b.shape.speculated += n - 1;
+    b.shape.draft_passes = std::max(b.shape.draft_passes, n - 1);
+    b.shape.sampled += n;
+  } else {
+    b.shape.prefill.push_back(PrefillChunk{.tokens = n, .context = r.computed});
+    // The sequence samples a token when this iteration computes all its known tokens.
+    if (r.computed + n == r.known()) ++b.shape.sampled;
+  }
+  r.in_flight = true;
+  b.entries.push_back(e);
+  budget -= n;
+}
+
+bool ReplicaScheduler::admissible(std::int64_t blocks_left, std::int64_t expected_tokens) const {
+  // An idle replica admits whatever fits now, so that a request whose expected output alone
+  // exceeds the cache still runs (and is retracted if it must be).
+  if (running_.empty()) expected_tokens = 0;
+  return blocks_left * pool_.block_size() - expected_tokens >=
+         watermark_blocks_ * pool_.block_size();
+}
+
+std::int64_t ReplicaScheduler::ratio_reserve(const RequestState& r) const {
+  const auto left = std::clamp<std::int64_t>(r.output - r.generated, 0, opt_.ratio.clip_tokens);
+  return static_cast<std::int64_t>(std::ceil(new_token_ratio_ * static_cast<double>(left)));
+}
+
+void ReplicaScheduler::schedule_running(std::vector<RequestState>& reqs, Batch& b,
+                                        std::int64_t& budget, Only only) {
   for (std::size_t i = 0; i < running_.size() && budget > 0;) {
     const auto id = running_[i];
     auto& r = reqs[static_cast<std::size_t>(id)];
-    if (r.in_flight) {
+    if (r.in_flight || (only == Only::prefills && r.decoding()) ||
+        (only == Only::decodes && !r.decoding())) {
       ++i;
       continue;
     }
@@ -120,10 +135,13 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
         std::max<std::int64_t>(0, pool_.blocks_for(r.computed + n) - r.blocks);
     take(need);
     r.blocks += need;
-    add(id, n);
+    add(reqs, b, budget, id, n);
     ++i;
   }
-  // 2. Swapped-out sequences come back first, oldest first, while their blocks fit above the
+}
+
+void ReplicaScheduler::admit(std::vector<RequestState>& reqs, Batch& b, std::int64_t& budget) {
+  // Swapped-out sequences come back first, oldest first, while their blocks fit above the
   // watermark (vLLM V0's _schedule_swapped), unless this iteration had to preempt.
   while (b.preempted == 0 && budget > 0 && !swapped_.empty() &&
          static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
@@ -139,9 +157,15 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     take(need);
     r.blocks = need;
     running_.push_back(id);
-    add(id, n);
+    add(reqs, b, budget, id, n);
   }
-  // 3. Waiting requests, first come first served, unless this iteration had to preempt or
+  // Ratio admission: the free blocks must also cover the expected growth of every running
+  // sequence (SGLang's PrefillAdder: rem_total_tokens less ratio × remaining output of each).
+  std::int64_t expected_tokens = 0;
+  if (opt_.admission == Admission::ratio && !waiting_.empty())
+    for (const auto id : running_)
+      expected_tokens += ratio_reserve(reqs[static_cast<std::size_t>(id)]);
+  // Waiting requests, first come first served, unless this iteration had to preempt or
   // swapped-out sequences still wait (vLLM V0 schedules prefills only when none are swapped).
   while (b.preempted == 0 && swapped_.empty() && budget > 0 && !waiting_.empty() &&
          static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
@@ -161,7 +185,9 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     const std::int64_t n = std::min(r.pending() - cached, budget);
     const std::int64_t need = admission_blocks(r, cached, hit.blocks, n);
     // Cached blocks nobody held stop being free once this request holds them.
-    if (available() - hit.idle - need < watermark_blocks_) break;
+    const std::int64_t expected = opt_.admission == Admission::ratio ? ratio_reserve(r) : 0;
+    if (!admissible(available() - hit.idle - need, expected_tokens + expected)) break;
+    expected_tokens += expected;
     waiting_.pop_front();
     if (lookup) {
       queried_tokens_ += r.prompt;
@@ -177,7 +203,49 @@ Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
     take(need);
     r.blocks += need;
     running_.push_back(id);
-    add(id, n);
+    add(reqs, b, budget, id, n);
+  }
+}
+
+Batch ReplicaScheduler::form_batch(std::vector<RequestState>& reqs) {
+  Batch b;
+  std::int64_t budget = opt_.max_batch_tokens;
+  const bool ratio = opt_.admission == Admission::ratio;
+  if (ratio && running_.empty()) new_token_ratio_ = opt_.ratio.init;  // idle: start over
+  if (opt_.mixed_batches) {
+    // Running sequences in admission order, then swapped-out ones and new requests.
+    schedule_running(reqs, b, budget, Only::any);
+    admit(reqs, b, budget);
+  } else {
+    // Prefills alone whenever any can run (a chunked prompt in progress, then new requests);
+    // otherwise the decodes, with no token budget (SGLang's get_next_batch_to_run).
+    schedule_running(reqs, b, budget, Only::prefills);
+    admit(reqs, b, budget);
+    if (b.entries.empty()) {
+      std::int64_t unbounded = std::numeric_limits<std::int64_t>::max();
+      schedule_running(reqs, b, unbounded, Only::decodes);
+    }
+  }
+  if (ratio) {
+    if (b.preempted > 0) {
+      // A retraction: the ratio becomes what the sequences still running have decoded so far
+      // plus retract_steps each, over what they may decode in all (SGLang's retract_decode).
+      std::int64_t decoded = 0, total = 0;
+      for (const auto id : running_) {
+        const auto& r = reqs[static_cast<std::size_t>(id)];
+        decoded += r.generated;
+        total += r.output;
+      }
+      const auto steps = opt_.ratio.retract_steps * static_cast<std::int64_t>(running_.size());
+      new_token_ratio_ =
+          total > 0
+              ? std::min(1.0, static_cast<double>(decoded + steps) / static_cast<double>(total))
+              : opt_.ratio.init;
+    } else if (b.shape.decodes > 0) {
+      const double decay =
+          (opt_.ratio.init - opt_.ratio.min) / static_cast<double>(opt_.ratio.decay_steps);
+      new_token_ratio_ = std::max(opt_.ratio.min, new_token_ratio_ - decay);
+    }
   }
   return b;
 }
@@ -239,7 +307,12 @@ bool ReplicaScheduler::has_runnable(const std::vector<RequestState>& reqs) const
   if (!waiting_.empty() && static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
     const auto& r = reqs[static_cast<std::size_t>(waiting_.front())];
     const auto n = std::min(r.pending(), opt_.max_batch_tokens);
-    if (available() - admission_blocks(r, r.computed, r.blocks, n) >= watermark_blocks_)
+    std::int64_t expected = 0;
+    if (opt_.admission == Admission::ratio) {
+      expected = ratio_reserve(r);
+      for (const auto id : running_) expected += ratio_reserve(reqs[static_cast<std::size_t>(id)]);
+    }
+    if (admissible(available() - admission_blocks(r, r.computed, r.blocks, n), expected))
       return true;
   }
   return false;

@@ -8,6 +8,7 @@
 // parallelism a sequence belongs to at most one batch in flight.
 #include <cstdint>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "core/units.hpp"
@@ -23,11 +24,28 @@ namespace meshsim {
 // Where the KV budget comes from (serving_sim kv_capacity): `fraction` of the whole HBM minus
 // the rest of the memory (vLLM's gpu_memory_utilization), or `fraction` of the memory left after
 // it (TensorRT-LLM's free_gpu_memory_fraction).
-enum class KvBudget { total_fraction, free_fraction };
+// A third: `fraction` of the whole HBM minus the weights alone (SGLang's mem_fraction_static: the
+// weights and the KV pool are the static part; activations and graphs live in the rest).
+enum class KvBudget { total_fraction, free_fraction, static_fraction };
 // Admission: optimistic (vLLM: admit while the first chunk fits, preempt by recompute when a
-// running sequence cannot grow), or reserve (TensorRT-LLM's GUARANTEED_NO_EVICT: admit only when
-// the blocks for the whole prompt + output are free, and hold them; nothing is ever preempted).
-enum class Admission { optimistic, reserve };
+// running sequence cannot grow); reserve (TensorRT-LLM's GUARANTEED_NO_EVICT: admit only when
+// the blocks for the whole prompt + output are free, and hold them; nothing is ever preempted);
+// max_utilization (TensorRT-LLM's MAX_UTILIZATION: admit while this step fits, pause the most
+// recently started requests when a running one cannot grow; a paused request frees its KV and
+// runs its context again, so it is optimistic admission with recompute and no watermark); ratio
+// (SGLang: admit while the free KV covers the prompt plus new_token_ratio of every admitted and
+// running request's remaining output, the ratio decaying per decode step and raised when
+// decodes run out of memory and retract requests; RatioAdmission).
+enum class Admission { optimistic, reserve, max_utilization, ratio };
+// SGLang's new-token-ratio estimate (python/sglang/srt/managers/scheduler.py, schedule_policy.py,
+// global_config.py): starts at `init`, falls by (init − min) / decay_steps per decode batch to
+// `min`, back to `init` when nothing runs; a retraction sets it to (decoded + retract_steps ×
+// running) / Σ max_new_tokens of the running requests, at most 1. Outputs count at most
+// `clip_tokens` (CLIP_MAX_NEW_TOKENS_ESTIMATION).
+struct RatioAdmission {
+  double init = 0.7, min = 0.098;
+  std::int64_t decay_steps = 600, retract_steps = 20, clip_tokens = 4096;
+};
 // What preemption does with a sequence's KV cache (vLLM V0's preemption_mode): drop it and
 // recompute the prompt and the generated tokens later, or copy its blocks to the host's swap
 // space and copy them back before it runs again (over the GPU's PCIe link, serial with the
@@ -39,8 +57,17 @@ struct SchedulerOptions {
   std::int64_t block_size = 16;
   double watermark = 0.01;
   double gpu_memory_utilization = 0.9;  // the KV budget's fraction
+  // The fraction by the replica's TP degree, where the engine's default depends on it (SGLang):
+  // (smallest TP, fraction) in increasing TP; the last entry at or below the TP applies. Empty:
+  // gpu_memory_utilization for every TP.
+  std::vector<std::pair<std::int64_t, double>> memory_fraction_by_tp;
   KvBudget kv_budget = KvBudget::total_fraction;
   Admission admission = Admission::optimistic;
+  RatioAdmission ratio;
+  // Whether an iteration mixes prefill chunks with decodes (vLLM's chunked prefill, TensorRT-LLM
+  // inflight batching), or runs prefills alone whenever any can run and decodes otherwise
+  // (SGLang's default, enable_mixed_chunk off); a decode-only batch then has no token budget.
+  bool mixed_batches = true;
   Preemption preemption = Preemption::recompute;
   // Swap space per GPU (vLLM's --swap-space, 4 GiB by default), and the blocks it holds (set
   // from the KV bytes of a block per GPU when the replica is built). A preemption that does not
@@ -62,6 +89,12 @@ struct SchedulerOptions {
   // token budget and of the KV cache, as vLLM counts lookahead slots. A serving simulation sets
   // it from ServingSetup::speculative when it builds the replicas.
   std::int64_t speculative_tokens = 0;
+  double memory_fraction(std::int64_t tp) const {
+    double f = gpu_memory_utilization;
+    for (const auto& [min_tp, fraction] : memory_fraction_by_tp)
+      if (tp >= min_tp) f = fraction;
+    return f;
+  }
   double cpu_seconds(std::int64_t sequences, std::int64_t gpus) const {
     return cpu_fixed_s + cpu_per_sequence_s * static_cast<double>(sequences) +
            (gpus > 1 ? cpu_multi_gpu_extra_s : 0.0);
@@ -140,6 +173,8 @@ class ReplicaScheduler {
   const std::deque<std::int32_t>& waiting() const { return waiting_; }
   const std::deque<std::int32_t>& swapped() const { return swapped_; }
   std::int64_t swap_used() const { return swap_used_; }
+  // Ratio admission: the current new-token ratio.
+  double new_token_ratio() const { return new_token_ratio_; }
   const SchedulerOptions& options() const { return opt_; }
   // Work-conservation probe: something could run now but the last batch left it out.
   bool has_runnable(const std::vector<RequestState>& reqs) const;
@@ -155,6 +190,20 @@ class ReplicaScheduler {
   // cached in the `held` blocks it has.
   std::int64_t admission_blocks(const RequestState& r, std::int64_t computed, std::int64_t held,
                                 std::int64_t n) const;
+  // Admission leaves `blocks_left` free blocks, and ratio admission expects `expected_tokens`
+  // more of them to fill: does it keep the watermark?
+  bool admissible(std::int64_t blocks_left, std::int64_t expected_tokens) const;
+  // Ratio admission: the tokens a request's remaining output is expected to need.
+  std::int64_t ratio_reserve(const RequestState& r) const;
+  // The running sequences' prefill chunks and decodes (prefills or decodes only when
+  // `only` is set: unmixed batches), in admission order; preempts to make room.
+  enum class Only { any, prefills, decodes };
+  void schedule_running(std::vector<RequestState>& reqs, Batch& b, std::int64_t& budget, Only only);
+  // Swapped-out sequences back, then waiting requests, while they fit.
+  void admit(std::vector<RequestState>& reqs, Batch& b, std::int64_t& budget);
+  // Puts `n` of request `id`'s tokens into the batch.
+  static void add(std::vector<RequestState>& reqs, Batch& b, std::int64_t& budget, std::int32_t id,
+                  std::int64_t n);
 
   SchedulerOptions opt_;
   BlockPool pool_;
@@ -164,6 +213,7 @@ class ReplicaScheduler {
   std::deque<std::int32_t> waiting_;
   std::deque<std::int32_t> swapped_;  // preempted by swap, in preemption order
   std::int64_t swap_used_ = 0;
+  double new_token_ratio_ = 0;
 };
 
 }  // namespace meshsim

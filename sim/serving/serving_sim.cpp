@@ -737,10 +737,19 @@ KvCapacity kv_capacity(const Topology& topo, const ModelSpec& model, const Servi
     }
   }
   const double hbm = topo.gpu.hbm_bytes.as_double();
-  const double fraction = setup.scheduler.gpu_memory_utilization;
-  const double room = setup.scheduler.kv_budget == KvBudget::total_fraction
-                          ? hbm * fraction - c.memory.total()
-                          : fraction * (hbm - c.memory.total());
+  const double fraction = setup.scheduler.memory_fraction(shape.tp);
+  double room = 0;
+  switch (setup.scheduler.kv_budget) {
+    case KvBudget::total_fraction:
+      room = hbm * fraction - c.memory.total();
+      break;
+    case KvBudget::free_fraction:
+      room = fraction * (hbm - c.memory.total());
+      break;
+    case KvBudget::static_fraction:
+      room = hbm * fraction - c.memory.weights;
+      break;
+  }
   const double tokens = std::floor(std::max(0.0, room) / c.kv_bytes_per_token_rank);
   c.blocks = static_cast<std::int64_t>(std::floor(tokens / d(c.block_size)));
   if (c.blocks < 1)
@@ -749,8 +758,7 @@ KvCapacity kv_capacity(const Topology& topo, const ModelSpec& model, const Servi
                             "{:.1f} GB per GPU leave no room for a KV cache in {:.1f} GB × {} "
                             "(the engine's KV memory fraction)",
                             model.name, shape.tp, shape.pp, topo.gpu.model, c.memory.weights / 1e9,
-                            (c.memory.total() - c.memory.weights) / 1e9, hbm / 1e9,
-                            setup.scheduler.gpu_memory_utilization));
+                            (c.memory.total() - c.memory.weights) / 1e9, hbm / 1e9, fraction));
   return c;
 }
 

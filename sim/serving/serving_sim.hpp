@@ -65,8 +65,10 @@ struct ServingSetup {
   }
 };
 
-// KV capacity of one replica: HBM × gpu_memory_utilization − weights, workspace, communication
-// buffers and runtime, per rank, over the KV bytes per token of the fullest stage. A speculative
+// KV capacity of one replica, per rank, over the KV bytes per token of the fullest stage: the
+// engine's budget (KvBudget: HBM × fraction − weights, workspace, communication buffers and
+// runtime; fraction × what they leave; or HBM × fraction − weights), the fraction the one for
+// the replica's TP. A speculative
 // proposer's weights join the weights and its KV bytes per token the target's.
 struct KvCapacity {
   MemoryBreakdown memory;  // without the KV cache

@@ -18,7 +18,9 @@ std::string path(const std::string& rel) {
 
 // state.range(0) > 0: a closed loop of that many clients instead of Poisson arrivals.
 // state.range(1): 0 the default scheduler, 1 the vllm engine profile (CUDA-graph padding), 2 the
-// trtllm profile (reserve-at-admission, free-memory KV budget, FP8 KV with FP8 weights).
+// trtllm profile (reserve-at-admission, free-memory KV budget, FP8 KV with FP8 weights), 3 the
+// sglang profile (new-token-ratio admission, unmixed prefill and decode batches, one-token
+// pages, prefix caching on), 4 trtllm with MAX_UTILIZATION admission.
 // state.range(2), features on top: bit 0 prefix caching with 64 prefix groups of 512 tokens,
 // bit 1 speculative decoding with an MTP head (3 drafts, acceptance 0.7).
 void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
@@ -41,9 +43,11 @@ void BM_Serve_100k_Requests_8_Replicas(benchmark::State& state) {
   s.think_time_s = s.clients > 0 ? 1.0 : 0.0;
   s.think_exponential = true;
   if (state.range(1) > 0) {
-    const auto* e = bundled_engine(state.range(1) == 1 ? "vllm" : "trtllm");
+    const auto profile = state.range(1);
+    const auto* e = bundled_engine(profile == 1 ? "vllm" : profile == 3 ? "sglang" : "trtllm");
     s.scheduler = e->scheduler;
-    if (state.range(1) == 2) {
+    if (profile == 4) s.scheduler.admission = Admission::max_utilization;
+    if (profile == 2 || profile == 4) {
       s.shape.weight_dtype = DType::fp8;
       s.shape.kv_dtype = default_kv_dtype(*e, DType::fp8);
     }
@@ -66,6 +70,9 @@ BENCHMARK(BM_Serve_100k_Requests_8_Replicas)
     ->Args({0, 1, 0})
     ->Args({0, 2, 0})
     ->Args({512, 2, 0})
+    ->Args({0, 3, 0})
+    ->Args({0, 3, 1})
+    ->Args({0, 4, 0})
     ->Args({0, 1, 1})
     ->Args({0, 1, 2})
     ->Args({0, 1, 3})

@@ -199,8 +199,11 @@ TEST_CASE("serve: bad input is one error line naming the flag") {
       {" --mesh tp=8 --concurrency 4 --think-time exp:-1", "--think-time"},
       {" --mesh tp=8 --concurrency 100000 --traffic " + source_path("workloads/traffic/chat.csv"),
        "warm-up"},
-      {" --mesh tp=8 --rate 1 --engine sglang-9", "is neither a bundled engine (trtllm, vllm)"},
+      {" --mesh tp=8 --rate 1 --engine sglang-9",
+       "is neither a bundled engine (sglang, trtllm, vllm)"},
       {" --mesh tp=8 --rate 1 --engine trtllm --watermark 0.05", "--watermark"},
+      {" --mesh tp=8 --rate 1 --admission greedy", "--admission"},
+      {" --mesh tp=8 --rate 1 --admission reserve", "add --watermark 0"},
       {" --mesh tp=8 --rate 1 --engine " + source_path("workloads/models/llama3.1-8b.json"),
        "llama3.1-8b.json:"},
       {" --mesh tp=8 --rate 1 --prefix-share 0:512", "--prefix-share"},
@@ -250,6 +253,35 @@ TEST_CASE("serve --engine: TensorRT-LLM's profile: FP8 KV with FP8 weights, no p
   CHECK(text.out.find("(fp8 weights, fp8 KV, engine trtllm)") != std::string::npos);
   // An engine file works like a bundled name.
   CHECK(serve_json(args + " --engine " + source_path("workloads/engines/trtllm.json")) == trt);
+}
+
+TEST_CASE("serve --engine sglang and --admission: SGLang's pool and policy, MAX_UTILIZATION") {
+  const std::string args = kServe70b +
+                           " --mesh tp=8 --rate inf --requests 300 "
+                           "--prompt uniform:256,2048 --output uniform:64,1024";
+  const auto sg = serve_json(args + " --engine sglang");
+  CHECK(sg["completed"] == 300);
+  CHECK(sg["kv_cache"]["block_size"] == 1);
+  // mem_fraction_static 0.81 at TP 8 of all HBM, less the weights; --gpu-memory-utilization
+  // replaces the table.
+  const auto half = serve_json(args + " --engine sglang --gpu-memory-utilization 0.6");
+  CHECK(half["kv_cache"]["blocks_per_replica"].get<double>() <
+        sg["kv_cache"]["blocks_per_replica"].get<double>());
+  const auto text = run_cli(args + " --engine sglang");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("engine sglang)") != std::string::npos);
+  // Its launch line carries the fraction for the replica's TP.
+  const auto line = run_cli(args + " --engine sglang --emit sglang");
+  REQUIRE(line.exit_code == 0);
+  CHECK(line.err.find("--page-size 1 --mem-fraction-static 0.81") != std::string::npos);
+  // TensorRT-LLM with MAX_UTILIZATION: nothing reserved for the outputs, so more run at once
+  // and some are paused under a KV cache that guaranteed-no-evict never over-commits.
+  const std::string tight = args + " --engine trtllm --gpu-memory-utilization 0.2";
+  const auto no_evict = serve_json(tight);
+  const auto max_util = serve_json(tight + " --admission max_utilization");
+  CHECK(no_evict["preemptions"] == 0);
+  CHECK(max_util["preemptions"].get<std::int64_t>() > 0);
+  CHECK(max_util["completed"] == 300);
 }
 
 TEST_CASE("serve --concurrency: a closed loop of clients, warm-up left out, Little's law") {

@@ -69,7 +69,8 @@ TEST_CASE("engine profiles: the bundled ones, and a strict loader") {
             with(kValid, "\"free_fraction\",", "\"free_fraction\", \"prefix_caching\": 1,")) ==
         "e.json:/kv_cache/prefix_caching: expected true or false, found number");
   CHECK(engine_error(with(kValid, "\"reserve\"", "\"lazy\"")) ==
-        "e.json:/scheduler/admission: 'lazy' is not one of optimistic, reserve");
+        "e.json:/scheduler/admission: 'lazy' is not one of optimistic, reserve, max_utilization, "
+        "ratio");
   CHECK(engine_error(with(kValid, "\"watermark\": 0", "\"watermark\": 0.01")) ==
         "e.json:/scheduler/watermark: must be 0 with reserve admission (the whole request is "
         "reserved; no watermark)");
@@ -78,7 +79,8 @@ TEST_CASE("engine profiles: the bundled ones, and a strict loader") {
   CHECK(engine_error(with(kValid, "\"fraction\": 0.9", "\"fraction\": 1.5")) ==
         "e.json:/kv_cache/fraction: must be in (0, 1]");
   CHECK(engine_error(with(kValid, "\"free_fraction\"", "\"half\"")) ==
-        "e.json:/kv_cache/budget: 'half' is not one of total_fraction, free_fraction");
+        "e.json:/kv_cache/budget: 'half' is not one of total_fraction, free_fraction, "
+        "static_fraction");
   CHECK(engine_error(with(kValid, "\"max_seqs\": 8", "\"max_seqs\": 0")) ==
         "e.json:/scheduler/max_seqs: must be an integer from 1 to 1048576");
   CHECK(engine_error(with(kValid, "\"name\": \"x\",", "\"name\": \"x\", \"speed\": 2,"))
@@ -92,10 +94,11 @@ TEST_CASE("engine profiles: the bundled ones, and a strict loader") {
   CHECK(engine_error(with(kValid, "\"cuda_graphs\"",
                           "\"cpu_overhead\": {\"fixed_ms\": 1, \"multi_gpu_extra_ms\": 0, "
                           "\"per_sequence_ms\": 0.01}, \"cuda_graphs\"")) == "ok");
-  CHECK_THROWS_WITH_AS(resolve_engine("no-such-engine"),
-                       "no-such-engine: is neither a bundled engine (trtllm, vllm) nor an engine "
-                       "file that exists",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      resolve_engine("no-such-engine"),
+      "no-such-engine: is neither a bundled engine (sglang, trtllm, vllm) nor an engine "
+      "file that exists",
+      Error);
 }
 
 TEST_CASE("reserve-at-admission never preempts and never holds more than the KV cache") {

@@ -39,7 +39,7 @@ struct ServeArgs {
                         prompt = "fixed:1024", output = "fixed:256", router = "least-outstanding",
                         calibration, trace, report, emit, think_time = "0", engine = "vllm",
                         prefix_share, speculative;
-  std::optional<std::string> prefix_caching, preemption;
+  std::optional<std::string> prefix_caching, preemption, admission;
   std::optional<double> swap_space;
   std::optional<double> acceptance;
   std::int64_t replicas = 1, requests = 1000, seed = 1, gpus = 0, concurrency = 0;
@@ -339,7 +339,11 @@ int run_serve(const ServeArgs& a) {
   if (a.max_batch_tokens) sch.max_batch_tokens = *a.max_batch_tokens;
   if (a.max_seqs) sch.max_seqs = *a.max_seqs;
   if (a.block_size) sch.block_size = *a.block_size;
-  if (a.gpu_memory_utilization) sch.gpu_memory_utilization = *a.gpu_memory_utilization;
+  if (a.gpu_memory_utilization) {
+    sch.gpu_memory_utilization = *a.gpu_memory_utilization;
+    sch.memory_fraction_by_tp.clear();  // the given fraction at every TP
+  }
+  if (a.admission) sch.admission = admission_flag(*a.admission);
   if (a.watermark) sch.watermark = *a.watermark;
   if (a.preemption) {
     if (*a.preemption == "recompute")
@@ -371,7 +375,9 @@ int run_serve(const ServeArgs& a) {
     throw Error("", "--watermark", "must be in [0, 1)");
   if (sch.admission == Admission::reserve && sch.watermark > 0)
     throw Error("", "--watermark",
-                "engine '" + engine.name + "' reserves whole requests at admission: no watermark");
+                "reserve admission (engine '" + engine.name +
+                    "' or --admission) holds whole requests and keeps no watermark: add "
+                    "--watermark 0");
   if (!(a.slo_ttft >= 0) || !(a.slo_tpot >= 0))
     throw Error("", "--slo-ttft", "SLOs must be non-negative seconds (0: none)");
   setup.slo_ttft_s = a.slo_ttft;
@@ -510,7 +516,7 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-dtype", a->kv_dtype,
                   "KV cache: bf16, fp16 or fp8 (default: the engine's rule for the weight dtype)");
   cmd->add_option("--engine", a->engine,
-                  "Serving engine: vllm (default), trtllm, or an engine file "
+                  "Serving engine: vllm (default), trtllm, sglang, or an engine file "
                   "(workloads/engines/*.json)");
   cmd->add_option("--traffic", a->traffic, "Traffic file: a CSV trace or a JSON spec");
   cmd->add_option("--rate", a->rate, "Arrival rate in requests/s, or inf (offline)");
@@ -541,6 +547,10 @@ Runner add_serve_command(CLI::App& app) {
                   "KV; TensorRT-LLM: of the memory free after weights and workspace)");
   cmd->add_option("--watermark", a->watermark,
                   "Free-block fraction kept at admission (default: the engine's)");
+  cmd->add_option("--admission", a->admission,
+                  "Admission policy: optimistic (vLLM), reserve (TensorRT-LLM "
+                  "GUARANTEED_NO_EVICT), max_utilization (TensorRT-LLM MAX_UTILIZATION) or ratio "
+                  "(SGLang's new-token ratio) (default: the engine's)");
   cmd->add_option("--preemption", a->preemption,
                   "What preemption does with the KV cache: recompute or swap (default: the "
                   "engine's)");

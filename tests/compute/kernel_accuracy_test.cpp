@@ -9,9 +9,11 @@
 // kernel choice scatters neighbouring shapes by 10–80 %), and the A100 GEMM p95/max with the
 // parameters alone. The ceilings are today's figures with a little headroom, so a regression
 // fails; where they are looser than the targets they are not the targets.
-// Writes validation/kernels.md.
+// Writes validation/kernels.md. With MESHSIM_DUMP_KERNEL_CHECKS=PREFIX it also writes every
+// checked kernel (measured and predicted) to PREFIX-GPU[-points].csv, for studying residuals.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "compute/calibration_fit.hpp"
@@ -59,6 +61,14 @@ TEST_CASE("kernel accuracy: leave one model out over the Vidur measurements") {
     runs.push_back(leave_one_group_out(rows, gpu, generic_kernel_params(),
                                        {"azure-microbenchmarks"}, with_points));
     const auto& v = runs.back();
+    if (const char* dump = std::getenv("MESHSIM_DUMP_KERNEL_CHECKS")) {
+      std::ofstream out(std::string(dump) + "-" + gpu_name + (with_points ? "-points" : "") +
+                        ".csv");
+      out << "group,op,layer,kind,tokens,held_out,measured_s,predicted_s\n";
+      for (const auto& c : v.kernels)
+        out << c.group << ',' << c.op << ',' << c.layer << ',' << c.kind << ',' << c.tokens << ','
+            << c.held_out << ',' << c.measured_s << ',' << c.predicted_s << '\n';
+    }
     std::vector<double> gemm, memory, layers;
     for (const auto& c : v.kernels) {
       if (!c.held_out) continue;

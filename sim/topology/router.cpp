@@ -22,6 +22,10 @@ Router::Router(const Topology& topo)
       seen_(topo.vertex_count(), 0),
       settled_(topo.vertex_count(), 0) {
   cache_.reserve(4096);
+  // Every search relaxes thousands of links: their costs are computed once (a division each).
+  link_costs_.resize(topo.directed_edge_count());
+  for (std::size_t i = 0; i < link_costs_.size(); ++i)
+    link_costs_[i] = link_cost(topo.link(static_cast<std::uint32_t>(i)));
   // Each node's NICs with their single link into the fabric. A node whose NICs do not all have
   // exactly one fabric link is left out (routes to it use the general search).
   const auto& g = topo.graph();
@@ -55,6 +59,17 @@ Router::Router(const Topology& topo)
       fabric_vertices_.push_back(v);
     }
   fabric_dist_.resize(fabric_vertices_.size());
+  // The fabric's own links (switch to switch) as a compact adjacency list: the searches over
+  // the fabric skip every NIC link of every switch without looking at it.
+  fabric_offsets_.assign(fabric_vertices_.size() + 1, 0);
+  for (std::size_t i = 0; i < fabric_vertices_.size(); ++i) {
+    for (auto [e, end] = boost::out_edges(fabric_vertices_[i], g); e != end; ++e) {
+      const VertexId w = boost::target(*e, g);
+      if (topo.vertex(w).node >= 0) continue;
+      fabric_links_.push_back(FabricLink{fabric_index_[w], link_costs_[g[*e].id]});
+    }
+    fabric_offsets_[i + 1] = static_cast<std::uint32_t>(fabric_links_.size());
+  }
 }
 
 std::int64_t Router::link_cost(const Link& l) {
@@ -99,7 +114,7 @@ bool Router::search(VertexId src, VertexId dst) {
     if (v != dst && !may_transit(v, src_node, dst_node)) continue;
     for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
       const VertexId u = boost::target(*e, g);
-      const std::int64_t nd = d + link_cost(g[*e]);
+      const std::int64_t nd = d + cost_of(g[*e]);
       if (seen_[u] != epoch_ || nd < dist_[u]) {
         seen_[u] = epoch_;
         dist_[u] = nd;
@@ -119,7 +134,7 @@ void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, doub
     std::vector<EdgeId> next;
     for (auto [e, end] = boost::out_edges(at, g); e != end; ++e) {
       const VertexId w = boost::target(*e, g);
-      if (settled_[w] == epoch_ && dist_[w] + link_cost(g[*e]) == dist_[at] &&
+      if (settled_[w] == epoch_ && dist_[w] + cost_of(g[*e]) == dist_[at] &&
           (w == dst || may_transit(w, src_node, dst_node)))
         next.push_back(*e);
     }
@@ -154,7 +169,7 @@ EdgeId Router::pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst,
 
 std::int64_t Router::path_cost(const Path& p) const {
   std::int64_t c = 0;
-  for (auto id : p.edges) c += link_cost(topo_.link(id));
+  for (auto id : p.edges) c += link_costs_[id];
   return c;
 }
 
@@ -188,19 +203,16 @@ const std::vector<std::int64_t>& Router::fabric_distances(VertexId to) {
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
   d[idx] = 0;
   heap.emplace(0, idx);
-  const auto& g = topo_.graph();
   while (!heap.empty()) {
     const auto [dv, v] = heap.top();
     heap.pop();
     if (dv != d[v]) continue;
-    for (auto [e, end] = boost::out_edges(fabric_vertices_[v], g); e != end; ++e) {
-      const VertexId w = boost::target(*e, g);
-      if (topo_.vertex(w).node >= 0) continue;
-      const auto wi = fabric_index_[w];
-      const std::int64_t nd = dv + link_cost(g[*e]);
-      if (nd < d[wi]) {
-        d[wi] = nd;
-        heap.emplace(nd, wi);
+    for (auto k = fabric_offsets_[v]; k < fabric_offsets_[v + 1]; ++k) {
+      const auto& link = fabric_links_[k];
+      const std::int64_t nd = dv + link.cost;
+      if (nd < d[link.to]) {
+        d[link.to] = nd;
+        heap.emplace(nd, link.to);
       }
     }
   }
@@ -221,8 +233,13 @@ std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
   auto& cost_b = scratch_b_;
   cost_a.resize(A.size());
   cost_b.resize(B.size());
-  for (std::size_t i = 0; i < A.size(); ++i) cost_a[i] = route(src, A[i].nic).cost + A[i].cost;
-  for (std::size_t j = 0; j < B.size(); ++j) cost_b[j] = B[j].cost + route(B[j].nic, dst).cost;
+  // Inside each node, node 0's routes stand for the node's own (local_route): costs do not
+  // change under the shift, and no shifted copy is cached for every GPU-NIC pair.
+  std::uint32_t shift = 0;
+  for (std::size_t i = 0; i < A.size(); ++i)
+    cost_a[i] = local_route(src, A[i].nic, shift).cost + A[i].cost;
+  for (std::size_t j = 0; j < B.size(); ++j)
+    cost_b[j] = B[j].cost + local_route(B[j].nic, dst, shift).cost;
   std::int64_t best = std::numeric_limits<std::int64_t>::max();
   auto& ties = scratch_ties_;
   ties.clear();
@@ -261,13 +278,18 @@ std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
   const auto& fab = fabric_paths(ea.fabric, eb.fabric);
   const Path& middle = fab[hash_combine(h, 0x5eed) % fab.size()];
   Route r{src, dst, {}, best};
-  for (const auto& p1 : route(src, ea.nic).paths)
-    for (const auto& p3 : route(eb.nic, dst).paths) {
-      Path p = p1;
+  std::uint32_t shift_a = 0, shift_b = 0;
+  const Route& first = local_route(src, ea.nic, shift_a);
+  const Route& last = local_route(eb.nic, dst, shift_b);
+  for (const auto& p1 : first.paths)
+    for (const auto& p3 : last.paths) {
+      Path p;
+      p.edges.reserve(p1.edges.size() + middle.edges.size() + p3.edges.size() + 2);
+      for (auto e : p1.edges) p.edges.push_back(e + shift_a);
       p.edges.push_back(ea.out);
       p.edges.insert(p.edges.end(), middle.edges.begin(), middle.edges.end());
       p.edges.push_back(eb.out ^ 1u);  // the fabric → NIC direction of b's NIC link
-      p.edges.insert(p.edges.end(), p3.edges.begin(), p3.edges.end());
+      for (auto e : p3.edges) p.edges.push_back(e + shift_b);
       p.fraction = p1.fraction * p3.fraction;
       p.latency = p1.latency + topo_.link(ea.out).latency + middle.latency +
                   topo_.link(eb.out ^ 1u).latency + p3.latency;
@@ -276,29 +298,45 @@ std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
   return r;
 }
 
-const Route& Router::route(VertexId src, VertexId dst) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+std::optional<std::uint32_t> Router::node_shift(VertexId src, VertexId dst) {
   const Vertex& a = topo_.vertex(src);
   const Vertex& b = topo_.vertex(dst);
   const auto& stride = topo_.stride;
-  if (stride.uniform && a.node > 0 && a.node == b.node) {
-    // Inside node k a route is node 0's route shifted, when node 0's route stays inside node 0
-    // (it may not: two PCIe GPUs on different sockets can be closer through the fabric).
-    const auto k = static_cast<std::size_t>(a.node);
-    const Route base =
-        route(src - k * stride.vertices_per_node, dst - k * stride.vertices_per_node);
-    bool inside = true;
-    for (const auto& p : base.paths)
-      for (auto e : p.edges) inside = inside && e < stride.edges_per_node;
-    if (inside) {
-      Route r{src, dst, base.paths, base.cost};
-      const auto shift = static_cast<std::uint32_t>(k * stride.edges_per_node);
-      for (auto& p : r.paths)
-        for (auto& e : p.edges) e += shift;
-      return cache_.emplace(key, std::move(r)).first->second;
-    }
+  if (!stride.uniform || a.node <= 0 || a.node != b.node) return std::nullopt;
+  // Inside node k a route is node 0's route shifted, when node 0's route stays inside node 0
+  // (it may not: two PCIe GPUs on different sockets can be closer through the fabric).
+  const auto k = static_cast<std::size_t>(a.node);
+  const Route& base = route(src - k * stride.vertices_per_node, dst - k * stride.vertices_per_node);
+  for (const auto& p : base.paths)
+    for (auto e : p.edges)
+      if (e >= stride.edges_per_node) return std::nullopt;
+  return static_cast<std::uint32_t>(k * stride.edges_per_node);
+}
+
+const Route& Router::local_route(VertexId src, VertexId dst, std::uint32_t& shift) {
+  if (const auto sh = node_shift(src, dst)) {
+    shift = *sh;
+    const auto k = topo_.vertex(src).node;
+    const auto back = static_cast<std::size_t>(k) * topo_.stride.vertices_per_node;
+    return route(src - back, dst - back);
   }
+  shift = 0;
+  return route(src, dst);
+}
+
+const Route& Router::route(VertexId src, VertexId dst) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  std::uint32_t shift = 0;
+  if (node_shift(src, dst)) {
+    const Route& base = local_route(src, dst, shift);
+    Route r{src, dst, base.paths, base.cost};
+    for (auto& p : r.paths)
+      for (auto& e : p.edges) e += shift;
+    return cache_.emplace(key, std::move(r)).first->second;
+  }
+  const Vertex& a = topo_.vertex(src);
+  const Vertex& b = topo_.vertex(dst);
   if (a.kind == VertexKind::gpu && b.kind == VertexKind::gpu && a.node != b.node && a.node >= 0 &&
       b.node >= 0)
     if (auto r = cross_node(src, dst)) return cache_.emplace(key, std::move(*r)).first->second;

@@ -59,9 +59,15 @@ class Router {
   EdgeId pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst, std::uint32_t hop) const;
   Route compute(VertexId src, VertexId dst, bool all = false);
   std::optional<Route> cross_node(VertexId src, VertexId dst);
+  // Inside node k > 0 of a uniform cluster: the edge shift from node 0's route between the same
+  // vertices, when node 0's route stays inside node 0; else none.
+  std::optional<std::uint32_t> node_shift(VertexId src, VertexId dst);
+  // The route, or node 0's route and the shift that makes it this one (`shift` 0: the route).
+  const Route& local_route(VertexId src, VertexId dst, std::uint32_t& shift);
   const std::vector<Path>& fabric_paths(VertexId a, VertexId b);
   const std::vector<std::int64_t>& fabric_distances(VertexId to);
   std::int64_t path_cost(const Path& p) const;
+  std::int64_t cost_of(const Link& l) const { return link_costs_[l.id]; }
   // Walks least-cost next hops from `at` to `dst`: striping over equal NVLinks (or over every
   // equal choice when `all`), hashing among others.
   void expand(VertexId at, VertexId src, VertexId dst, Path& current, double fraction,
@@ -83,6 +89,13 @@ class Router {
 
   const Topology& topo_;
   std::unordered_map<std::uint64_t, Route> cache_;
+  std::vector<std::int64_t> link_costs_;  // link_cost of each directed link, by id
+  struct FabricLink {
+    std::uint32_t to;  // fabric index
+    std::int64_t cost;
+  };
+  std::vector<std::uint32_t> fabric_offsets_;  // per fabric vertex: its links in fabric_links_
+  std::vector<FabricLink> fabric_links_;
   std::vector<std::int64_t> dist_;
   std::vector<std::uint32_t> seen_;     // epoch stamp: dist_ valid when seen_ == epoch_
   std::vector<std::uint32_t> settled_;  // epoch stamp

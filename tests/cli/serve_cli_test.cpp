@@ -261,6 +261,13 @@ TEST_CASE("serve --engine sglang and --admission: SGLang's pool and policy, MAX_
                            "--prompt uniform:256,2048 --output uniform:64,1024";
   const auto sg = serve_json(args + " --engine sglang");
   CHECK(sg["completed"] == 300);
+  // The document says what ran.
+  CHECK(sg["engine"]["name"] == "sglang");
+  CHECK(sg["engine"]["admission"] == "ratio");
+  CHECK(sg["engine"]["mixed_batches"] == false);
+  CHECK(sg["engine"]["kv_budget"] == "static_fraction");
+  CHECK(sg["engine"]["kv_memory_fraction"] == 0.81);
+  CHECK(sg["engine"]["prefix_caching"] == true);
   CHECK(sg["kv_cache"]["block_size"] == 1);
   // mem_fraction_static 0.81 at TP 8 of all HBM, less the weights; --gpu-memory-utilization
   // replaces the table.
@@ -280,8 +287,11 @@ TEST_CASE("serve --engine sglang and --admission: SGLang's pool and policy, MAX_
   const auto no_evict = serve_json(tight);
   const auto max_util = serve_json(tight + " --admission max_utilization");
   CHECK(no_evict["preemptions"] == 0);
+  CHECK(no_evict["engine"]["admission"] == "reserve");
   CHECK(max_util["preemptions"].get<std::int64_t>() > 0);
   CHECK(max_util["completed"] == 300);
+  CHECK(max_util["engine"]["admission"] == "max_utilization");
+  CHECK(max_util["engine"]["kv_memory_fraction"] == 0.2);
 }
 
 TEST_CASE("serve --concurrency: a closed loop of clients, warm-up left out, Little's law") {

@@ -480,7 +480,18 @@ int run_serve(const ServeArgs& a) {
               : "") +
       (setup.speculative.enabled() ? ", speculative: " + setup.speculative.describe() : "");
   if (a.cluster.json) {
-    cli_out() << json_text(serving_json(r)) << "\n";
+    Json doc = serving_json(r);
+    // What ran, after the flags: the engine's name and the scheduler settings it ended with.
+    doc["engine"] = {{"name", engine.name},
+                     {"admission", name_of(sch.admission)},
+                     {"preemption", name_of(sch.preemption)},
+                     {"mixed_batches", sch.mixed_batches},
+                     {"max_seqs", sch.max_seqs},
+                     {"max_batch_tokens", sch.max_batch_tokens},
+                     {"kv_budget", name_of(sch.kv_budget)},
+                     {"kv_memory_fraction", sch.memory_fraction(setup.shape.tp)},
+                     {"prefix_caching", sch.prefix_caching}};
+    cli_out() << json_text(doc) << "\n";
   } else {
     cli_out() << fmt::format("# {} on {}: {}\n# traffic: {}\n# kernel model: {}\n", model.name,
                              topo.name, layout, traffic,

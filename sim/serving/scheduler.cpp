@@ -92,6 +92,12 @@ std::int64_t ReplicaScheduler::ratio_reserve(const RequestState& r) const {
   return static_cast<std::int64_t>(std::ceil(new_token_ratio_ * static_cast<double>(left)));
 }
 
+std::int64_t ReplicaScheduler::running_ratio_reserve(const std::vector<RequestState>& reqs) const {
+  std::int64_t tokens = 0;
+  for (const auto id : running_) tokens += ratio_reserve(reqs[static_cast<std::size_t>(id)]);
+  return tokens;
+}
+
 void ReplicaScheduler::schedule_running(std::vector<RequestState>& reqs, Batch& b,
                                         std::int64_t& budget, Only only) {
   for (std::size_t i = 0; i < running_.size() && budget > 0;) {
@@ -161,10 +167,8 @@ void ReplicaScheduler::admit(std::vector<RequestState>& reqs, Batch& b, std::int
   }
   // Ratio admission: the free blocks must also cover the expected growth of every running
   // sequence (SGLang's PrefillAdder: rem_total_tokens less ratio × remaining output of each).
-  std::int64_t expected_tokens = 0;
-  if (opt_.admission == Admission::ratio && !waiting_.empty())
-    for (const auto id : running_)
-      expected_tokens += ratio_reserve(reqs[static_cast<std::size_t>(id)]);
+  std::int64_t expected_tokens =
+      opt_.admission == Admission::ratio && !waiting_.empty() ? running_ratio_reserve(reqs) : 0;
   // Waiting requests, first come first served, unless this iteration had to preempt or
   // swapped-out sequences still wait (vLLM V0 schedules prefills only when none are swapped).
   while (b.preempted == 0 && swapped_.empty() && budget > 0 && !waiting_.empty() &&
@@ -307,11 +311,8 @@ bool ReplicaScheduler::has_runnable(const std::vector<RequestState>& reqs) const
   if (!waiting_.empty() && static_cast<std::int64_t>(running_.size()) < opt_.max_seqs) {
     const auto& r = reqs[static_cast<std::size_t>(waiting_.front())];
     const auto n = std::min(r.pending(), opt_.max_batch_tokens);
-    std::int64_t expected = 0;
-    if (opt_.admission == Admission::ratio) {
-      expected = ratio_reserve(r);
-      for (const auto id : running_) expected += ratio_reserve(reqs[static_cast<std::size_t>(id)]);
-    }
+    const std::int64_t expected =
+        opt_.admission == Admission::ratio ? ratio_reserve(r) + running_ratio_reserve(reqs) : 0;
     if (admissible(available() - admission_blocks(r, r.computed, r.blocks, n), expected))
       return true;
   }

@@ -195,6 +195,8 @@ class ReplicaScheduler {
   bool admissible(std::int64_t blocks_left, std::int64_t expected_tokens) const;
   // Ratio admission: the tokens a request's remaining output is expected to need.
   std::int64_t ratio_reserve(const RequestState& r) const;
+  // The same, summed over the running sequences (SGLang's reservation for running requests).
+  std::int64_t running_ratio_reserve(const std::vector<RequestState>& reqs) const;
   // The running sequences' prefill chunks and decodes (prefills or decodes only when
   // `only` is set: unmixed batches), in admission order; preempts to make room.
   enum class Only { any, prefills, decodes };

@@ -298,28 +298,24 @@ std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
   return r;
 }
 
-std::optional<std::uint32_t> Router::node_shift(VertexId src, VertexId dst) {
+const Route* Router::node0_route(VertexId src, VertexId dst, std::uint32_t& shift) {
   const Vertex& a = topo_.vertex(src);
   const Vertex& b = topo_.vertex(dst);
   const auto& stride = topo_.stride;
-  if (!stride.uniform || a.node <= 0 || a.node != b.node) return std::nullopt;
+  if (!stride.uniform || a.node <= 0 || a.node != b.node) return nullptr;
   // Inside node k a route is node 0's route shifted, when node 0's route stays inside node 0
   // (it may not: two PCIe GPUs on different sockets can be closer through the fabric).
   const auto k = static_cast<std::size_t>(a.node);
   const Route& base = route(src - k * stride.vertices_per_node, dst - k * stride.vertices_per_node);
   for (const auto& p : base.paths)
     for (auto e : p.edges)
-      if (e >= stride.edges_per_node) return std::nullopt;
-  return static_cast<std::uint32_t>(k * stride.edges_per_node);
+      if (e >= stride.edges_per_node) return nullptr;
+  shift = static_cast<std::uint32_t>(k * stride.edges_per_node);
+  return &base;
 }
 
 const Route& Router::local_route(VertexId src, VertexId dst, std::uint32_t& shift) {
-  if (const auto sh = node_shift(src, dst)) {
-    shift = *sh;
-    const auto k = topo_.vertex(src).node;
-    const auto back = static_cast<std::size_t>(k) * topo_.stride.vertices_per_node;
-    return route(src - back, dst - back);
-  }
+  if (const Route* base = node0_route(src, dst, shift)) return *base;
   shift = 0;
   return route(src, dst);
 }
@@ -328,9 +324,8 @@ const Route& Router::route(VertexId src, VertexId dst) {
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | dst;
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   std::uint32_t shift = 0;
-  if (node_shift(src, dst)) {
-    const Route& base = local_route(src, dst, shift);
-    Route r{src, dst, base.paths, base.cost};
+  if (const Route* base = node0_route(src, dst, shift)) {
+    Route r{src, dst, base->paths, base->cost};
     for (auto& p : r.paths)
       for (auto& e : p.edges) e += shift;
     return cache_.emplace(key, std::move(r)).first->second;

@@ -59,9 +59,9 @@ class Router {
   EdgeId pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst, std::uint32_t hop) const;
   Route compute(VertexId src, VertexId dst, bool all = false);
   std::optional<Route> cross_node(VertexId src, VertexId dst);
-  // Inside node k > 0 of a uniform cluster: the edge shift from node 0's route between the same
-  // vertices, when node 0's route stays inside node 0; else none.
-  std::optional<std::uint32_t> node_shift(VertexId src, VertexId dst);
+  // Inside node k > 0 of a uniform cluster: node 0's route between the same vertices and the
+  // edge `shift` that makes it this one, when node 0's route stays inside node 0; else null.
+  const Route* node0_route(VertexId src, VertexId dst, std::uint32_t& shift);
   // The route, or node 0's route and the shift that makes it this one (`shift` 0: the route).
   const Route& local_route(VertexId src, VertexId dst, std::uint32_t& shift);
   const std::vector<Path>& fabric_paths(VertexId a, VertexId b);

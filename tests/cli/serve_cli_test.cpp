@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "cli_runner.hpp"
 #include "compute/compute_model.hpp"
@@ -277,6 +278,26 @@ TEST_CASE("serve --engine sglang and --admission: SGLang's pool and policy, MAX_
   const auto text = run_cli(args + " --engine sglang");
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("engine sglang)") != std::string::npos);
+  // An engine file with a bad new field: exit 2, one line naming the file and the JSON path.
+  for (const auto& [from, to, path] :
+       {std::tuple<std::string, std::string, std::string>{"[2, 0.87]", "[1, 0.87]",
+                                                          "/kv_cache/fraction_by_tp/1/0"},
+        {"\"min\": 0.098", "\"min\": 0.9", "/scheduler/new_token_ratio/min"},
+        {"\"mixed_batches\": false", "\"mixed_batches\": 0", "/scheduler/mixed_batches"}}) {
+    std::ifstream in(source_path("workloads/engines/sglang.json"));
+    std::string engine_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(engine_text.find(from) != std::string::npos);
+    engine_text.replace(engine_text.find(from), from.size(), to);
+    const auto file = (std::filesystem::temp_directory_path() / "meshsim_bad_engine.json").string();
+    std::ofstream(file) << engine_text;
+    const auto bad = run_cli(args + " --engine " + file);
+    const auto& path_ = path;  // clang 14 cannot capture a structured binding
+    INFO(path_);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err.find("error: " + file + ":" + path_ + ": ") == 0);
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+    std::filesystem::remove(file);
+  }
   // Its launch line carries the fraction for the replica's TP.
   const auto line = run_cli(args + " --engine sglang --emit sglang");
   REQUIRE(line.exit_code == 0);

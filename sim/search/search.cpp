@@ -53,10 +53,27 @@ TrainingSetup setup_of(const Candidate& c, const SearchJob& job, const SearchOpt
 }
 
 double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, const SearchJob& job,
-                               const Candidate& c, const SearchOptions& options) {
+                               const Candidate& c, const SearchOptions& options,
+                               CommContext* context) {
   const auto s = setup_of(c, job, options);
   const ComputeModel cm(topo.gpu, s.profile);
-  return step_time_lower_bound(model, s.job, s.config, cm, s.strategy);
+  const double compute_only = step_time_lower_bound(model, s.job, s.config, cm, s.strategy);
+  if (s.config.mesh.world() != static_cast<std::int64_t>(topo.gpus().size())) return compute_only;
+  // The layer passes as chains with their collectives, priced as simulate_training prices them
+  // (its placement, folded model and calibration), in a context whose prices the simulation
+  // then reuses. A layout the folded model cannot price fails its simulation the same way; its
+  // bound stays the compute-only one.
+  std::optional<CommContext> own;
+  if (!context) context = &own.emplace(topo);
+  context->calibration = s.profile ? &s.profile->links : nullptr;
+  try {
+    const Placement placement(s.config.mesh, s.rank_order);
+    FoldedComm comm(topo, placement, *context);
+    return std::max(compute_only,
+                    step_time_lower_bound(model, s.job, s.config, placement, cm, comm, s.strategy));
+  } catch (const Error&) {
+    return compute_only;
+  }
 }
 
 namespace {
@@ -147,13 +164,15 @@ BoundedEvaluation evaluate_top_k(
     out.results = evaluate(candidates, options);
     return out;
   }
-  // Bounds: cheap (kernel prices of two layers and the ends), computed on the pool's threads.
+  // Bounds: cheap (kernel prices of two layers and the ends, each stage's layer passes with their
+  // collectives), computed on the pool's threads with the contexts the simulations then use.
   std::vector<double> bound(candidates.size());
   const auto threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : 0;
   run_worker_pool(
-      candidates.size(), threads, [] { return 0; },
-      [&](int&, std::size_t i) {
-        bound[i] = candidate_lower_bound_s(topo, model, job, candidates[i], options);
+      candidates.size(), threads, [&] { return Lease(options.contexts, topo); },
+      [&](Lease& lease, std::size_t i) {
+        bound[i] =
+            candidate_lower_bound_s(topo, model, job, candidates[i], options, lease.context.get());
       });
   std::vector<std::size_t> order(candidates.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -62,9 +62,12 @@ struct SearchOptions {
 // recipe and the options' calibration).
 TrainingSetup setup_of(const Candidate& c, const SearchJob& job, const SearchOptions& options);
 
-// step_time_lower_bound (strategy/trace_builder.hpp) of a candidate as the search would run it.
+// step_time_lower_bound (strategy/trace_builder.hpp) of a candidate as the search would run it:
+// the layer passes as chains with their collectives priced in `context` (null: a fresh one), or
+// compute alone where the mesh does not match the cluster.
 double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, const SearchJob& job,
-                               const Candidate& c, const SearchOptions& options);
+                               const Candidate& c, const SearchOptions& options,
+                               CommContext* context = nullptr);
 
 // Exact top-K by bounds (issue 17): candidates are simulated best bound first (the `anchor`
 // label, the seed heuristic's layout, before all), in rounds of max(2K, 32); a candidate is left

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "engine/longest_chain.hpp"
 #include "model/op_catalogue.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/pipeline_schedule.hpp"
@@ -93,6 +94,35 @@ struct Costs {
   double a2a_bytes = 0;      // EP dispatch buffer per rank
 };
 
+// The bound's comm model: collectives go into the graph with no duration and are priced (by the
+// folded model, as the replay prices them) only where a chain needs them: a layer's FSDP gathers,
+// which run before its first kernel, never are.
+class DeferredComm : public CommModel {
+ public:
+  explicit DeferredComm(FoldedComm& priced) : priced_(priced) {}
+  OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
+           std::vector<OpId> deps) override {
+    const OpId id = g.add_op(s, std::move(name), Time::zero(), std::move(deps));
+    if (requests_.size() <= id.value) requests_.resize(id.value + 1);
+    requests_[id.value] = r;
+    return id;
+  }
+  // Each of `ops`' duration as the replay would start it: a collective's folded price.
+  std::vector<Time> durations(const OpGraph& g, const std::vector<OpId>& ops) {
+    std::vector<Time> d(g.op_count());
+    for (std::uint32_t i = 0; i < d.size(); ++i) d[i] = g.op(OpId{i}).duration;
+    for (auto id : ops)
+      if (id.value < requests_.size() && requests_[id.value])
+        d[id.value] = priced_.price(*requests_[id.value]);
+    return d;
+  }
+  void clear() { requests_.clear(); }
+
+ private:
+  FoldedComm& priced_;
+  std::vector<std::optional<CommRequest>> requests_;  // by OpId
+};
+
 class Builder {
  public:
   Builder(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,
@@ -113,7 +143,9 @@ class Builder {
   // The optimizer step of pipeline stage `stage`: Adam over its chunks' local parameters.
   SegmentCost optimizer_cost(std::int64_t stage) const;
   std::vector<std::int64_t> split() const;
-  double bound_entry();
+  // `chains`: the layers' passes are priced as chains with their collectives (layer_chains), not
+  // as compute alone; the builder's comm model must be it.
+  double bound_entry(DeferredComm* chains);
 
  private:
   struct RankState {
@@ -179,6 +211,15 @@ class Builder {
   GroupKind shard_kind() const { return mesh_.fsdp > 0 ? GroupKind::shard : GroupKind::dp_cp; }
   void reduce_grads(RankState& rs, std::int64_t chunk, std::int64_t first, std::int64_t count,
                     bool last_mb, OpId after, std::uint64_t inst, bool with_ends);
+  RankState rank_state(std::int32_t rank);
+  // The bound's view of one layer's pass on pipeline stage `stage`'s representative: the longest
+  // chain of its ops at their nominal durations (engine/longest_chain.hpp), forward and backward
+  // (split into input and weight gradients on zero-bubble schedules). Cached per stage and the
+  // layer's kind (dense or MoE, checkpointed, first or last: all a pass depends on).
+  struct LayerChains {
+    Time forward, backward;
+  };
+  const LayerChains& layer_chains(std::int64_t stage, std::int64_t layer);
   std::uint64_t instance(std::int64_t mb, std::int64_t layer, int pass) const {
     return hash_combine(
         hash_combine(static_cast<std::uint64_t>(mb), static_cast<std::uint64_t>(layer)),
@@ -221,6 +262,8 @@ class Builder {
   std::optional<ComputeModel> cm_nccl_, cm_rs_, cm_bulk_;
   Trace trace_;
   std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t, int>, OpId> sends_;
+  DeferredComm* chains_ = nullptr;  // the bound prices layer passes as chains through it
+  std::map<std::tuple<std::int64_t, bool, bool, bool, bool>, LayerChains> chain_cache_;
 };
 
 void Builder::compute_costs() {
@@ -905,18 +948,35 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
   // puts on the compute stream (compute(): time × slowdown, slowdown ≥ 1).
   std::vector<double> fwd(static_cast<std::size_t>(G)), bin(fwd.size()), bwd(fwd.size());
   for (std::int64_t g = 0; g < G; ++g) {
-    double f = 0, d = 0, w = 0;
+    double f = 0, d = 0, w = 0, chained = 0;
     for (std::int64_t l = first_layer(g);
          l < first_layer(g) + chunk_layers_[static_cast<std::size_t>(g)]; ++l) {
       const auto& p = plan(l);
+      double lf = 0, ld = 0, lw = 0;
       for (std::size_t i = 0; i < kSegCount; ++i) {
-        f += p.forward[i].time.seconds();
-        d += p.dgrad[i].time.seconds();
-        w += p.wgrad[i].time.seconds();
+        lf += p.forward[i].time.seconds();
+        ld += p.dgrad[i].time.seconds();
+        lw += p.wgrad[i].time.seconds();
       }
-      if (cfg_.recompute == Recompute::selective) d += p.recompute.time.seconds();
+      if (cfg_.recompute == Recompute::selective) ld += p.recompute.time.seconds();
       if (cfg_.checkpointed(l))
-        for (const auto& c : p.forward) d += c.time.seconds();
+        for (const auto& c : p.forward) ld += c.time.seconds();
+      const auto stage = g % mesh_.pp;
+      if (chains_ && (stage == 0 || stage == mesh_.pp - 1)) {
+        // A pass's chain holds every compute op of the pass (they share a stream) and the
+        // collectives between them that the next op waits for: at least the compute sum, up to
+        // rounding of the segment times into ops. Only the first and last stages': the bound is
+        // a maximum over stages, each valid alone, the last stage's usually the largest (its
+        // fill), and pricing every stage's groups would cost a search more than the
+        // simulations it saves.
+        const auto& ch = layer_chains(stage, l);
+        const double backward = zb_ ? ld : ld + lw;
+        chained += std::max(ch.forward.seconds(), lf) - lf;
+        chained += std::max(ch.backward.seconds(), backward) - backward;
+      }
+      f += lf;
+      d += ld;
+      w += lw;
     }
     const auto end = [&](const EndCost& e) {
       f += e.forward.time.seconds();
@@ -925,9 +985,11 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     };
     if (g == 0) end(costs_.embedding);
     if (g == G - 1) end(costs_.head);
+    // The chains' excess over the compute sums counts in the rank's work (passes are disjoint
+    // spans of its compute stream), not in the fill or the tail, which stay compute alone.
     fwd[static_cast<std::size_t>(g)] = f;
     bin[static_cast<std::size_t>(g)] = d;
-    bwd[static_cast<std::size_t>(g)] = d + w;
+    bwd[static_cast<std::size_t>(g)] = d + w + chained;
   }
   double bound = 0;
   for (std::int64_t r = 0; r < mesh_.pp; ++r) {
@@ -976,6 +1038,21 @@ SegmentCost Builder::optimizer_cost(std::int64_t stage) const {
   return opt;
 }
 
+Builder::RankState Builder::rank_state(std::int32_t r) {
+  RankState rs;
+  rs.rank = r;
+  rs.coord = pl_.coord_of(r);
+  auto& gph = trace_.graph;
+  rs.compute = gph.add_stream(r, StreamKind::compute);
+  rs.tp = gph.add_stream(r, StreamKind::tp);
+  rs.cp = gph.add_stream(r, StreamKind::cp);
+  rs.dp = gph.add_stream(r, StreamKind::dp);
+  rs.dpg = gph.add_stream(r, StreamKind::dp_gather);
+  rs.ep = gph.add_stream(r, StreamKind::ep);
+  rs.pp = gph.add_stream(r, StreamKind::pp);
+  return rs;
+}
+
 Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   sp_ = cfg_.sp && mesh_.tp > 1;
   zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
@@ -1005,17 +1082,7 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   }
   std::vector<RankState> states;
   for (auto r : ranks) {
-    RankState rs;
-    rs.rank = r;
-    rs.coord = pl_.coord_of(r);
-    auto& gph = trace_.graph;
-    rs.compute = gph.add_stream(r, StreamKind::compute);
-    rs.tp = gph.add_stream(r, StreamKind::tp);
-    rs.cp = gph.add_stream(r, StreamKind::cp);
-    rs.dp = gph.add_stream(r, StreamKind::dp);
-    rs.dpg = gph.add_stream(r, StreamKind::dp_gather);
-    rs.ep = gph.add_stream(r, StreamKind::ep);
-    rs.pp = gph.add_stream(r, StreamKind::pp);
+    RankState rs = rank_state(r);
     if (opt_.straggler_rank) {
       // Folded: a representative stands for its stage, whose collectives wait for the straggler.
       const bool folded = ranks.size() < static_cast<std::size_t>(pl_.world());
@@ -1082,7 +1149,36 @@ class NoComm : public CommModel {
   }
 };
 
-double Builder::bound_entry() {
+const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64_t layer) {
+  const auto key = std::make_tuple(stage, m_.is_moe_layer(layer), cfg_.checkpointed(layer),
+                                   layer == 0, layer == m_.layers - 1);
+  if (auto it = chain_cache_.find(key); it != chain_cache_.end()) return it->second;
+  // One micro-batch's passes over the layer on a scratch graph, as the step's trace emits them on
+  // this stage's representative (simulate_training's), with its collectives priced by the
+  // folded model, each pass from its first compute op to its last.
+  LayerChains c;
+  RankCoord coord;
+  coord.pp = stage;
+  const auto rank = static_cast<std::int32_t>(pl_.rank_of(coord));
+  const auto pass = [&](auto&& emit_pass) {
+    trace_ = Trace{};
+    chains_->clear();
+    RankState rs = rank_state(rank);
+    emit_pass(rs);
+    const auto& g = trace_.graph;
+    const auto& ops = g.stream(rs.compute).ops;
+    if (ops.empty()) return Time::zero();
+    const auto on_chain = chain_ops(g, ops.front(), ops.back());
+    return longest_chain(g, ops.front(), ops.back(), chains_->durations(g, on_chain));
+  };
+  c.forward = pass([&](RankState& rs) { forward_layer(rs, 0, layer, false); });
+  c.backward = pass([&](RankState& rs) { backward_layer(rs, 0, layer, zb_); });
+  trace_ = Trace{};
+  return chain_cache_.emplace(key, c).first->second;
+}
+
+double Builder::bound_entry(DeferredComm* chains) {
+  chains_ = chains;
   sp_ = cfg_.sp && mesh_.tp > 1;
   zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
   compute_costs();
@@ -1105,7 +1201,17 @@ double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
   const Placement placement(config.mesh);
   NoComm none;
   Builder b(model, job, config, placement, cm, none, options);
-  return b.bound_entry();
+  return b.bound_entry(nullptr);
+}
+
+double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
+                             const ParallelConfig& config, const Placement& placement,
+                             const ComputeModel& cm, FoldedComm& comm,
+                             const StrategyOptions& options) {
+  if (!model.has_architecture()) return 0;
+  DeferredComm deferred(comm);
+  Builder b(model, job, config, placement, cm, deferred, options);
+  return b.bound_entry(&deferred);
 }
 
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,

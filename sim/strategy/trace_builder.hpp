@@ -69,6 +69,17 @@ double stack_bucket_bytes(const Stack& stack, std::int64_t dp, DType dtype);
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const ComputeModel& cm,
                              const StrategyOptions& options);
+// The same, tighter: each layer's forward and backward pass counts in its rank's work as the
+// longest chain of ops the trace gives it (engine/longest_chain.hpp), the collectives on it
+// priced by `comm` as the replay will price them (the folded model with `placement`, the
+// simulation's), so the TP, CP and EP collectives that the next kernel waits for count too. Valid
+// because a pass's ops are emitted with exactly those dependencies among them, the passes of a rank
+// are disjoint spans of its compute stream, and the replay only ever runs an op longer than its
+// nominal duration (interference, link sharing).
+double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
+                             const ParallelConfig& config, const Placement& placement,
+                             const ComputeModel& cm, FoldedComm& comm,
+                             const StrategyOptions& options);
 
 // `ranks`: the ranks to simulate (every rank, or one representative per pipeline stage).
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,

@@ -115,3 +115,30 @@ TEST_CASE("search bounds: linear in micro-batches, a stage at least its share, f
   CHECK(candidate_lower_bound_s(topo, model, SearchJob{2048, 32, DType::bf16, true}, rc, opt) >
         bound(flat, 4));
 }
+
+TEST_CASE("search bounds: the collectives a layer's next kernel waits for count, never too much") {
+  // TP 8 with sequence parallelism and no TP overlap (the megatron stack's default): each layer's
+  // forward waits for two all-gathers and two reduce-scatters, so the bound with the layer
+  // passes as chains exceeds the compute-only one, and stays below the simulated step.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto model = load_workload(model_path("llama3.1-8b")).model;
+  const SearchJob job{4096, 16, DType::bf16, true};
+  const auto opt = options_for(job);
+  Candidate c;
+  c.micro_batch = 1;
+  c.config.mesh = {1, 8, 1, 1, 1};
+  c.config.sp = true;
+  const auto s = setup_of(c, job, opt);
+  const ComputeModel cm(topo.gpu, s.profile);
+  const double compute_only = step_time_lower_bound(model, s.job, s.config, cm, s.strategy);
+  const double chained = candidate_lower_bound_s(topo, model, job, c, opt);
+  CHECK(chained > compute_only * 1.02);
+  const auto simulated = simulate_training(topo, model, s);
+  CHECK(chained <= simulated.step_time_s);
+  // A mesh that does not match the cluster is bounded by compute alone.
+  Candidate half = c;
+  half.config.mesh = {1, 4, 1, 1, 1};
+  const auto hs = setup_of(half, job, opt);
+  CHECK(candidate_lower_bound_s(topo, model, job, half, opt) ==
+        step_time_lower_bound(model, hs.job, hs.config, cm, hs.strategy));
+}

@@ -67,12 +67,22 @@ std::vector<std::vector<std::int32_t>> FoldedComm::copies(const CommRequest& r) 
   return out;
 }
 
+const GroupLayout& FoldedComm::layout(const std::vector<std::int32_t>& ranks) {
+  // A group's layout (its members per node, the class of its intra-node routes) depends on the
+  // ranks alone, and the same groups are planned at every size and by every layout of a mesh.
+  // Bounded like the flow table: past 2^16 groups it starts over.
+  if (auto it = f_.layouts.find(ranks); it != f_.layouts.end()) return it->second;
+  if (f_.layouts.size() >= (std::size_t{1} << 16)) f_.layouts.clear();
+  return f_.layouts.emplace(ranks, layout_of(topo_, ctx_.router, ranks)).first->second;
+}
+
 std::vector<CollectivePlan> FoldedComm::plans_of(const FoldedPrices::Priced& p) {
   std::vector<CollectivePlan> plans;
   for (const auto& ranks : copies(p.request)) {
     CollectiveCall call = p.request.call;
     call.ranks = ranks;
-    auto plan = plan_collective(topo_, ctx_.router, call, p.algo, p.protocol);
+    auto plan =
+        plan_collective(topo_, ctx_.router, call, layout(ranks), p.algo, p.protocol, nullptr, true);
     if (!plan)
       throw Error(
           "", "",

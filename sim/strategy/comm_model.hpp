@@ -23,6 +23,7 @@
 
 #include "engine/op_graph.hpp"
 #include "engine/simulator.hpp"
+#include "network/collective_plan.hpp"
 #include "network/collective_runner.hpp"
 #include "network/link_calibration.hpp"
 #include "parallel/placement.hpp"
@@ -89,6 +90,7 @@ struct FoldedPrices {
   std::vector<double> rates;
   std::vector<std::uint32_t> mark;  // per link: `epoch` when in the marked set
   std::uint32_t epoch = 0;
+  std::map<std::vector<std::int32_t>, GroupLayout> layouts;  // by group (FoldedComm::layout)
 };
 
 // Routing and pricing state for one cluster, reusable across simulations in one thread (a
@@ -130,6 +132,7 @@ class FoldedComm : public CommModel {
  private:
   std::vector<std::vector<std::int32_t>> copies(const CommRequest& r);
   std::vector<CollectivePlan> plans_of(const FoldedPrices::Priced& p);
+  const GroupLayout& layout(const std::vector<std::int32_t>& ranks);
   const std::vector<FoldedPrices::Phase>& phases_of(std::int32_t shape);
   // The representative's time in `phase` with the `background` flows (flow table indices) on the
   // links: its slowest flow's bytes over its max-min rate.

@@ -32,12 +32,36 @@ void MaxMinSolver::solve(std::span<const std::uint32_t> flows,
       unfrozen_[u.link] += u.weight;
     }
   }
-  for (auto f : flows)
-    if (flow_links[f].empty()) rates[f] = std::numeric_limits<double>::infinity();
+  // Flows still to rate, each once (a flow listed twice loads its links twice, one rate).
+  std::size_t unrated = 0;
+  for (auto f : flows) {
+    if (rates[f] != -1.0) continue;
+    if (flow_links[f].empty()) {
+      rates[f] = std::numeric_limits<double>::infinity();
+    } else {
+      rates[f] = -2.0;  // counted, not yet frozen
+      ++unrated;
+    }
+  }
+  // Freezes the unfrozen flows on `bottleneck` at `share`. Once every flow has its rate the
+  // remaining links need not be looked at (a DP ring over a whole fabric touches ~90,000 links
+  // and freezes at a few dozen bottlenecks).
+  const auto freeze = [&](std::uint32_t bottleneck, double share) {
+    for (auto f : on_link_[bottleneck]) {
+      if (rates[f] >= 0.0) continue;  // frozen earlier by another bottleneck
+      rates[f] = share;
+      --unrated;
+      for (const auto& u : flow_links[f]) {
+        residual_[u.link] = std::max(0.0, residual_[u.link] - share * u.weight);
+        unfrozen_[u.link] = std::max(0.0, unfrozen_[u.link] - u.weight);
+      }
+    }
+    unfrozen_[bottleneck] = 0.0;
+  };
   if (flows.size() <= few_flows_) {
     // Few flows over many links (a collective's channels): each round scans the links for the
-    // smallest fair share; there are at most as many rounds as flows, and no heap churn.
-    for (;;) {
+    // smallest fair share; there are at most as many rounds as flows, and no heap.
+    while (unrated > 0) {
       double share = std::numeric_limits<double>::infinity();
       std::uint32_t bottleneck = 0;
       for (auto l : touched_)
@@ -46,47 +70,35 @@ void MaxMinSolver::solve(std::span<const std::uint32_t> flows,
           bottleneck = l;
         }
       if (!std::isfinite(share)) break;
-      for (auto f : on_link_[bottleneck]) {
-        if (rates[f] >= 0.0) continue;
-        rates[f] = share;
-        for (const auto& u : flow_links[f]) {
-          residual_[u.link] = std::max(0.0, residual_[u.link] - share * u.weight);
-          unfrozen_[u.link] = std::max(0.0, unfrozen_[u.link] - u.weight);
-        }
-      }
-      unfrozen_[bottleneck] = 0.0;
+      freeze(bottleneck, share);
     }
-    for (auto l : touched_) on_link_[l].clear();
-    for (auto f : flows)
-      if (rates[f] < 0.0) throw std::logic_error("max-min solver left a flow unrated");
-    return;
-  }
-  // Min-heap of (fair share, link, version); stale entries are skipped when popped. Ties break
-  // on the link id, so the result never depends on container order.
-  using Item = std::tuple<double, std::uint32_t, std::uint32_t>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
-  for (auto l : touched_) heap.emplace(residual_[l] / unfrozen_[l], l, ++version_[l]);
-  while (!heap.empty()) {
-    const auto [share, link, version] = heap.top();
-    heap.pop();
-    if (version != version_[link] || !(unfrozen_[link] > 0.0)) continue;
-    for (auto f : on_link_[link]) {
-      if (rates[f] >= 0.0) continue;  // frozen earlier by another bottleneck
-      rates[f] = share;
-      for (const auto& u : flow_links[f]) {
-        residual_[u.link] = std::max(0.0, residual_[u.link] - share * u.weight);
-        unfrozen_[u.link] -= u.weight;
-        // Weights are sums of fractions: treat what rounding leaves behind as nothing.
-        if (unfrozen_[u.link] > 1e-9)
-          heap.emplace(residual_[u.link] / unfrozen_[u.link], u.link, ++version_[u.link]);
-        else
-          unfrozen_[u.link] = 0.0;
-      }
+  } else {
+    // Min-heap of (fair share, link). A link's fair share never falls as flows freeze: a flow
+    // frozen at the round's share r <= R/U leaves (R - r w)/(U - w) >= R/U. So an entry pushed
+    // earlier is a lower bound on the link's share now, and a link is pushed again only when its
+    // entry reaches the top stale, not at every change (a ring flow crosses thousands of links;
+    // pushing each of them at each freeze was most of a 100,000-GPU step). An entry popped at
+    // its current share is the smallest share left; ties break on the link id, so the result
+    // never depends on container order.
+    using Item = std::pair<double, std::uint32_t>;
+    std::vector<Item> items;
+    items.reserve(touched_.size());
+    for (auto l : touched_) items.emplace_back(residual_[l] / unfrozen_[l], l);
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> heap(std::greater<>{},
+                                                                      std::move(items));
+    while (unrated > 0 && !heap.empty()) {
+      const auto [entry, link] = heap.top();
+      heap.pop();
+      if (!(unfrozen_[link] > 1e-9)) continue;  // every flow on it frozen (rounding aside)
+      const double share = residual_[link] / unfrozen_[link];
+      if (share > entry)
+        heap.emplace(share, link);
+      else
+        freeze(link, share);
     }
   }
   for (auto l : touched_) on_link_[l].clear();
-  for (auto f : flows)
-    if (rates[f] < 0.0) throw std::logic_error("max-min solver left a flow unrated");
+  if (unrated > 0) throw std::logic_error("max-min solver left a flow unrated");
 }
 
 std::vector<double> solve_max_min(const FairShareInput& input) {

@@ -117,3 +117,18 @@ TEST_CASE("forty flows on one link (heap path)") {
   FairShareInput in{{40.0}, std::vector<FlowLinks>(40, FlowLinks{{0, 1.0}})};
   for (double r : solve_max_min(in)) CHECK(r == doctest::Approx(1.0));
 }
+
+TEST_CASE("a flow listed twice loads its links twice and gets one rate (both solvers)") {
+  // Link 0 (capacity 2) carries flow 0 twice and flow 1 once: three shares of 2/3. Link 1
+  // (capacity 10) is flow 1's alone. The folded pricing lists a shape's flows twice when a
+  // collective overlaps a copy of itself.
+  const std::vector<double> cap{2.0, 10.0};
+  const std::vector<FlowLinks> flows{{{0, 1.0}}, {{0, 1.0}, {1, 1.0}}};
+  const std::vector<std::uint32_t> listed{0, 1, 0};
+  for (std::size_t few : {std::size_t{0}, std::size_t{100}}) {
+    std::vector<double> rates(2, 0.0);
+    MaxMinSolver(cap.size(), few).solve(listed, flows, cap, rates);
+    CHECK(rates[0] == doctest::Approx(2.0 / 3));
+    CHECK(rates[1] == doctest::Approx(2.0 / 3));
+  }
+}

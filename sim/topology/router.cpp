@@ -14,6 +14,11 @@ namespace {
 constexpr double kChunkBytes = 65536.0;
 constexpr std::size_t kMaxPaths = 256;
 constexpr std::int64_t kUnreachable = std::numeric_limits<std::int64_t>::max() / 4;
+
+// Which of `n` equal next hops a route from src to dst takes at `hop`: a fixed hash, like ECMP.
+std::size_t hashed_choice(std::size_t n, VertexId src, VertexId dst, std::uint32_t hop) {
+  return hash_combine(hash_combine(mix64(src), dst), hop) % n;
+}
 }  // namespace
 
 Router::Router(const Topology& topo)
@@ -66,7 +71,7 @@ Router::Router(const Topology& topo)
     for (auto [e, end] = boost::out_edges(fabric_vertices_[i], g); e != end; ++e) {
       const VertexId w = boost::target(*e, g);
       if (topo.vertex(w).node >= 0) continue;
-      fabric_links_.push_back(FabricLink{fabric_index_[w], link_costs_[g[*e].id]});
+      fabric_links_.push_back(FabricLink{fabric_index_[w], g[*e].id, link_costs_[g[*e].id]});
     }
     fabric_offsets_[i + 1] = static_cast<std::uint32_t>(fabric_links_.size());
   }
@@ -163,8 +168,7 @@ void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, doub
 
 EdgeId Router::pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst,
                     std::uint32_t hop) const {
-  const std::uint64_t h = hash_combine(hash_combine(mix64(src), dst), hop);
-  return next[h % next.size()];
+  return next[hashed_choice(next.size(), src, dst, hop)];
 }
 
 std::int64_t Router::path_cost(const Path& p) const {
@@ -189,8 +193,56 @@ Route Router::compute(VertexId src, VertexId dst, bool all) {
 const std::vector<Path>& Router::fabric_paths(VertexId a, VertexId b) {
   const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | b;
   if (auto it = fabric_.find(key); it != fabric_.end()) return it->second;
-  std::vector<Path> paths = a == b ? std::vector<Path>{Path{}} : compute(a, b, true).paths;
+  std::vector<Path> paths;
+  if (a == b) {
+    paths.emplace_back();
+  } else {
+    // The search of compute(a, b, true) over the whole graph finds what the fabric alone gives
+    // (switches are the only transit vertices between two switches), so the per-target fabric
+    // distances stand for it: no search per switch pair, none through every NIC link.
+    const auto& to_b = fabric_distances(b);
+    if (to_b[fabric_index_[a]] == kUnreachable)
+      throw Error("", "",
+                  "no route from '" + topo_.vertex(a).name + "' to '" + topo_.vertex(b).name + "'");
+    Path start;
+    fabric_expand(fabric_index_[a], a, b, to_b, start, 1.0, paths, 0);
+  }
   return fabric_.emplace(key, std::move(paths)).first->second;
+}
+
+void Router::fabric_expand(std::uint32_t at, VertexId src, VertexId dst,
+                           const std::vector<std::int64_t>& to_dst, Path& current, double fraction,
+                           std::vector<Path>& out, std::uint32_t hop) {
+  const auto end = fabric_index_[dst];
+  std::vector<std::uint32_t> next;  // indices into fabric_links_, in out-edge order
+  while (at != end) {
+    next.clear();
+    for (auto k = fabric_offsets_[at]; k < fabric_offsets_[at + 1]; ++k) {
+      const auto& link = fabric_links_[k];
+      if (to_dst[link.to] != kUnreachable && to_dst[link.to] + link.cost == to_dst[at])
+        next.push_back(k);
+    }
+    // As expand(): spray over every equal choice while the path count allows, else hash.
+    if (next.size() > 1 && out.size() + next.size() <= kMaxPaths) {
+      const double share = fraction / static_cast<double>(next.size());
+      for (auto k : next) {
+        const auto& link = fabric_links_[k];
+        Path branch = current;
+        branch.edges.push_back(link.id);
+        branch.latency += topo_.link(link.id).latency;
+        fabric_expand(link.to, src, dst, to_dst, branch, share, out, hop + 1);
+      }
+      return;
+    }
+    const auto& link =
+        fabric_links_[next[next.size() == 1 ? 0 : hashed_choice(next.size(), src, dst, hop)]];
+    current.edges.push_back(link.id);
+    current.latency += topo_.link(link.id).latency;
+    at = link.to;
+    ++hop;
+  }
+  current.fraction = fraction;
+  out.push_back(std::move(current));
 }
 
 const std::vector<std::int64_t>& Router::fabric_distances(VertexId to) {

@@ -66,6 +66,11 @@ class Router {
   const Route& local_route(VertexId src, VertexId dst, std::uint32_t& shift);
   const std::vector<Path>& fabric_paths(VertexId a, VertexId b);
   const std::vector<std::int64_t>& fabric_distances(VertexId to);
+  // expand() with `all` over the fabric's own links, from the distances to `dst`
+  // (fabric_distances): the paths between two switches never leave the fabric.
+  void fabric_expand(std::uint32_t at, VertexId src, VertexId dst,
+                     const std::vector<std::int64_t>& to_dst, Path& current, double fraction,
+                     std::vector<Path>& out, std::uint32_t hop);
   std::int64_t path_cost(const Path& p) const;
   std::int64_t cost_of(const Link& l) const { return link_costs_[l.id]; }
   // Walks least-cost next hops from `at` to `dst`: striping over equal NVLinks (or over every
@@ -92,6 +97,7 @@ class Router {
   std::vector<std::int64_t> link_costs_;  // link_cost of each directed link, by id
   struct FabricLink {
     std::uint32_t to;  // fabric index
+    std::uint32_t id;  // directed edge id
     std::int64_t cost;
   };
   std::vector<std::uint32_t> fabric_offsets_;  // per fabric vertex: its links in fabric_links_

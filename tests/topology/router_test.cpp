@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+#include <queue>
+
 #include "test_paths.hpp"
 #include "topology/path_class.hpp"
 #include "topology/topology_loader.hpp"
@@ -141,6 +144,75 @@ TEST_CASE("GPUs are never transit hops and servers do not forward") {
     for (std::size_t i = 0; i + 1 < p.edges.size(); ++i) {
       const auto v = boost::target(t.edge(p.edges[i]), t.graph());
       CHECK(t.vertex(v).kind != VertexKind::gpu);
+    }
+  }
+}
+
+namespace {
+// Least cost from `src` to `dst` under the routing rules (GPUs are never transit hops; a node's
+// internals carry only its own traffic), by a plain Dijkstra over the whole graph: the
+// reference the router's composed cross-node routes (NIC exits + fabric distances per target
+// switch) must match.
+std::int64_t reference_cost(const Topology& t, VertexId src, VertexId dst) {
+  const auto& g = t.graph();
+  const auto src_node = t.vertex(src).node, dst_node = t.vertex(dst).node;
+  std::vector<std::int64_t> dist(t.vertex_count(), std::numeric_limits<std::int64_t>::max());
+  using Item = std::pair<std::int64_t, VertexId>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+  dist[src] = 0;
+  heap.emplace(0, src);
+  while (!heap.empty()) {
+    const auto [d, v] = heap.top();
+    heap.pop();
+    if (d != dist[v]) continue;
+    if (v == dst) return d;
+    const auto& x = t.vertex(v);
+    if (v != src &&
+        (x.kind == VertexKind::gpu || (x.node >= 0 && x.node != src_node && x.node != dst_node)))
+      continue;
+    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+      const auto u = boost::target(*e, g);
+      const auto nd = d + Router::link_cost(g[*e]);
+      if (nd < dist[u]) {
+        dist[u] = nd;
+        heap.emplace(nd, u);
+      }
+    }
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("cross-node routes are least-cost paths, as a search over the whole cluster finds") {
+  // Across units, pods and rails of a three-tier fabric and of a 2:1 two-tier one: every path
+  // is connected from source to destination, costs the route's cost, and that cost is the least
+  // a plain Dijkstra over every vertex finds.
+  for (const char* file : {"h100-16k.json", "dgx-h100-superpod-2to1.json"}) {
+    CAPTURE(file);
+    const auto t = load_topology(topology_path(file));
+    Router router(t);
+    const auto gpus = static_cast<std::int32_t>(t.gpus().size());
+    for (std::int32_t k = 0; k < 12; ++k) {
+      const std::int32_t a = (k * 977) % gpus, b = (k * 4111 + 2053) % gpus;
+      if (a / 8 == b / 8) continue;
+      CAPTURE(a);
+      CAPTURE(b);
+      const auto& r = router.gpu_route(a, b);
+      const auto src = t.gpus()[static_cast<std::size_t>(a)];
+      const auto dst = t.gpus()[static_cast<std::size_t>(b)];
+      CHECK(r.cost == reference_cost(t, src, dst));
+      CHECK(fraction_sum(r) == doctest::Approx(1.0));
+      for (const auto& p : r.paths) {
+        std::int64_t cost = 0;
+        VertexId at = src;
+        for (auto id : p.edges) {
+          CHECK(boost::source(t.edge(id), t.graph()) == at);
+          at = boost::target(t.edge(id), t.graph());
+          cost += Router::link_cost(t.link(id));
+        }
+        CHECK(at == dst);
+        CHECK(cost == r.cost);
+      }
     }
   }
 }

@@ -49,10 +49,48 @@ void run_collective(FlowNetwork& net, Simulator& sim, const CollectivePlan& plan
   sim.schedule_after(plan.latency, [ex] { start_phase(ex); });
 }
 
+void drop_unshared_links(std::vector<CollectivePlan>& plans, PricingScratch& scratch) {
+  auto& count = scratch.flows_on_link;
+  const auto& net = scratch.net;
+  std::vector<std::uint32_t> touched;
+  for (const auto& plan : plans)
+    for (const auto& phase : plan.phases)
+      for (const auto& f : phase)
+        for (const auto& u : f.links) {
+          if (count.size() <= u.link) count.resize(u.link + 1, 0);
+          if (count[u.link]++ == 0) touched.push_back(u.link);
+        }
+  for (auto& plan : plans)
+    for (auto& phase : plan.phases)
+      for (auto& f : phase) {
+        // The solver's share of an unshared link is capacity / (0 + weight): the same division.
+        const auto share = [&](const LinkUse& u) { return net.capacity_Bps(u.link) / u.weight; };
+        const LinkUse* least = nullptr;  // least (share, id)
+        const LinkUse* first = nullptr;  // first of least share in the list
+        std::size_t unshared = 0;
+        for (const auto& u : f.links) {
+          if (count[u.link] != 1) continue;
+          ++unshared;
+          const double s = share(u);
+          if (!first || s < share(*first)) first = &u;
+          if (!least || s < share(*least) || (s == share(*least) && u.link < least->link))
+            least = &u;
+        }
+        if (unshared < 2 || (unshared == 2 && least != first)) continue;
+        const auto keep_a = least->link, keep_b = first->link;
+        std::erase_if(f.links, [&](const LinkUse& u) {
+          return count[u.link] == 1 && u.link != keep_a && u.link != keep_b;
+        });
+      }
+  for (auto l : touched) count[l] = 0;
+}
+
 Time time_alone(PricingScratch& scratch, const CollectivePlan& plan) {
+  std::vector<CollectivePlan> run{plan};
+  drop_unshared_links(run, scratch);
   const Time start = scratch.sim.now();
   Time end = Time::max();
-  run_collective(scratch.net, scratch.sim, plan, [&] { end = scratch.sim.now(); });
+  run_collective(scratch.net, scratch.sim, run.front(), [&] { end = scratch.sim.now(); });
   scratch.sim.run();
   if (end == Time::max()) throw std::logic_error("collective did not finish");
   return end - start;

@@ -26,8 +26,19 @@ struct PricingScratch {
   explicit PricingScratch(const Topology& topo) : net(topo, sim) {}
   Simulator sim;
   FlowNetwork net;
+  std::vector<std::uint32_t> flows_on_link;  // drop_unshared_links's counts, zero between uses
 };
 Time time_alone(PricingScratch& scratch, const CollectivePlan& plan);
+
+// Before `plans` run together on the idle `scratch` network: drops the links no rate can depend
+// on, with every rate unchanged to the bit. A link that only one flow of all the plans crosses
+// (any phase) never shares its capacity: its fair share stays capacity/weight until that flow
+// is rated, after which it is idle. Of such links a flow keeps the one the solver would pick
+// among them (least share, then least id: MaxMinSolver's heap) and the first of least share in
+// its list (the solver's scan for few flows), so every bottleneck is found where it was. A DP
+// ring across a fabric crosses thousands of links it has to itself (its NVLink and PCIe hops, its
+// NIC and leaf ports), and every re-solve at a copy's completion walked them all.
+void drop_unshared_links(std::vector<CollectivePlan>& plans, PricingScratch& scratch);
 
 struct PricedCollective {
   CollectiveAlgo algo = CollectiveAlgo::ring;

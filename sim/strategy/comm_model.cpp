@@ -131,7 +131,8 @@ std::int32_t FoldedComm::index_of(const CommRequest& r) {
   } else {
     p.shape = known->second;
   }
-  const auto plans = plans_of(p);
+  auto plans = plans_of(p);
+  drop_unshared_links(plans, ctx_.scratch);
   auto& sim = ctx_.scratch.sim;
   const Time start = sim.now();
   Time rep_end = start;

@@ -1,0 +1,101 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "network/collective_runner.hpp"
+#include "test_paths.hpp"
+#include "topology/topology_loader.hpp"
+
+using namespace meshsim;
+using meshsim::test::topology_path;
+
+namespace {
+
+// When each plan ends, all of them started together on the idle network.
+std::vector<Time> end_times(PricingScratch& scratch, const std::vector<CollectivePlan>& plans) {
+  std::vector<Time> ends(plans.size(), Time::max());
+  const Time start = scratch.sim.now();
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    run_collective(scratch.net, scratch.sim, plans[i],
+                   [&ends, &scratch, i, start] { ends[i] = scratch.sim.now() - start; });
+  scratch.sim.run();
+  return ends;
+}
+
+std::size_t link_uses(const std::vector<CollectivePlan>& plans) {
+  std::size_t n = 0;
+  for (const auto& p : plans)
+    for (const auto& phase : p.phases)
+      for (const auto& f : phase) n += f.links.size();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("drop_unshared_links keeps shared links and the unshared ones the solver would pick") {
+  // Five directed links of one capacity c, ids l0 < ... < l4. Flow A crosses l3 (weight 2), l0
+  // (shared with flow B), l2 (weight 2) and l1: its unshared shares are c/2, c/2, c. The heap
+  // solver would pick l2 (least share, then least id), the scan l3 (first of least share in the
+  // list): both stay, l1 goes. Flow C alone on l4 keeps it.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  PricingScratch scratch(topo);
+  std::vector<std::uint32_t> same;
+  for (std::uint32_t l = 0; l < topo.directed_edge_count() && same.size() < 5; ++l)
+    if (scratch.net.capacity_Bps(l) == scratch.net.capacity_Bps(0)) same.push_back(l);
+  REQUIRE(same.size() == 5);
+  const auto l0 = same[0], l1 = same[1], l2 = same[2], l3 = same[3], l4 = same[4];
+  CollectivePlan one, two;
+  one.phases = {{PlannedFlow{{{l3, 2.0}, {l0, 1.0}, {l2, 2.0}, {l1, 1.0}}, 1e6}}};
+  two.phases = {{PlannedFlow{{{l0, 1.0}}, 1e6}}, {PlannedFlow{{{l4, 1.0}}, 1e6}}};
+  std::vector<CollectivePlan> plans{one, two};
+  drop_unshared_links(plans, scratch);
+  CHECK(plans[0].phases[0][0].links == FlowLinks{{l3, 2.0}, {l0, 1.0}, {l2, 2.0}});
+  CHECK(plans[1].phases[0][0].links == FlowLinks{{l0, 1.0}});
+  CHECK(plans[1].phases[1][0].links == FlowLinks{{l4, 1.0}});
+  // The scratch counts are left at zero: the same call again sees the same sharing.
+  CHECK(std::all_of(scratch.flows_on_link.begin(), scratch.flows_on_link.end(),
+                    [](std::uint32_t n) { return n == 0; }));
+}
+
+TEST_CASE("drop_unshared_links leaves every end time unchanged to the picosecond") {
+  // Copies of one collective run together, as the folded pricing runs them: DP rings and trees
+  // across a 64-node SuperPOD and a 2:1 one, all-to-alls, 2 copies (the solver's scan for few
+  // flows) and 8 (its heap). Each plan's end time with the pruned links equals the unpruned one
+  // exactly, with fewer link uses.
+  for (const char* file : {"dgx-h100-superpod.json", "dgx-h100-superpod-2to1.json"}) {
+    const auto topo = load_topology(topology_path(file));
+    Router router(topo);
+    PricingScratch scratch(topo);
+    struct Case {
+      CollectiveOp op;
+      CollectiveAlgo algo;
+      std::int32_t stride, size;
+    };
+    for (const auto& c : {Case{CollectiveOp::all_reduce, CollectiveAlgo::ring, 8, 64},
+                          Case{CollectiveOp::all_reduce, CollectiveAlgo::tree, 8, 64},
+                          Case{CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 16, 32},
+                          Case{CollectiveOp::all_to_all, CollectiveAlgo::direct, 8, 16}})
+      for (std::int32_t copies : {2, 8}) {
+        CAPTURE(std::string(file));
+        CAPTURE(name_of(c.op));
+        CAPTURE(copies);
+        std::vector<CollectivePlan> plans;
+        for (std::int32_t k = 0; k < copies; ++k) {
+          CollectiveCall call{c.op, {}, 3e8 + 1e7 * k};
+          for (std::int32_t i = 0; i < c.size; ++i) call.ranks.push_back(k + i * c.stride);
+          auto plan = plan_collective(topo, router, call, c.algo, Protocol::simple);
+          REQUIRE(plan);
+          plans.push_back(std::move(*plan));
+        }
+        const auto before = end_times(scratch, plans);
+        auto pruned = plans;
+        drop_unshared_links(pruned, scratch);
+        // Point-to-point flows of an all-to-all share every link with another pair: nothing goes.
+        if (c.op == CollectiveOp::all_to_all)
+          CHECK(link_uses(pruned) == link_uses(plans));
+        else
+          CHECK(link_uses(pruned) < link_uses(plans));
+        CHECK(end_times(scratch, pruned) == before);
+      }
+  }
+}

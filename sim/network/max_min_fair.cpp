@@ -5,7 +5,6 @@
 #include <limits>
 #include <queue>
 #include <stdexcept>
-#include <tuple>
 
 namespace meshsim {
 
@@ -13,7 +12,6 @@ MaxMinSolver::MaxMinSolver(std::size_t link_count, std::size_t few_flows)
     : few_flows_(few_flows),
       residual_(link_count, 0.0),
       unfrozen_(link_count, 0.0),
-      version_(link_count, 0),
       on_link_(link_count) {}
 
 void MaxMinSolver::solve(std::span<const std::uint32_t> flows,

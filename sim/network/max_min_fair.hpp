@@ -43,8 +43,7 @@ class MaxMinSolver {
  private:
   std::size_t few_flows_;
   std::vector<double> residual_;
-  std::vector<double> unfrozen_;  // summed weight of unfrozen flows per link
-  std::vector<std::uint32_t> version_;
+  std::vector<double> unfrozen_;                     // summed weight of unfrozen flows per link
   std::vector<std::vector<std::uint32_t>> on_link_;  // flows (of this solve) per link
   std::vector<std::uint32_t> touched_;
 };

@@ -131,7 +131,7 @@ bool Router::search(VertexId src, VertexId dst) {
 }
 
 void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, double fraction,
-                    std::vector<Path>& out, std::uint32_t hop, bool all) {
+                    std::vector<Path>& out, std::uint32_t hop) {
   const auto& g = topo_.graph();
   const std::int32_t src_node = topo_.vertex(src).node;
   const std::int32_t dst_node = topo_.vertex(dst).node;
@@ -144,15 +144,15 @@ void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, doub
         next.push_back(*e);
     }
     // `next` is never empty: `at` lies on a least-cost path, so some neighbour continues it.
-    const bool spray = next.size() > 1 && (all || is_nvlink(g[next.front()].kind)) &&
-                       out.size() + next.size() <= kMaxPaths;
+    const bool spray =
+        next.size() > 1 && is_nvlink(g[next.front()].kind) && out.size() + next.size() <= kMaxPaths;
     if (spray) {
       for (const auto& e : next) {
         Path branch = current;
         branch.edges.push_back(g[e].id);
         branch.latency += g[e].latency;
         expand(boost::target(e, g), src, dst, branch, fraction / static_cast<double>(next.size()),
-               out, hop + 1, all);
+               out, hop + 1);
       }
       return;
     }
@@ -177,7 +177,7 @@ std::int64_t Router::path_cost(const Path& p) const {
   return c;
 }
 
-Route Router::compute(VertexId src, VertexId dst, bool all) {
+Route Router::compute(VertexId src, VertexId dst) {
   Route r{src, dst, {}};
   if (src == dst) return r;
   if (!search(src, dst))
@@ -185,7 +185,7 @@ Route Router::compute(VertexId src, VertexId dst, bool all) {
         "", "",
         "no route from '" + topo_.vertex(src).name + "' to '" + topo_.vertex(dst).name + "'");
   Path start;
-  expand(src, src, dst, start, 1.0, r.paths, 0, all);
+  expand(src, src, dst, start, 1.0, r.paths, 0);
   r.cost = path_cost(r.paths.front());
   return r;
 }
@@ -197,9 +197,8 @@ const std::vector<Path>& Router::fabric_paths(VertexId a, VertexId b) {
   if (a == b) {
     paths.emplace_back();
   } else {
-    // The search of compute(a, b, true) over the whole graph finds what the fabric alone gives
-    // (switches are the only transit vertices between two switches), so the per-target fabric
-    // distances stand for it: no search per switch pair, none through every NIC link.
+    // Switches are the only transit vertices between two switches, so the per-target fabric
+    // distances give the least costs: no search over the whole graph per switch pair.
     const auto& to_b = fabric_distances(b);
     if (to_b[fabric_index_[a]] == kUnreachable)
       throw Error("", "",
@@ -222,7 +221,6 @@ void Router::fabric_expand(std::uint32_t at, VertexId src, VertexId dst,
       if (to_dst[link.to] != kUnreachable && to_dst[link.to] + link.cost == to_dst[at])
         next.push_back(k);
     }
-    // As expand(): spray over every equal choice while the path count allows, else hash.
     if (next.size() > 1 && out.size() + next.size() <= kMaxPaths) {
       const double share = fraction / static_cast<double>(next.size());
       for (auto k : next) {

@@ -57,7 +57,7 @@ class Router {
   bool search(VertexId src, VertexId dst);  // fills dist_ from dst until src is settled
   bool may_transit(VertexId v, std::int32_t src_node, std::int32_t dst_node) const;
   EdgeId pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst, std::uint32_t hop) const;
-  Route compute(VertexId src, VertexId dst, bool all = false);
+  Route compute(VertexId src, VertexId dst);
   std::optional<Route> cross_node(VertexId src, VertexId dst);
   // Inside node k > 0 of a uniform cluster: node 0's route between the same vertices and the
   // edge `shift` that makes it this one, when node 0's route stays inside node 0; else null.
@@ -66,17 +66,18 @@ class Router {
   const Route& local_route(VertexId src, VertexId dst, std::uint32_t& shift);
   const std::vector<Path>& fabric_paths(VertexId a, VertexId b);
   const std::vector<std::int64_t>& fabric_distances(VertexId to);
-  // expand() with `all` over the fabric's own links, from the distances to `dst`
-  // (fabric_distances): the paths between two switches never leave the fabric.
+  // Walks every least-cost path between two switches over the fabric's own links, from the
+  // distances to `dst` (fabric_distances), striping over every equal choice while the path
+  // count allows, else hashing: the paths between two switches never leave the fabric.
   void fabric_expand(std::uint32_t at, VertexId src, VertexId dst,
                      const std::vector<std::int64_t>& to_dst, Path& current, double fraction,
                      std::vector<Path>& out, std::uint32_t hop);
   std::int64_t path_cost(const Path& p) const;
   std::int64_t cost_of(const Link& l) const { return link_costs_[l.id]; }
-  // Walks least-cost next hops from `at` to `dst`: striping over equal NVLinks (or over every
-  // equal choice when `all`), hashing among others.
+  // Walks least-cost next hops from `at` to `dst`: striping over equal NVLinks, hashing among
+  // others.
   void expand(VertexId at, VertexId src, VertexId dst, Path& current, double fraction,
-              std::vector<Path>& out, std::uint32_t hop, bool all = false);
+              std::vector<Path>& out, std::uint32_t hop);
 
   struct Exit {
     VertexId nic = 0;

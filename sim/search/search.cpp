@@ -54,7 +54,7 @@ TrainingSetup setup_of(const Candidate& c, const SearchJob& job, const SearchOpt
 
 double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, const SearchJob& job,
                                const Candidate& c, const SearchOptions& options,
-                               CommContext* context) {
+                               CommContext* context, bool data_parallel) {
   const auto s = setup_of(c, job, options);
   const ComputeModel cm(topo.gpu, s.profile);
   const double compute_only = step_time_lower_bound(model, s.job, s.config, cm, s.strategy);
@@ -69,8 +69,8 @@ double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, con
   try {
     const Placement placement(s.config.mesh, s.rank_order);
     FoldedComm comm(topo, placement, *context);
-    return std::max(compute_only,
-                    step_time_lower_bound(model, s.job, s.config, placement, cm, comm, s.strategy));
+    return std::max(compute_only, step_time_lower_bound(model, s.job, s.config, placement, cm, comm,
+                                                        s.strategy, data_parallel));
   } catch (const Error&) {
     return compute_only;
   }
@@ -165,17 +165,24 @@ BoundedEvaluation evaluate_top_k(
     return out;
   }
   // Bounds: cheap (kernel prices of two layers and the ends, each stage's layer passes with their
-  // collectives), computed on the pool's threads with the contexts the simulations then use.
+  // collectives), computed on the pool's threads with the contexts the simulations then use. The
+  // data-parallel streams' part, which prices the widest groups, only for the candidates that
+  // reach a round (below).
   std::vector<double> bound(candidates.size());
   const auto threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : 0;
-  run_worker_pool(
-      candidates.size(), threads, [&] { return Lease(options.contexts, topo); },
-      [&](Lease& lease, std::size_t i) {
-        bound[i] =
-            candidate_lower_bound_s(topo, model, job, candidates[i], options, lease.context.get());
-      });
+  const auto bound_all = [&](const std::vector<std::size_t>& which, bool data_parallel) {
+    run_worker_pool(
+        which.size(), threads, [&] { return Lease(options.contexts, topo); },
+        [&](Lease& lease, std::size_t k) {
+          const auto i = which[k];
+          bound[i] =
+              std::max(bound[i], candidate_lower_bound_s(topo, model, job, candidates[i], options,
+                                                         lease.context.get(), data_parallel));
+        });
+  };
   std::vector<std::size_t> order(candidates.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  bound_all(order, false);
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return bound[a] < bound[b]; });
   // The anchor (the seed heuristic's layout) goes first: its step time also bounds what must be
@@ -193,14 +200,15 @@ BoundedEvaluation evaluate_top_k(
   double kth = kInf, anchor_s = 0;
   // A candidate must be simulated while it could still be in the top K, be the best of its TP
   // degree, or be faster than the anchor.
-  auto needed = [&](std::size_t i) {
+  auto limit = [&](std::size_t i) {
     const auto tp = candidates[i].config.mesh.tp;
     const auto it = best_per_tp.find(tp);
     const double tp_best = it == best_per_tp.end() ? kInf : it->second;
-    return !(bound[i] > std::max({kth, tp_best, anchor_s}));
+    return std::max({kth, tp_best, anchor_s});
   };
+  auto needed = [&](std::size_t i) { return !(bound[i] > limit(i)); };
   const auto tps = tp_degrees(candidates);
-  std::vector<bool> taken(candidates.size(), false);
+  std::vector<bool> taken(candidates.size(), false), sharpened(candidates.size(), false);
   std::vector<std::pair<std::size_t, EvaluatedCandidate>> done;
   for (;;) {
     std::vector<std::size_t> batch;
@@ -211,6 +219,16 @@ BoundedEvaluation evaluate_top_k(
         if (batch.size() < round) batch.push_back(i);
       }
     if (batch.empty()) break;
+    // A round's candidates that a finite limit applies to get the data-parallel part of their
+    // bound first; then the round is chosen again (limits only fall, so one left out stays out).
+    std::vector<std::size_t> sharpen;
+    for (auto i : batch)
+      if (!sharpened[i] && limit(i) < kInf) sharpen.push_back(i);
+    if (!sharpen.empty()) {
+      bound_all(sharpen, true);
+      for (auto i : sharpen) sharpened[i] = true;
+      continue;
+    }
     std::vector<Candidate> cs;
     for (auto i : batch) {
       taken[i] = true;

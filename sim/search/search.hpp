@@ -63,18 +63,21 @@ struct SearchOptions {
 TrainingSetup setup_of(const Candidate& c, const SearchJob& job, const SearchOptions& options);
 
 // step_time_lower_bound (strategy/trace_builder.hpp) of a candidate as the search would run it:
-// the layer passes as chains with their collectives priced in `context` (null: a fresh one), or
-// compute alone where the mesh does not match the cluster.
+// the layer passes as chains with their collectives priced in `context` (null: a fresh one), with
+// the data-parallel streams' collectives or not, or compute alone where the mesh does not match
+// the cluster.
 double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, const SearchJob& job,
                                const Candidate& c, const SearchOptions& options,
-                               CommContext* context = nullptr);
+                               CommContext* context = nullptr, bool data_parallel = true);
 
 // Exact top-K by bounds (issue 17): candidates are simulated best bound first (the `anchor`
 // label, the seed heuristic's layout, before all), in rounds of max(2K, 32); a candidate is left
 // out once its bound exceeds the K-th best step simulated so far, the best of its TP degree and
 // the anchor's step, since then it can be none of those (a bound never exceeds the simulated
 // step): the top K, the best per TP degree and the anchor's rank are those of simulating every
-// candidate. Rounds do not depend on the thread count, so neither does the output. `evaluate`
+// candidate. Bounds are ordered without the data-parallel streams' part (which prices the widest
+// groups); a candidate gets it before it is simulated, once a limit applies to it. Rounds do not
+// depend on the thread count, so neither does the output. `evaluate`
 // simulates one round's candidates (in a process or across MPI ranks) with the options it is
 // given (their progress counts across rounds: done of done + still needed); `agree` makes every MPI
 // rank use rank 0's values (identity in one process). Returns the simulated candidates in input

@@ -84,4 +84,54 @@ std::string to_string(const std::vector<PipelineAction>& actions) {
   return s;
 }
 
+std::optional<ScheduleTimes> play_schedule(const std::vector<std::vector<PipelineAction>>& actions,
+                                           std::int64_t microbatches, const PassTimes& times) {
+  const auto pp = static_cast<std::int64_t>(actions.size());
+  const auto G = static_cast<std::int64_t>(times.forward.size());
+  const auto M = microbatches;
+  constexpr double kUnknown = -1;
+  // When each micro-batch's forward and backward of each chunk ends (what the next stage waits
+  // for).
+  std::vector<double> fwd_end(static_cast<std::size_t>(G * M), kUnknown),
+      bwd_end(fwd_end.size(), kUnknown);
+  std::vector<std::size_t> next(actions.size(), 0);
+  ScheduleTimes out{std::vector<double>(actions.size(), 0.0),
+                    std::vector<double>(actions.size(), 0.0)};
+  // Rounds over the stages, each going as far as what it receives allows.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (std::size_t r = 0; r < actions.size(); ++r)
+      for (; next[r] < actions[r].size(); ++next[r], progress = true) {
+        const auto& a = actions[r][next[r]];
+        const std::int64_t g = a.chunk * pp + static_cast<std::int64_t>(r);
+        const auto at = [&](std::int64_t chunk) {
+          return static_cast<std::size_t>(chunk * M + a.microbatch);
+        };
+        double ready = out.end_s[r], took = 0;
+        if (a.pass == PassKind::forward) {
+          if (g > 0) {
+            if (fwd_end[at(g - 1)] == kUnknown) break;
+            ready = std::max(ready, fwd_end[at(g - 1)]);
+          }
+          took = times.forward[static_cast<std::size_t>(g)];
+        } else if (a.pass == PassKind::backward) {
+          if (g < G - 1) {
+            if (bwd_end[at(g + 1)] == kUnknown) break;
+            ready = std::max(ready, bwd_end[at(g + 1)]);
+          }
+          took = times.backward[static_cast<std::size_t>(g)];
+        } else {
+          took = times.weight[static_cast<std::size_t>(g)];
+        }
+        out.last_start_s[r] = ready;
+        out.end_s[r] = ready + took;
+        if (a.pass == PassKind::forward) fwd_end[at(g)] = out.end_s[r];
+        if (a.pass == PassKind::backward) bwd_end[at(g)] = out.end_s[r];
+      }
+  }
+  for (std::size_t r = 0; r < actions.size(); ++r)
+    if (next[r] < actions[r].size()) return std::nullopt;
+  return out;
+}
+
 }  // namespace meshsim

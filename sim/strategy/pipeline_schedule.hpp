@@ -5,6 +5,7 @@
 // ZB-H1 (Qi et al. 2024: backward split into input- and weight-gradient parts; the gradient is
 // sent upstream as soon as the input part is done, so the cooldown chain is shorter).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,22 @@ std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t
                                           std::int64_t stage, std::int64_t microbatches);
 
 std::string to_string(const std::vector<PipelineAction>& actions);  // "F0 F1 B0 F2 B1 ..."
+
+// Fixed times of one micro-batch's passes, per global chunk (chunk·pp + stage), in seconds.
+struct PassTimes {
+  std::vector<double> forward, backward, weight;
+};
+// Per stage: when its last pass ends and when that pass starts.
+struct ScheduleTimes {
+  std::vector<double> end_s, last_start_s;
+};
+// The schedule played out at fixed pass times: each stage runs its `actions` (stage_actions, one
+// list per stage) one after another from time 0, a forward of chunk g > 0 after the same
+// micro-batch's forward of chunk g − 1 ends, a backward of chunk g < G − 1 after the same
+// micro-batch's backward of chunk g + 1 ends (no time for the transfer). With times that are
+// lower bounds on what the passes take, the ends are lower bounds on when the stages finish.
+// nullopt: the orders deadlock.
+std::optional<ScheduleTimes> play_schedule(const std::vector<std::vector<PipelineAction>>& actions,
+                                           std::int64_t microbatches, const PassTimes& times);
 
 }  // namespace meshsim

@@ -145,7 +145,9 @@ class Builder {
   std::vector<std::int64_t> split() const;
   // `chains`: the layers' passes are priced as chains with their collectives (layer_chains), not
   // as compute alone; the builder's comm model must be it.
-  double bound_entry(DeferredComm* chains);
+  // `data_parallel`: the data-parallel streams' collectives count too (ZeRO-3's all-gathers,
+  // the gradient reductions and the last of them before the optimizer).
+  double bound_entry(DeferredComm* chains, bool data_parallel);
 
  private:
   struct RankState {
@@ -211,6 +213,17 @@ class Builder {
   GroupKind shard_kind() const { return mesh_.fsdp > 0 ? GroupKind::shard : GroupKind::dp_cp; }
   void reduce_grads(RankState& rs, std::int64_t chunk, std::int64_t first, std::int64_t count,
                     bool last_mb, OpId after, std::uint64_t inst, bool with_ends);
+  // The gradient reductions of chunk `g`'s backward in issue order, as {first layer, layers}:
+  // the whole chunk after its weight pass on zero-bubble schedules, each layer under ZeRO-3,
+  // otherwise buckets filled in backward order (last layer first) and reduced once full.
+  std::vector<std::pair<std::int64_t, std::int64_t>> grad_buckets(std::int64_t g) const;
+  // The bound's view of chunk `g`'s gradient reductions on pipeline stage `stage`'s
+  // representative, at their prices on its data-parallel stream: all of them (one micro-batch's)
+  // and the last one, which the optimizer waits for.
+  struct Reductions {
+    Time all, last;
+  };
+  Reductions reductions(std::int64_t stage, std::int64_t g);
   RankState rank_state(std::int32_t rank);
   // The bound's view of one layer's pass on pipeline stage `stage`'s representative: the longest
   // chain of its ops at their nominal durations (engine/longest_chain.hpp), forward and backward
@@ -218,6 +231,8 @@ class Builder {
   // layer's kind (dense or MoE, checkpointed, first or last: all a pass depends on).
   struct LayerChains {
     Time forward, backward;
+    // ZeRO-3's parameter all-gathers of both passes at their prices (the dp_gather stream).
+    Time gathers;
   };
   const LayerChains& layer_chains(std::int64_t stage, std::int64_t layer);
   std::uint64_t instance(std::int64_t mb, std::int64_t layer, int pass) const {
@@ -263,6 +278,7 @@ class Builder {
   Trace trace_;
   std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t, int>, OpId> sends_;
   DeferredComm* chains_ = nullptr;  // the bound prices layer passes as chains through it
+  bool dp_terms_ = false;           // and the data-parallel streams (bound_entry)
   std::map<std::tuple<std::int64_t, bool, bool, bool, bool>, LayerChains> chain_cache_;
 };
 
@@ -791,6 +807,53 @@ void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, st
              expert, {grads_copied(n + ".experts", GroupKind::edp, expert)}, inst + 1);
 }
 
+std::vector<std::pair<std::int64_t, std::int64_t>> Builder::grad_buckets(std::int64_t g) const {
+  const std::int64_t first = first_layer(g), count = chunk_layers_[static_cast<std::size_t>(g)];
+  if (zb_) return {{first, count}};
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  double bucket = 0;
+  std::int64_t bucket_end = first + count;  // exclusive upper layer of the open bucket
+  for (std::int64_t l = first + count - 1; l >= first; --l) {
+    if (cfg_.zero >= 3) {
+      out.emplace_back(l, 1);
+      continue;
+    }
+    bucket += (plan(l).dense_params + plan(l).expert_params) * grad_bytes_;
+    if (bucket >= bucket_bytes_ || l == first) {
+      out.emplace_back(l, bucket_end - l);
+      bucket = 0;
+      bucket_end = l;
+    }
+  }
+  return out;
+}
+
+Builder::Reductions Builder::reductions(std::int64_t stage, std::int64_t g) {
+  // Emitted as emit() does (ZeRO-3 on zero-bubble schedules only with data-parallel replicas),
+  // after a stand-in op, on a scratch graph priced by the folded model.
+  Reductions out;
+  if (zb_ && cfg_.zero >= 3 && mesh_.dense_replicas() <= 1) return out;
+  RankCoord coord;
+  coord.pp = stage;
+  trace_ = Trace{};
+  chains_->clear();
+  RankState rs = rank_state(static_cast<std::int32_t>(pl_.rank_of(coord)));
+  const OpId after = fixed_compute(rs, "grads ready", Time::zero());
+  std::size_t last = 0;  // the last call's first op on the stream
+  for (const auto& [first, count] : grad_buckets(g)) {
+    last = trace_.graph.stream(rs.dp).ops.size();
+    reduce_grads(rs, g, first, count, true, after, instance(0, first, 12), first == first_layer(g));
+  }
+  const auto& ops = trace_.graph.stream(rs.dp).ops;
+  const auto d = chains_->durations(trace_.graph, ops);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    out.all += d[ops[i].value];
+    if (i >= last) out.last += d[ops[i].value];
+  }
+  trace_ = Trace{};
+  return out;
+}
+
 bool Builder::emit(RankState& rs, const PipelineAction& a) {
   const std::int64_t s = rs.coord.pp;
   const std::int64_t g = a.chunk * mesh_.pp + s;
@@ -863,23 +926,15 @@ bool Builder::emit(RankState& rs, const PipelineAction& a) {
   }
   rs.layer_done.clear();
   const bool last = rs.last_backward_mb[a.chunk] == a.microbatch;
-  // Buckets fill in backward order (last layer first), each reduced once it is full.
-  double bucket = 0;
-  std::int64_t bucket_end = first + count;  // exclusive upper layer of the open bucket
+  const auto buckets =
+      split_w ? std::vector<std::pair<std::int64_t, std::int64_t>>{} : grad_buckets(g);
+  auto bucket = buckets.begin();
   for (std::int64_t l = first + count - 1; l >= first; --l) {
     backward_layer(rs, a.microbatch, l, split_w);
-    if (split_w) continue;
-    if (cfg_.zero >= 3) {
-      reduce_grads(rs, g, l, 1, true, *rs.last_compute, instance(a.microbatch, l, 12), l == first);
-      continue;
-    }
-    bucket += (plan(l).dense_params + plan(l).expert_params) * grad_bytes_;
-    if (bucket >= bucket_bytes_ || l == first) {
-      reduce_grads(rs, g, l, bucket_end - l, last, *rs.last_compute, instance(a.microbatch, l, 12),
-                   l == first);
-      bucket = 0;
-      bucket_end = l;
-    }
+    if (bucket == buckets.end() || bucket->first != l) continue;
+    reduce_grads(rs, g, l, bucket->second, cfg_.zero >= 3 || last, *rs.last_compute,
+                 instance(a.microbatch, l, 12), l == first);
+    ++bucket;
   }
   if (g == 0) {
     if (sp_)
@@ -943,12 +998,18 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     chunk_first_[static_cast<std::size_t>(c)] = chunk_first_[static_cast<std::size_t>(c - 1)] +
                                                 chunk_layers_[static_cast<std::size_t>(c - 1)];
   const double m = static_cast<double>(microbatches_per_step(job_, mesh_));
-  // Per micro-batch, per global chunk: forward, the backward's input-gradient part (with a
-  // recomputed forward), and the whole backward; the uninterfered times of the ops the trace
-  // puts on the compute stream (compute(): time × slowdown, slowdown ≥ 1).
-  std::vector<double> fwd(static_cast<std::size_t>(G)), bin(fwd.size()), bwd(fwd.size());
+  // Per micro-batch, per global chunk, what its passes take at least: the forward, the backward
+  // (the input-gradient part alone on zero-bubble schedules, with a recomputed forward) and the
+  // deferred weight-gradient pass (zero-bubble schedules), from the uninterfered times of the ops
+  // the trace puts on the compute stream (compute(): time × slowdown, slowdown ≥ 1) or, on the
+  // first and last stages, the passes' chains.
+  std::vector<double> fwd(static_cast<std::size_t>(G)), bwd(fwd.size()), wgt(fwd.size());
+  // Per global chunk, at their prices (the first and last stages' only, as the chains): one
+  // micro-batch's ZeRO-3 all-gathers, the step's gradient reductions and the last of them.
+  std::vector<double> gathered(fwd.size()), reduced(fwd.size()), reduced_last(fwd.size()),
+      reduced_pass(fwd.size());
   for (std::int64_t g = 0; g < G; ++g) {
-    double f = 0, d = 0, w = 0, chained = 0;
+    double f = 0, d = 0, w = 0, chained_f = 0, chained_b = 0, gathers = 0;
     for (std::int64_t l = first_layer(g);
          l < first_layer(g) + chunk_layers_[static_cast<std::size_t>(g)]; ++l) {
       const auto& p = plan(l);
@@ -971,8 +1032,9 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
         // simulations it saves.
         const auto& ch = layer_chains(stage, l);
         const double backward = zb_ ? ld : ld + lw;
-        chained += std::max(ch.forward.seconds(), lf) - lf;
-        chained += std::max(ch.backward.seconds(), backward) - backward;
+        chained_f += std::max(ch.forward.seconds(), lf) - lf;
+        chained_b += std::max(ch.backward.seconds(), backward) - backward;
+        gathers += ch.gathers.seconds();
       }
       f += lf;
       d += ld;
@@ -985,30 +1047,68 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     };
     if (g == 0) end(costs_.embedding);
     if (g == G - 1) end(costs_.head);
-    // The chains' excess over the compute sums counts in the rank's work (passes are disjoint
-    // spans of its compute stream), not in the fill or the tail, which stay compute alone.
-    fwd[static_cast<std::size_t>(g)] = f;
-    bin[static_cast<std::size_t>(g)] = d;
-    bwd[static_cast<std::size_t>(g)] = d + w + chained;
+    fwd[static_cast<std::size_t>(g)] = f + chained_f;
+    bwd[static_cast<std::size_t>(g)] = d + (zb_ ? 0 : w) + chained_b;
+    wgt[static_cast<std::size_t>(g)] = zb_ ? w : 0;
+    gathered[static_cast<std::size_t>(g)] = gathers;
+    const auto stage = g % mesh_.pp;
+    if (dp_terms_ && (stage == 0 || stage == mesh_.pp - 1)) {
+      const auto red = reductions(stage, g);
+      // ZeRO-2 and -3 reduce every micro-batch's gradients, ZeRO-0 and -1 the last one's.
+      reduced[static_cast<std::size_t>(g)] = (cfg_.zero >= 2 ? m : 1.0) * red.all.seconds();
+      reduced_last[static_cast<std::size_t>(g)] = red.last.seconds();
+      reduced_pass[static_cast<std::size_t>(g)] = red.all.seconds();
+    }
   }
+  // The schedule played out at those times (pipeline_schedule.hpp): passes are disjoint spans of
+  // a rank's compute stream, and a pass's first op waits for the activation or gradient the
+  // other stage sends after its last, so the ends are lower bounds with the schedule's own fill
+  // and drain.
+  const auto M = microbatches_per_step(job_, mesh_);
+  std::vector<std::vector<PipelineAction>> actions;
+  try {
+    for (std::int64_t r = 0; r < mesh_.pp; ++r)
+      actions.push_back(stage_actions(cfg_.schedule, mesh_.pp, r, M));
+  } catch (const Error&) {
+    return 0;  // a schedule that cannot run these micro-batches fails its simulation too
+  }
+  const auto played = play_schedule(actions, M, {fwd, bwd, wgt});
+  if (!played) return 0;  // a schedule that deadlocks fails its simulation (build)
   double bound = 0;
   for (std::int64_t r = 0; r < mesh_.pp; ++r) {
-    // This rank's work: every pass of every micro-batch of its chunks, then the optimizer.
-    double work = 0;
-    for (std::int64_t g = r; g < G; g += mesh_.pp)
-      work += m * (fwd[static_cast<std::size_t>(g)] + bwd[static_cast<std::size_t>(g)]);
-    const double optimizer = optimizer_cost(r).time.seconds();
-    // Its first op is a forward of one of its chunks (global index ≥ r), which needs that
-    // micro-batch's forward through chunks 0 .. r − 1; its last F/B op is a backward of one of
-    // its chunks, after which that micro-batch's input gradient runs back through chunks r − 1
-    // .. 0. Zero-bubble schedules may end on a deferred weight-gradient pass: no tail there.
-    double before = 0, after = 0;
-    for (std::int64_t g = 0; g < r; ++g) {
-      before += fwd[static_cast<std::size_t>(g)];
-      after += bin[static_cast<std::size_t>(g)];
+    const auto ru = static_cast<std::size_t>(r);
+    const double end = played->end_s[ru];
+    double gathers = 0, reduces = 0;
+    for (std::int64_t g = r; g < G; g += mesh_.pp) {
+      gathers += m * gathered[static_cast<std::size_t>(g)];
+      reduces += reduced[static_cast<std::size_t>(g)];
     }
-    if (zb_) after = 0;
-    bound = std::max(bound, before + work + std::max(optimizer, after));
+    const double optimizer = optimizer_cost(r).time.seconds();
+    // The data-parallel streams run their collectives one at a time, none faster than its price,
+    // and the optimizer waits for the last reduction: when ZeRO-3's traffic outweighs the
+    // compute, the step is at least that long.
+    bound = std::max({bound, gathers, reduces + optimizer});
+    // The optimizer also waits for the last gradient reduction, which starts after the rank's
+    // last pass: after its chunk-first layer in a backward (only the embedding's backward, on
+    // chunk 0, runs after that on the compute stream), after the whole weight pass on
+    // zero-bubble schedules (which reduce a chunk there). And a last backward's reductions run
+    // one at a time from its start on: they end no earlier than its start plus their sum.
+    double last_reduction = 0;
+    if (dp_terms_ && (r == 0 || r == mesh_.pp - 1)) {
+      const auto& last = actions[ru].back();
+      const std::int64_t g = last.chunk * mesh_.pp + r;
+      if (last.pass == PassKind::backward && !zb_) {
+        double embedding = 0;
+        if (g == 0)
+          embedding = costs_.embedding.dgrad.time.seconds() + costs_.embedding.wgrad.time.seconds();
+        last_reduction =
+            std::max(reduced_last[static_cast<std::size_t>(g)] - embedding,
+                     reduced_pass[static_cast<std::size_t>(g)] - (end - played->last_start_s[ru]));
+      } else if (last.pass == PassKind::weight && zb_) {
+        last_reduction = reduced_last[static_cast<std::size_t>(g)];
+      }
+    }
+    bound = std::max(bound, end + optimizer + std::max(0.0, last_reduction));
   }
   return bound;
 }
@@ -1168,8 +1268,12 @@ const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64
     const auto& g = trace_.graph;
     const auto& ops = g.stream(rs.compute).ops;
     if (ops.empty()) return Time::zero();
-    const auto on_chain = chain_ops(g, ops.front(), ops.back());
-    return longest_chain(g, ops.front(), ops.back(), chains_->durations(g, on_chain));
+    auto priced = chain_ops(g, ops.front(), ops.back());
+    const auto& gathers = dp_terms_ ? g.stream(rs.dpg).ops : std::vector<OpId>{};
+    priced.insert(priced.end(), gathers.begin(), gathers.end());
+    const auto d = chains_->durations(g, priced);
+    for (auto id : gathers) c.gathers += d[id.value];
+    return longest_chain(g, ops.front(), ops.back(), d);
   };
   c.forward = pass([&](RankState& rs) { forward_layer(rs, 0, layer, false); });
   c.backward = pass([&](RankState& rs) { backward_layer(rs, 0, layer, zb_); });
@@ -1177,8 +1281,9 @@ const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64
   return chain_cache_.emplace(key, c).first->second;
 }
 
-double Builder::bound_entry(DeferredComm* chains) {
+double Builder::bound_entry(DeferredComm* chains, bool data_parallel) {
   chains_ = chains;
+  dp_terms_ = chains && data_parallel;
   sp_ = cfg_.sp && mesh_.tp > 1;
   zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
   compute_costs();
@@ -1201,17 +1306,17 @@ double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
   const Placement placement(config.mesh);
   NoComm none;
   Builder b(model, job, config, placement, cm, none, options);
-  return b.bound_entry(nullptr);
+  return b.bound_entry(nullptr, false);
 }
 
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const Placement& placement,
                              const ComputeModel& cm, FoldedComm& comm,
-                             const StrategyOptions& options) {
+                             const StrategyOptions& options, bool data_parallel) {
   if (!model.has_architecture()) return 0;
   DeferredComm deferred(comm);
   Builder b(model, job, config, placement, cm, deferred, options);
-  return b.bound_entry(&deferred);
+  return b.bound_entry(&deferred, data_parallel);
 }
 
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,

@@ -58,14 +58,14 @@ bool tp_overlap_active(const StrategyOptions& options, const ParallelConfig& con
 // Gradient bucket bytes of a stack at data-parallel degree `dp` for a `dtype` job.
 double stack_bucket_bytes(const Stack& stack, std::int64_t dp, DType dtype);
 
-// A lower bound on the simulated step time of `config` that needs no collective priced: for each
-// pipeline rank, the compute its trace puts on its compute stream (every pass of every
-// micro-batch of its chunks, then the optimizer, at the kernels' uninterfered times), after the
-// forward of the chunks before it (its first op waits for them) and before the input-gradient
-// backward of those chunks (its last backward's micro-batch runs back through them; not for
-// zero-bubble schedules, which may end on a deferred weight pass). Everything else (exposed
-// communication, interference, idle time) only adds. The minimum over the balanced and the even
-// layer split, since simulate_training may fall back to the even one.
+// A lower bound on the simulated step time of `config` that needs no collective priced: the
+// pipeline schedule played out with every pass at the compute its trace puts on the compute
+// stream (the kernels' uninterfered times), each rank's passes one after another in the
+// schedule's order, each pass after the one it receives from (the previous chunk's forward, the
+// next chunk's backward of the same micro-batch), then each rank's optimizer. The fill and drain
+// are the schedule's own (interleaving, zero-bubble's deferred weight passes). Everything else
+// (exposed communication, interference, idle time) only adds. The minimum over the balanced and
+// the even layer split, since simulate_training may fall back to the even one.
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const ComputeModel& cm,
                              const StrategyOptions& options);
@@ -75,11 +75,15 @@ double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
 // simulation's), so the TP, CP and EP collectives that the next kernel waits for count too. Valid
 // because a pass's ops are emitted with exactly those dependencies among them, the passes of a rank
 // are disjoint spans of its compute stream, and the replay only ever runs an op longer than its
-// nominal duration (interference, link sharing).
+// nominal duration (interference, link sharing). With `data_parallel`, also the data-parallel
+// streams at their prices (each runs its collectives one at a time): the step is at least
+// ZeRO-3's all-gathers, at least the gradient reductions plus the optimizer (which waits for the
+// last), and its last pass's reductions delay the optimizer past the compute. Those price the
+// widest groups, so a search asks for them only where the rest does not already decide.
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const Placement& placement,
                              const ComputeModel& cm, FoldedComm& comm,
-                             const StrategyOptions& options);
+                             const StrategyOptions& options, bool data_parallel = true);
 
 // `ranks`: the ranks to simulate (every rank, or one representative per pipeline stage).
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,

@@ -47,3 +47,37 @@ TEST_CASE("stage balancing by time gives the ends fewer layers when they are hea
   CHECK(sum == 126);
   CHECK(most == 8);
 }
+
+TEST_CASE("play_schedule: 1F1B, GPipe and zero-bubble at fixed pass times, by hand") {
+  const auto orders = [](const Schedule& s, std::int64_t pp, std::int64_t m) {
+    std::vector<std::vector<PipelineAction>> a;
+    for (std::int64_t r = 0; r < pp; ++r) a.push_back(stage_actions(s, pp, r, m));
+    return a;
+  };
+  // 1F1B, 2 stages, 2 micro-batches, F = 1, B = 2. Stage 1: F0 1–2, B0 2–4, F1 4–5 (stage 0's
+  // F1 ended at 2), B1 5–7. Stage 0: F0 0–1, F1 1–2, B0 4–6 (after stage 1's B0), B1 7–9.
+  // (m + pp − 1)(F + B) = 9.
+  const PassTimes uniform{{1, 1}, {2, 2}, {0, 0}};
+  const auto one = play_schedule(orders({ScheduleKind::one_f_one_b, 1}, 2, 2), 2, uniform);
+  REQUIRE(one);
+  CHECK(one->end_s == std::vector<double>{9, 7});
+  CHECK(one->last_start_s == std::vector<double>{7, 5});
+  // GPipe, 3 micro-batches: stage 1 runs F0..F2 at 1–2, 2–3, 3–4, then B0..B2 4–10; stage 0's
+  // backwards follow stage 1's ends (6, 8, 10): 6–8, 8–10, 10–12.
+  const auto gp = play_schedule(orders({ScheduleKind::gpipe, 1}, 2, 3), 3, uniform);
+  REQUIRE(gp);
+  CHECK(gp->end_s == std::vector<double>{12, 10});
+  // ZB-H1 with the backward split B = 1, W = 1: stage 1 F0 1–2 B0 2–3 W0 3–4 F1 4–5 B1 5–6
+  // W1 6–7; stage 0 F0 0–1 F1 1–2 B0 3–4 W0 4–5 B1 6–7 W1 7–8.
+  const auto zb = play_schedule(orders({ScheduleKind::zero_bubble, 1}, 2, 2), 2,
+                                PassTimes{{1, 1}, {1, 1}, {1, 1}});
+  REQUIRE(zb);
+  CHECK(zb->end_s == std::vector<double>{8, 7});
+  CHECK(zb->last_start_s == std::vector<double>{7, 6});
+  // Orders that wait on each other forever: stage 0 wants stage 1's backward before it sends
+  // its forward.
+  const std::vector<std::vector<PipelineAction>> stuck{
+      {{PassKind::backward, 0, 0}, {PassKind::forward, 0, 0}},
+      {{PassKind::forward, 0, 0}, {PassKind::backward, 0, 0}}};
+  CHECK_FALSE(play_schedule(stuck, 1, uniform));
+}

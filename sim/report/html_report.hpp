@@ -26,6 +26,7 @@ struct SearchSummary {
   std::size_t top = 10;                          // groups shown in the ranked views
   std::string heuristic_label, heuristic_rule;
   std::size_t heuristic_rank = 0;          // 0: not among the simulated layouts
+  bool heuristic_rank_exact = true;        // false: outside the top layouts, rank not exact
   std::optional<double> heuristic_step_s;  // simulated apart when rank is 0
   std::string launch_format, launch;       // --emit
   std::string stack, stack_description, kernel_model, job;

@@ -204,7 +204,10 @@ BoundedEvaluation evaluate_top_k(
     const auto tp = candidates[i].config.mesh.tp;
     const auto it = best_per_tp.find(tp);
     const double tp_best = it == best_per_tp.end() ? kInf : it->second;
-    return std::max({kth, tp_best, anchor_s});
+    // The anchor counts while within reach of the K-th best (kth only falls, so once out it
+    // stays out).
+    const double anchor_limit = anchor_s <= kAnchorReach * kth ? anchor_s : 0.0;
+    return std::max({kth, tp_best, anchor_limit});
   };
   auto needed = [&](std::size_t i) { return !(bound[i] > limit(i)); };
   const auto tps = tp_degrees(candidates);
@@ -266,6 +269,7 @@ BoundedEvaluation evaluate_top_k(
     }
   }
   for (bool t : taken) out.bounded_out += !t;
+  out.anchor_rank_exact = anchor_s <= kAnchorReach * kth;
   std::sort(done.begin(), done.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [i, e] : done) out.results.push_back(std::move(e));

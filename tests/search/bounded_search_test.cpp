@@ -167,3 +167,43 @@ TEST_CASE("search bounds: the data-parallel streams' collectives count, never to
     CHECK(with <= simulated.step_time_s);
   }
 }
+
+TEST_CASE("search bounds: the anchor's rank is exact within reach of the K-th best, else flagged") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto model = load_workload(model_path("llama3.1-8b")).model;
+  const SearchJob job{4096, 64, DType::bf16, true};
+  auto opt = options_for(job);
+  const auto all = run_search(topo, model, job, {}, opt);
+  std::vector<const EvaluatedCandidate*> ok;
+  for (const auto& e : all.results)
+    if (e.error.empty()) ok.push_back(&e);
+  REQUIRE(ok.size() > 12);
+  const auto enumeration = enumerate_search(topo, model, job, {}, opt);
+  opt.top_k = 3;
+  const auto bounded = [&](const std::string& anchor) {
+    return evaluate_top_k(
+        topo, model, job, enumeration.kept, opt,
+        [&](const std::vector<Candidate>& cs, const SearchOptions& o) {
+          return evaluate_candidates(topo, model, job, cs, o);
+        },
+        [](double v) { return v; }, anchor);
+  };
+  const double third = ok[2]->result.step_time_s;
+  // The first layout after the top 3 within kAnchorReach of the third: every faster one is
+  // simulated, so its rank among the simulated is its rank among all.
+  std::size_t near = 3;
+  while (near + 1 < ok.size() && ok[near]->result.step_time_s == third) ++near;
+  REQUIRE(ok[near]->result.step_time_s <= kAnchorReach * third);
+  auto ev = bounded(ok[near]->candidate.label());
+  CHECK(ev.anchor_rank_exact);
+  rank_results(ev.results);
+  std::size_t rank = 0;
+  for (std::size_t i = 0; i < ev.results.size(); ++i)
+    if (ev.results[i].candidate.label() == ok[near]->candidate.label()) rank = i + 1;
+  CHECK(rank == near + 1);
+  // The slowest layout is beyond reach: flagged, and fewer layouts simulated than all.
+  const auto far = bounded(ok.back()->candidate.label());
+  REQUIRE(ok.back()->result.step_time_s > kAnchorReach * third);
+  CHECK_FALSE(far.anchor_rank_exact);
+  CHECK(far.results.size() < ok.size());
+}

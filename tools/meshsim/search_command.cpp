@@ -258,13 +258,15 @@ int run_search_command(const SearchArgs& a) {
   r.enumeration = enumerate_search(topo, model, job, space, opt);
   opt.top_k = a.exhaustive ? 0 : static_cast<std::size_t>(a.top);
   opt.contexts = std::make_shared<ContextPool>(topo);
-  // The seed guide's starting point, ranked against the simulation below (its rank is exact:
-  // the bounded search simulates whatever could beat it).
+  // The seed guide's starting point, ranked against the simulation below (its rank is exact
+  // when it is within reach of the K-th best: the bounded search then simulates whatever could
+  // beat it).
   std::string heuristic_why;
   auto heuristic =
       seed_heuristic(model, job, gpus, topo.gpus_per_node(), topo.gpu, opt.memory, &heuristic_why);
   if (!opt.stacks.empty()) heuristic.stack = opt.strategy.stack.name;
   apply_stack_policy(heuristic, opt.strategy.stack);
+  bool heuristic_rank_exact = true;
   {
     auto ev = evaluate_top_k(
         topo, model, job, r.enumeration.kept, opt,
@@ -274,6 +276,7 @@ int run_search_command(const SearchArgs& a) {
         [&](double v) { return broadcast_from_root(world.w, v); }, heuristic.label());
     r.results = std::move(ev.results);
     if (ev.bounded_out > 0) r.enumeration.rejected[kBoundedOut] += ev.bounded_out;
+    heuristic_rank_exact = ev.anchor_rank_exact;
   }
   if (world.w.rank != 0) return 0;
   rank_results(r.results);
@@ -360,6 +363,7 @@ int run_search_command(const SearchArgs& a) {
     sum.heuristic_label = heuristic.label();
     sum.heuristic_rule = heuristic_why;
     sum.heuristic_rank = heuristic_rank;
+    sum.heuristic_rank_exact = heuristic_rank_exact;
     if (heuristic_eval && heuristic_eval->error.empty())
       sum.heuristic_step_s = heuristic_eval->result.step_time_s;
     sum.launch_format = a.emit;
@@ -395,6 +399,11 @@ int run_search_command(const SearchArgs& a) {
     j["results"] = std::move(results);
     j["heuristic"] = {
         {"label", heuristic.label()}, {"rule", heuristic_why}, {"rank", heuristic_rank}};
+    // Outside the top K and too far behind it to rank exactly: null, and how far behind.
+    if (heuristic_rank > 0 && !heuristic_rank_exact) {
+      j["heuristic"]["rank"] = nullptr;
+      j["heuristic"]["step_s"] = r.results[heuristic_rank - 1].result.step_time_s;
+    }
     if (!launch.empty()) j["launch"] = {{"format", a.emit}, {"text", launch}};
     cli_out() << json_text(j) << "\n";
     return exit_code;
@@ -470,7 +479,13 @@ int run_search_command(const SearchArgs& a) {
           "compute\n",
           best.candidate.config.mesh.tp, name_of(cls));
   }
-  if (heuristic_rank > 0)
+  if (heuristic_rank > 0 && !heuristic_rank_exact)
+    cli_out() << fmt::format(
+        "seed heuristic ({}): {} → outside the top {}, {:.1f}% slower than the winner (not "
+        "every faster layout was simulated; --exhaustive ranks it)\n",
+        heuristic_why, heuristic.label(), opt.top_k,
+        100 * (r.results[heuristic_rank - 1].result.step_time_s / best.result.step_time_s - 1));
+  else if (heuristic_rank > 0)
     cli_out() << fmt::format(
         "seed heuristic ({}): {} → rank {} of {}{}\n", heuristic_why, heuristic.label(),
         heuristic_rank, r.results.size(),

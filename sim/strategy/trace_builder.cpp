@@ -997,7 +997,8 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
   for (std::int64_t c = 1; c < G; ++c)
     chunk_first_[static_cast<std::size_t>(c)] = chunk_first_[static_cast<std::size_t>(c - 1)] +
                                                 chunk_layers_[static_cast<std::size_t>(c - 1)];
-  const double m = static_cast<double>(microbatches_per_step(job_, mesh_));
+  const auto M = microbatches_per_step(job_, mesh_);
+  const double m = static_cast<double>(M);
   // Per micro-batch, per global chunk, what its passes take at least: the forward, the backward
   // (the input-gradient part alone on zero-bubble schedules, with a recomputed forward) and the
   // deferred weight-gradient pass (zero-bubble schedules), from the uninterfered times of the ops
@@ -1064,7 +1065,6 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
   // a rank's compute stream, and a pass's first op waits for the activation or gradient the
   // other stage sends after its last, so the ends are lower bounds with the schedule's own fill
   // and drain.
-  const auto M = microbatches_per_step(job_, mesh_);
   std::vector<std::vector<PipelineAction>> actions;
   try {
     for (std::int64_t r = 0; r < mesh_.pp; ++r)

@@ -210,6 +210,11 @@ BoundedEvaluation evaluate_top_k(
     return std::max({kth, tp_best, anchor_limit});
   };
   auto needed = [&](std::size_t i) { return !(bound[i] > limit(i)); };
+  const auto cut = [&] {
+    const bool mine = (options.interrupted && options.interrupted->load()) ||
+                      (options.deadline && std::chrono::steady_clock::now() >= *options.deadline);
+    return agree(mine ? 1.0 : 0.0) > 0;
+  };
   const auto tps = tp_degrees(candidates);
   std::vector<bool> taken(candidates.size(), false), sharpened(candidates.size(), false);
   std::vector<std::pair<std::size_t, EvaluatedCandidate>> done;
@@ -224,12 +229,16 @@ BoundedEvaluation evaluate_top_k(
     if (batch.empty()) break;
     // A round's candidates that a finite limit applies to get the data-parallel part of their
     // bound first; then the round is chosen again (limits only fall, so one left out stays out).
+    // Past the time budget, or once interrupted, nothing more is sharpened (it prices the widest
+    // groups, seconds per round at 16,384 GPUs): the rounds left only mark their candidates not
+    // simulated. Decided on rank 0's clock, so every MPI rank picks the same rounds.
     std::vector<std::size_t> sharpen;
     for (auto i : batch)
       if (!sharpened[i] && limit(i) < kInf) sharpen.push_back(i);
-    if (!sharpen.empty()) {
+    if (!sharpen.empty() && !cut()) {
       bound_all(sharpen, true);
       for (auto i : sharpen) sharpened[i] = true;
+      out.sharpened += sharpen.size();
       continue;
     }
     std::vector<Candidate> cs;

@@ -89,6 +89,9 @@ struct BoundedEvaluation {
   // its rank among all): the anchor's step bounds what is simulated only while it is within
   // kAnchorReach of the K-th best.
   bool anchor_rank_exact = true;
+  // Candidates whose bound got its data-parallel part (evaluate_top_k prices it only for those
+  // that reach a round, and not once the search is cut).
+  std::size_t sharpened = 0;
 };
 // Ranking a far-off anchor exactly would simulate nearly everything (the seed heuristic is 66 %
 // behind the winner for Llama 3.1 405B on 16,384 GPUs): its step joins the limit only within

@@ -207,3 +207,42 @@ TEST_CASE("search bounds: the anchor's rank is exact within reach of the K-th be
   CHECK_FALSE(far.anchor_rank_exact);
   CHECK(far.results.size() < ok.size());
 }
+
+TEST_CASE("search bounds: past the time budget nothing more is sharpened or simulated") {
+  // 70B on four SuperPOD nodes: several rounds, later ones sharpened by their data-parallel part.
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{4});
+  const auto model = load_workload(model_path("llama3.1-70b")).model;
+  const SearchJob job{4096, 256, DType::bf16, true};
+  auto opt = options_for(job);
+  opt.top_k = 3;
+  const auto enumeration = enumerate_search(topo, model, job, {}, opt);
+  // The budget runs out during round `last` (`o` is `opt`, whose deadline each round reads).
+  const auto run = [&](std::size_t last) {
+    std::size_t rounds = 0;
+    opt.deadline.reset();
+    return evaluate_top_k(
+        topo, model, job, enumeration.kept, opt,
+        [&](const std::vector<Candidate>& cs, const SearchOptions& o) {
+          auto r = evaluate_candidates(topo, model, job, cs, o);
+          if (++rounds == last)
+            opt.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+          return r;
+        },
+        [](double v) { return v; }, "");
+  };
+  const auto count = [](const BoundedEvaluation& ev) {
+    std::size_t simulated = 0;
+    for (const auto& e : ev.results) simulated += !not_simulated(e);
+    return std::make_pair(simulated, ev.results.size() - simulated);
+  };
+  const std::size_t round = std::max<std::size_t>(2 * opt.top_k, 32);
+  // Cut in the second round: the candidates of the second were sharpened first.
+  const auto second = run(2);
+  CHECK(second.sharpened > 0);
+  CHECK(count(second).first > round);
+  // Cut in the first: nothing sharpened after it, nothing simulated after it, the rest reported.
+  const auto first = run(1);
+  CHECK(first.sharpened == 0);
+  CHECK(count(first).first == round);
+  CHECK(count(first).second > 0);
+}

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <stdexcept>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -76,13 +78,51 @@ const GroupLayout& FoldedComm::layout(const std::vector<std::int32_t>& ranks) {
   return f_.layouts.emplace(ranks, layout_of(topo_, ctx_.router, ranks)).first->second;
 }
 
+std::optional<CollectivePlan> FoldedComm::plan_of(const CollectiveCall& call, CollectiveAlgo algo,
+                                                  Protocol protocol) {
+  // The links come from the cache when this copy was planned before at any size; the plan's
+  // bytes and latency are worked out without routing. Both come from the same planner in the
+  // same flow order, so the plan is the one planned with its flows.
+  const FoldedPrices::LinksKey key{call.ranks, static_cast<int>(call.op), static_cast<int>(algo),
+                                   static_cast<int>(protocol)};
+  const auto& group = layout(call.ranks);
+  if (const auto it = f_.plan_links.find(key); it != f_.plan_links.end()) {
+    auto plan = plan_collective(topo_, ctx_.router, call, group, algo, protocol, nullptr, false);
+    if (!plan) return plan;
+    const auto& links = it->second;
+    if (plan->phases.size() != links.size())
+      throw std::logic_error("collective plan: phases differ with and without flows");
+    for (std::size_t ph = 0; ph < links.size(); ++ph) {
+      auto& flows = plan->phases[ph];
+      if (flows.size() != links[ph].size())
+        throw std::logic_error("collective plan: flows differ with and without links");
+      for (std::size_t k = 0; k < flows.size(); ++k) flows[k].links = links[ph][k];
+    }
+    return plan;
+  }
+  auto plan = plan_collective(topo_, ctx_.router, call, group, algo, protocol, nullptr, true);
+  if (!plan) return plan;
+  if (f_.plan_link_uses > (std::size_t{4} << 20)) {
+    f_.plan_links.clear();
+    f_.plan_link_uses = 0;
+  }
+  auto& links = f_.plan_links[key];
+  for (const auto& phase : plan->phases) {
+    auto& out = links.emplace_back();
+    for (const auto& f : phase) {
+      out.push_back(f.links);
+      f_.plan_link_uses += f.links.size();
+    }
+  }
+  return plan;
+}
+
 std::vector<CollectivePlan> FoldedComm::plans_of(const FoldedPrices::Priced& p) {
   std::vector<CollectivePlan> plans;
   for (const auto& ranks : copies(p.request)) {
     CollectiveCall call = p.request.call;
     call.ranks = ranks;
-    auto plan =
-        plan_collective(topo_, ctx_.router, call, layout(ranks), p.algo, p.protocol, nullptr, true);
+    auto plan = plan_of(call, p.algo, p.protocol);
     if (!plan)
       throw Error(
           "", "",

@@ -91,6 +91,12 @@ struct FoldedPrices {
   std::vector<std::uint32_t> mark;  // per link: `epoch` when in the marked set
   std::uint32_t epoch = 0;
   std::map<std::vector<std::int32_t>, GroupLayout> layouts;  // by group (FoldedComm::layout)
+  // Every flow's links of one copy's plan, per phase, by (ranks, op, algorithm, protocol): they
+  // do not depend on the bytes, and neighbouring pipeline stages price largely the same copies
+  // (a stage's data-parallel copies run into the next stages). Bounded like the flow table.
+  using LinksKey = std::tuple<std::vector<std::int32_t>, int, int, int>;
+  std::map<LinksKey, std::vector<std::vector<FlowLinks>>> plan_links;
+  std::size_t plan_link_uses = 0;
 };
 
 // Routing and pricing state for one cluster, reusable across simulations in one thread (a
@@ -132,6 +138,9 @@ class FoldedComm : public CommModel {
  private:
   std::vector<std::vector<std::int32_t>> copies(const CommRequest& r);
   std::vector<CollectivePlan> plans_of(const FoldedPrices::Priced& p);
+  // plan_collective with the copy's links from `plan_links` when it was planned before.
+  std::optional<CollectivePlan> plan_of(const CollectiveCall& call, CollectiveAlgo algo,
+                                        Protocol protocol);
   const GroupLayout& layout(const std::vector<std::int32_t>& ranks);
   const std::vector<FoldedPrices::Phase>& phases_of(std::int32_t shape);
   // The representative's time in `phase` with the `background` flows (flow table indices) on the

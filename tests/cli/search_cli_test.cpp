@@ -95,6 +95,30 @@ TEST_CASE("search: on PCIe-only GPUs the winner keeps TP <= 2 and says why") {
   CHECK(run_cli(args + " --threads 1").out == text.out);
 }
 
+TEST_CASE("search: a seed heuristic beyond reach of the K-th best is reported outside the top K") {
+  // The main job with --top 1: the heuristic (tp=8 pp=1 dp=64 zero=1) is ~10.4 % behind the
+  // winner, beyond kAnchorReach (10 %), so not every faster layout is simulated and its rank is
+  // not claimed.
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --workload " + model_path("llama3.1-70b") +
+                           " --seq 8192 --gbs 128 --top 1 --threads 2";
+  const auto text = run_cli(args);
+  REQUIRE_MESSAGE(text.exit_code == 0, text.err);
+  const auto line = text.out.find("seed heuristic (hundreds of GPUs:");
+  REQUIRE(line != std::string::npos);
+  const auto end = text.out.find('\n', line);
+  const auto said = text.out.substr(line, end - line);
+  INFO(said);
+  CHECK(said.find("→ outside the top 1, ") != std::string::npos);
+  CHECK(said.find("% slower than the winner (not every faster layout was simulated; --exhaustive "
+                  "ranks it)") != std::string::npos);
+  const auto j = json::parse(run_cli(args + " --json").out);
+  const auto& h = j["heuristic"];
+  CHECK(h["rank"].is_null());
+  const double winner = j["results"][0]["step_time_s"].get<double>();
+  CHECK(h["step_s"].get<double>() > 1.10 * winner);
+}
+
 TEST_CASE("search: the same bytes at any thread count where collectives share links") {
   // Four nodes: ZeRO-3 all-gathers, reduce-scatters, TP and pipeline traffic overlap, so the
   // folded link-sharing rates (cached per worker, in whatever order its layouts come) decide

@@ -63,3 +63,29 @@ TEST_CASE("folded link sharing: the same ring twice halves its flow rate; disjoi
   empty.call.bytes = 0;
   CHECK(comm.collective_of(comm.add(g, tp, "empty", empty, {})) == -1);
 }
+
+TEST_CASE("folded prices: copies planned from the links cache price to the bit as planned anew") {
+  // Eight nodes, dp=16 × tp=4: each DP group (two GPUs per node: two ring channels) has three
+  // copies. The second price of a group at another size takes its copies' links from the cache;
+  // a fresh context plans them with their flows.
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), {.nodes = 8});
+  const Placement placement(parse_mesh("tp=4,dp=16", "--mesh"));
+  std::vector<std::int32_t> dp;
+  for (std::int32_t r = 0; r < 64; r += 4) dp.push_back(r);
+  for (const auto op : {CollectiveOp::reduce_scatter, CollectiveOp::all_reduce}) {
+    INFO(name_of(op));
+    const auto first = request(GroupKind::dp, op, dp, 512.0 * (1 << 20));
+    const auto second = request(GroupKind::dp, op, dp, 384.0 * (1 << 20));
+    CommContext shared(topo);
+    FoldedComm warm(topo, placement, shared);
+    const Time first_s = warm.price(first);
+    const auto cached = shared.folded.plan_links.size();
+    CHECK(cached == 4);  // the group and its three copies
+    const Time second_s = warm.price(second);
+    CHECK(shared.folded.plan_links.size() == cached);  // nothing planned anew
+    CommContext fresh(topo);
+    FoldedComm cold(topo, placement, fresh);
+    CHECK(cold.price(second) == second_s);
+    CHECK(second_s < first_s);
+  }
+}

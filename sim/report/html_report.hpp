@@ -28,7 +28,10 @@ struct SearchSummary {
   std::size_t heuristic_rank = 0;          // 0: not among the simulated layouts
   bool heuristic_rank_exact = true;        // false: outside the top layouts, rank not exact
   std::optional<double> heuristic_step_s;  // simulated apart when rank is 0
-  std::string launch_format, launch;       // --emit
+  // TP degrees whose best was not searched exhaustively: what it is at least (the search's
+  // tp_best_at_least).
+  std::map<std::int64_t, double> tp_best_at_least;
+  std::string launch_format, launch;  // --emit
   std::string stack, stack_description, kernel_model, job;
 };
 

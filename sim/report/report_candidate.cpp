@@ -30,6 +30,33 @@ std::vector<CandidateGroup> group_equivalent(const std::vector<ReportCandidate>&
   return groups;
 }
 
+std::string best_per_tp_line(const std::vector<ReportCandidate>& ranked,
+                             const std::map<std::int64_t, double>& at_least) {
+  std::map<std::int64_t, const ReportCandidate*> best;
+  for (const auto& c : ranked) best.try_emplace(c.tp, &c);
+  for (const auto& [tp, s] : at_least) best.try_emplace(tp, nullptr);
+  std::string line;
+  for (const auto& [tp, c] : best) {
+    line += line.empty() ? "" : ", ";
+    const auto far = at_least.find(tp);
+    if (far == at_least.end()) {
+      const auto it = c->exposed_s.find("tp");
+      line += fmt::format("tp={} {:.3f} s (exposed tp {:.3f} s)", tp, c->step_s,
+                          it == c->exposed_s.end() ? 0.0 : it->second);
+    } else if (c) {
+      line += fmt::format("tp={} at least {:.3f} s (best simulated {:.3f} s)", tp, far->second,
+                          c->step_s);
+    } else {
+      line += fmt::format("tp={} at least {:.3f} s (none simulated)", tp, far->second);
+    }
+  }
+  if (!at_least.empty())
+    line +=
+        "; \"at least\": its best is beyond reach of the K-th best, so not every layout of that "
+        "degree was simulated (--exhaustive finds it)";
+  return line;
+}
+
 std::string why_winner(const ReportCandidate& a, const ReportCandidate& b, std::size_t rank_b) {
   std::vector<std::pair<double, std::string>> diffs;
   diffs.push_back({b.compute_s - a.compute_s, "compute"});

@@ -39,6 +39,12 @@ std::vector<CandidateGroup> group_equivalent(const std::vector<ReportCandidate>&
 // Why `a` beats `b` (ranked `rank_b`): the components of the step that differ most.
 std::string why_winner(const ReportCandidate& a, const ReportCandidate& b, std::size_t rank_b);
 
+// The "best per TP degree" line over `ranked` (best first): each degree's best layout with its
+// step and exposed TP time. A degree in `at_least` (its best not searched exhaustively: the
+// search's tp_best_at_least) shows what its best is at least, and its best simulated step.
+std::string best_per_tp_line(const std::vector<ReportCandidate>& ranked,
+                             const std::map<std::int64_t, double>& at_least);
+
 // Indices of the layouts no other layout beats on both step time and memory, by step time.
 std::vector<std::size_t> pareto_front(const std::vector<ReportCandidate>& candidates);
 

@@ -204,10 +204,10 @@ BoundedEvaluation evaluate_top_k(
     const auto tp = candidates[i].config.mesh.tp;
     const auto it = best_per_tp.find(tp);
     const double tp_best = it == best_per_tp.end() ? kInf : it->second;
-    // The anchor counts while within reach of the K-th best (kth only falls, so once out it
-    // stays out).
+    // The anchor and the TP degree's best count while within reach of the K-th best (kth only
+    // falls, so once out they stay out).
     const double anchor_limit = anchor_s <= kAnchorReach * kth ? anchor_s : 0.0;
-    return std::max({kth, tp_best, anchor_limit});
+    return std::max({kth, std::min(tp_best, kAnchorReach * kth), anchor_limit});
   };
   auto needed = [&](std::size_t i) { return !(bound[i] > limit(i)); };
   const auto cut = [&] {
@@ -278,6 +278,15 @@ BoundedEvaluation evaluate_top_k(
     }
   }
   for (bool t : taken) out.bounded_out += !t;
+  // A TP degree's best is exact unless one of its layouts left out has a bound below it.
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (taken[i]) continue;
+    const auto tp = candidates[i].config.mesh.tp;
+    const auto it = best_per_tp.find(tp);
+    if (it != best_per_tp.end() && bound[i] > it->second) continue;
+    auto [at, fresh] = out.tp_best_at_least.try_emplace(tp, bound[i]);
+    if (!fresh) at->second = std::min(at->second, bound[i]);
+  }
   out.anchor_rank_exact = anchor_s <= kAnchorReach * kth;
   std::sort(done.begin(), done.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -346,6 +355,7 @@ SearchResult run_search(const Topology& topo, const ModelSpec& model, const Sear
       },
       [](double kth) { return kth; }, "");
   r.results = std::move(ev.results);
+  r.tp_best_at_least = std::move(ev.tp_best_at_least);
   if (ev.bounded_out > 0) r.enumeration.rejected[kBoundedOut] += ev.bounded_out;
   rank_results(r.results);
   return r;

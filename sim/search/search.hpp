@@ -73,9 +73,10 @@ double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, con
 // Exact top-K by bounds (issue 17): candidates are simulated best bound first (the `anchor`
 // label, the seed heuristic's layout, before all), in rounds of max(2K, 32); a candidate is left
 // out once its bound exceeds the K-th best step simulated so far, the best of its TP degree and
-// the anchor's step (while within kAnchorReach of the K-th best), since then it can be none of
-// those (a bound never exceeds the simulated step): the top K, the best per TP degree and
-// (anchor_rank_exact) the anchor's rank are those of simulating every candidate. Bounds are ordered
+// the anchor's step (these two while within kAnchorReach of the K-th best), since then it can be
+// none of those (a bound never exceeds the simulated step): the top K, the best per TP degree
+// (except tp_best_at_least's) and (anchor_rank_exact) the anchor's rank are those of simulating
+// every candidate. Bounds are ordered
 // without the data-parallel streams' part (which prices the widest groups); a candidate gets it
 // before it is simulated, once a limit applies to it. Rounds do not depend on the thread count, so
 // neither does the output. `evaluate` simulates one round's candidates (in a process or across MPI
@@ -89,13 +90,19 @@ struct BoundedEvaluation {
   // its rank among all): the anchor's step bounds what is simulated only while it is within
   // kAnchorReach of the K-th best.
   bool anchor_rank_exact = true;
+  // TP degrees whose best was not searched exhaustively (it is beyond kAnchorReach of the K-th
+  // best, or none of their layouts was simulated), each with what its best is at least: the
+  // least bound of its layouts left out (the best simulated, if lower, is the best).
+  std::map<std::int64_t, double> tp_best_at_least;
   // Candidates whose bound got its data-parallel part (evaluate_top_k prices it only for those
   // that reach a round, and not once the search is cut).
   std::size_t sharpened = 0;
 };
 // Ranking a far-off anchor exactly would simulate nearly everything (the seed heuristic is 66 %
-// behind the winner for Llama 3.1 405B on 16,384 GPUs): its step joins the limit only within
-// this factor of the K-th best. A reporting choice, not a model constant.
+// behind the winner for Llama 3.1 405B on 16,384 GPUs), and so would finding the best of a far-off
+// TP degree (TP 1 and 2 there: 3.4 and 3.1 × the winner's step, 73 of 192 simulations): their
+// steps join the limit only within this factor of the K-th best. A reporting choice, not a model
+// constant.
 inline constexpr double kAnchorReach = 1.10;
 BoundedEvaluation evaluate_top_k(
     const Topology& topo, const ModelSpec& model, const SearchJob& job,
@@ -124,7 +131,8 @@ double total_exposed_s(const TrainingResult& r);
 
 struct SearchResult {
   Enumeration enumeration;
-  std::vector<EvaluatedCandidate> results;  // ranked; failed evaluations last
+  std::vector<EvaluatedCandidate> results;          // ranked; failed evaluations last
+  std::map<std::int64_t, double> tp_best_at_least;  // BoundedEvaluation's
 };
 
 // The stack's policy for the recompute mode `c` runs (its selective ops).

@@ -119,6 +119,34 @@ TEST_CASE("search: a seed heuristic beyond reach of the K-th best is reported ou
   CHECK(h["step_s"].get<double>() > 1.10 * winner);
 }
 
+TEST_CASE("search: a TP degree whose best is beyond reach is reported as at least its bound") {
+  // GPT 16B on two nodes: TP 8's best is beyond 10 % of the 10th best, so its layouts are left
+  // out once their bounds pass the limit; the line and the JSON say what its best is at least,
+  // and --exhaustive finds it, no faster than that.
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 2 --workload " + model_path("gpt-mcore-16b") +
+                           " --seq 2048 --gbs 128 --threads 2";
+  const auto text = run_cli(args);
+  REQUIRE_MESSAGE(text.exit_code == 0, text.err);
+  CHECK(text.out.find(", tp=8 at least ") != std::string::npos);
+  CHECK(text.out.find("\"at least\": its best is beyond reach of the K-th best, so not every "
+                      "layout of that degree was simulated (--exhaustive finds it)") !=
+        std::string::npos);
+  const auto j = json::parse(run_cli(args + " --json").out);
+  REQUIRE(j.contains("tp_best_at_least_s"));
+  const double at_least = j["tp_best_at_least_s"]["8"].get<double>();
+  const auto all = json::parse(run_cli(args + " --exhaustive --json").out);
+  CHECK_FALSE(all.contains("tp_best_at_least_s"));
+  double best8 = 0, tenth = all["results"][9]["step_time_s"].get<double>();
+  for (const auto& r : all["results"])
+    if (!r.contains("error") && r["mesh"]["tp"] == 8) {
+      best8 = r["step_time_s"].get<double>();
+      break;
+    }
+  CHECK(best8 >= at_least);
+  CHECK(best8 > 1.10 * tenth);
+}
+
 TEST_CASE("search: the same bytes at any thread count where collectives share links") {
   // Four nodes: ZeRO-3 all-gathers, reduce-scatters, TP and pipeline traffic overlap, so the
   // folded link-sharing rates (cached per worker, in whatever order its layouts come) decide

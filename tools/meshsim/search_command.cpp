@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "commands.hpp"
@@ -267,6 +269,7 @@ int run_search_command(const SearchArgs& a) {
   if (!opt.stacks.empty()) heuristic.stack = opt.strategy.stack.name;
   apply_stack_policy(heuristic, opt.strategy.stack);
   bool heuristic_rank_exact = true;
+  std::map<std::int64_t, double> tp_best_at_least;
   {
     auto ev = evaluate_top_k(
         topo, model, job, r.enumeration.kept, opt,
@@ -277,6 +280,7 @@ int run_search_command(const SearchArgs& a) {
     r.results = std::move(ev.results);
     if (ev.bounded_out > 0) r.enumeration.rejected[kBoundedOut] += ev.bounded_out;
     heuristic_rank_exact = ev.anchor_rank_exact;
+    tp_best_at_least = std::move(ev.tp_best_at_least);
   }
   if (world.w.rank != 0) return 0;
   rank_results(r.results);
@@ -364,6 +368,7 @@ int run_search_command(const SearchArgs& a) {
     sum.heuristic_rule = heuristic_why;
     sum.heuristic_rank = heuristic_rank;
     sum.heuristic_rank_exact = heuristic_rank_exact;
+    sum.tp_best_at_least = tp_best_at_least;
     if (heuristic_eval && heuristic_eval->error.empty())
       sum.heuristic_step_s = heuristic_eval->result.step_time_s;
     sum.launch_format = a.emit;
@@ -403,6 +408,12 @@ int run_search_command(const SearchArgs& a) {
     if (heuristic_rank > 0 && !heuristic_rank_exact) {
       j["heuristic"]["rank"] = nullptr;
       j["heuristic"]["step_s"] = r.results[heuristic_rank - 1].result.step_time_s;
+    }
+    // TP degrees whose best is beyond reach of the K-th best: what it is at least.
+    if (!tp_best_at_least.empty()) {
+      Json far = Json::object();
+      for (const auto& [tp, s] : tp_best_at_least) far[std::to_string(tp)] = s;
+      j["tp_best_at_least_s"] = std::move(far);
     }
     if (!launch.empty()) j["launch"] = {{"format", a.emit}, {"text", launch}};
     cli_out() << json_text(j) << "\n";
@@ -458,20 +469,15 @@ int run_search_command(const SearchArgs& a) {
     cli_out() << "why #1 wins: " << why_winner(ranked.front(), ranked[next], next + 1) << "\n";
   }
   // Best per TP degree: where TP stops paying for its per-layer collectives.
-  std::map<std::int64_t, const EvaluatedCandidate*> per_tp;
-  for (const auto& e : r.results)
-    if (e.error.empty() && !per_tp.contains(e.candidate.config.mesh.tp))
-      per_tp[e.candidate.config.mesh.tp] = &e;
-  if (per_tp.size() > 1) {
+  std::set<std::int64_t> tps;
+  for (const auto& c : ranked) tps.insert(c.tp);
+  for (const auto& [tp, s] : tp_best_at_least) tps.insert(tp);
+  if (tps.size() > 1) {
     Router router(topo);
     const auto cls = gpus > 1 ? classify(topo, router.gpu_route(0, 1)) : PathClass::LOC;
     const bool pcie = cls == PathClass::PIX || cls == PathClass::PXB || cls == PathClass::PHB ||
                       cls == PathClass::SYS;
-    std::string line;
-    for (const auto& [tp, e] : per_tp)
-      line += fmt::format("{}tp={} {:.3f} s (exposed tp {:.3f} s)", line.empty() ? "" : ", ", tp,
-                          e->result.step_time_s, e->result.exposed_comm_s.at("tp"));
-    cli_out() << "best per TP degree: " << line << "\n";
+    cli_out() << "best per TP degree: " << best_per_tp_line(ranked, tp_best_at_least) << "\n";
     if (pcie && best.candidate.config.mesh.tp <= 2)
       cli_out() << fmt::format(
           "TP is kept at {}: GPUs of a node talk over PCIe (path class {}), and every layer's TP "

@@ -69,7 +69,8 @@ double stack_bucket_bytes(const Stack& stack, std::int64_t dp, DType dtype);
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const ComputeModel& cm,
                              const StrategyOptions& options);
-// The same, tighter: each layer's forward and backward pass counts in its rank's work as the
+// The same, tighter: each layer's forward and backward pass on the first and last pipeline
+// stages (on every stage with `data_parallel`) counts in its rank's work as the
 // longest chain of ops the trace gives it (engine/longest_chain.hpp), the collectives on it
 // priced by `comm` as the replay will price them (the folded model with `placement`, the
 // simulation's), so the TP, CP and EP collectives that the next kernel waits for count too. Valid

@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <new>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 using namespace meshsim;
@@ -33,6 +35,10 @@ TEST_CASE("worker pool: a worker's exception (not only Error) reaches the caller
                         [&](int&, std::size_t i) {
                           ++ran;
                           if (i == 10) throw std::bad_alloc();
+                          // Items that take time, so the other threads cannot have taken all
+                          // of them before the pool sees the exception (they could in
+                          // microseconds: a flaky failure).
+                          std::this_thread::sleep_for(std::chrono::microseconds(200));
                         }),
                     std::bad_alloc);
     CHECK(ran < 1000);

@@ -76,8 +76,8 @@ double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, con
 // the anchor's step (these two while within kAnchorReach of the K-th best), since then it can be
 // none of those (a bound never exceeds the simulated step): the top K, the best per TP degree
 // (except tp_best_at_least's) and (anchor_rank_exact) the anchor's rank are those of simulating
-// every candidate. Bounds are ordered
-// without the data-parallel streams' part (which prices the widest groups); a candidate gets it
+// every candidate. Bounds are ordered without the data-parallel streams' part and the middle
+// pipeline stages' chains (which price the widest and the most groups); a candidate gets them
 // before it is simulated, once a limit applies to it. Rounds do not depend on the thread count, so
 // neither does the output. `evaluate` simulates one round's candidates (in a process or across MPI
 // ranks) with the options it is given (their progress counts across rounds: done of done + still
@@ -100,9 +100,8 @@ struct BoundedEvaluation {
 };
 // Ranking a far-off anchor exactly would simulate nearly everything (the seed heuristic is 66 %
 // behind the winner for Llama 3.1 405B on 16,384 GPUs), and so would finding the best of a far-off
-// TP degree (TP 1 and 2 there: 3.4 and 3.1 × the winner's step, 73 of 192 simulations): their
-// steps join the limit only within this factor of the K-th best. A reporting choice, not a model
-// constant.
+// TP degree (there TP 1 and 2 took 73 of 192 simulations, 14 with this rule): their steps join the
+// limit only within this factor of the K-th best. A reporting choice, not a model constant.
 inline constexpr double kAnchorReach = 1.10;
 BoundedEvaluation evaluate_top_k(
     const Topology& topo, const ModelSpec& model, const SearchJob& job,

@@ -72,7 +72,8 @@ TEST_CASE("search bounds: the top 10 is that of simulating everything; no bound 
     };
     const auto want = best_per_tp(all), got = best_per_tp(top);
     const double kth = all.results[9].result.step_time_s;
-    for (const auto& [tp, e] : want) {
+    for (const auto& [degree, e] : want) {
+      const std::int64_t tp = degree;  // a plain variable: INFO captures it (clang: no bindings)
       INFO("tp=" << tp);
       const double best = e->result.step_time_s;
       if (const auto far = top.tp_best_at_least.find(tp); far != top.tp_best_at_least.end()) {

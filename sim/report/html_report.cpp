@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
-#include <map>
 #include <set>
 
 #include "report/html_escape.hpp"
@@ -263,21 +261,17 @@ std::string search_sections(const HtmlReport& r, const std::vector<CandidateGrou
   }
   // Best per TP degree.
   {
-    constexpr auto kNone = std::numeric_limits<std::size_t>::max();
-    std::map<std::int64_t, std::size_t> per_tp;
-    for (std::size_t i = 0; i < r.ranked.size(); ++i) per_tp.try_emplace(r.ranked[i].tp, i);
-    for (const auto& [tp, at_least] : s.tp_best_at_least) per_tp.try_emplace(tp, kNone);
     h += "<h2>Best per TP degree</h2><table><tr><th>TP</th><th>rank</th><th>layout</th>"
          "<th>step s</th><th>exposed tp s</th><th>MFU</th></tr>\n";
-    for (const auto& [tp, i] : per_tp) {
+    for (const auto& [tp, i] : best_per_tp(r.ranked, s.tp_best_at_least)) {
       if (const auto far = s.tp_best_at_least.find(tp); far != s.tp_best_at_least.end()) {
         h += fmt::format(
             "<tr><td>{}</td><td colspan=\"5\">at least {:.4f} s: beyond reach of the K-th best, "
             "not every layout of this degree was simulated{}</td></tr>\n",
             tp, far->second,
-            i == kNone ? std::string(" (none was)")
-                       : fmt::format(" (best simulated: {}, {:.4f} s, rank {})",
-                                     esc(r.ranked[i].label), r.ranked[i].step_s, i + 1));
+            i == kNoLayout ? std::string(" (none was)")
+                           : fmt::format(" (best simulated: {}, {:.4f} s, rank {})",
+                                         esc(r.ranked[i].label), r.ranked[i].step_s, i + 1));
         continue;
       }
       const auto& c = r.ranked[i];

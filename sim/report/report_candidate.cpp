@@ -30,22 +30,28 @@ std::vector<CandidateGroup> group_equivalent(const std::vector<ReportCandidate>&
   return groups;
 }
 
+std::map<std::int64_t, std::size_t> best_per_tp(const std::vector<ReportCandidate>& ranked,
+                                                const std::map<std::int64_t, double>& at_least) {
+  std::map<std::int64_t, std::size_t> best;
+  for (std::size_t i = 0; i < ranked.size(); ++i) best.try_emplace(ranked[i].tp, i);
+  for (const auto& [tp, s] : at_least) best.try_emplace(tp, kNoLayout);
+  return best;
+}
+
 std::string best_per_tp_line(const std::vector<ReportCandidate>& ranked,
                              const std::map<std::int64_t, double>& at_least) {
-  std::map<std::int64_t, const ReportCandidate*> best;
-  for (const auto& c : ranked) best.try_emplace(c.tp, &c);
-  for (const auto& [tp, s] : at_least) best.try_emplace(tp, nullptr);
   std::string line;
-  for (const auto& [tp, c] : best) {
+  for (const auto& [tp, i] : best_per_tp(ranked, at_least)) {
     line += line.empty() ? "" : ", ";
     const auto far = at_least.find(tp);
     if (far == at_least.end()) {
-      const auto it = c->exposed_s.find("tp");
-      line += fmt::format("tp={} {:.3f} s (exposed tp {:.3f} s)", tp, c->step_s,
-                          it == c->exposed_s.end() ? 0.0 : it->second);
-    } else if (c) {
+      const auto& c = ranked[i];
+      const auto it = c.exposed_s.find("tp");
+      line += fmt::format("tp={} {:.3f} s (exposed tp {:.3f} s)", tp, c.step_s,
+                          it == c.exposed_s.end() ? 0.0 : it->second);
+    } else if (i != kNoLayout) {
       line += fmt::format("tp={} at least {:.3f} s (best simulated {:.3f} s)", tp, far->second,
-                          c->step_s);
+                          ranked[i].step_s);
     } else {
       line += fmt::format("tp={} at least {:.3f} s (none simulated)", tp, far->second);
     }

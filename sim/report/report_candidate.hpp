@@ -39,6 +39,13 @@ std::vector<CandidateGroup> group_equivalent(const std::vector<ReportCandidate>&
 // Why `a` beats `b` (ranked `rank_b`): the components of the step that differ most.
 std::string why_winner(const ReportCandidate& a, const ReportCandidate& b, std::size_t rank_b);
 
+// Each TP degree's best layout in `ranked` (best first), as its index, and every degree of
+// `at_least` (its best not searched exhaustively: the search's tp_best_at_least), kNoLayout where
+// none of its layouts was ranked.
+inline constexpr std::size_t kNoLayout = static_cast<std::size_t>(-1);
+std::map<std::int64_t, std::size_t> best_per_tp(const std::vector<ReportCandidate>& ranked,
+                                                const std::map<std::int64_t, double>& at_least);
+
 // The "best per TP degree" line over `ranked` (best first): each degree's best layout with its
 // step and exposed TP time. A degree in `at_least` (its best not searched exhaustively: the
 // search's tp_best_at_least) shows what its best is at least, and its best simulated step.

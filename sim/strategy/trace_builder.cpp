@@ -278,7 +278,9 @@ class Builder {
   Trace trace_;
   std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t, int>, OpId> sends_;
   DeferredComm* chains_ = nullptr;  // the bound prices layer passes as chains through it
-  bool dp_terms_ = false;           // and the data-parallel streams (bound_entry)
+  // The full bound (bound_entry with data_parallel): every stage's chains and the data-parallel
+  // streams.
+  bool full_bound_ = false;
   std::map<std::tuple<std::int64_t, bool, bool, bool, bool>, LayerChains> chain_cache_;
 };
 
@@ -1024,7 +1026,7 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
       if (cfg_.checkpointed(l))
         for (const auto& c : p.forward) ld += c.time.seconds();
       const auto stage = g % mesh_.pp;
-      if (chains_ && (dp_terms_ || stage == 0 || stage == mesh_.pp - 1)) {
+      if (chains_ && (full_bound_ || stage == 0 || stage == mesh_.pp - 1)) {
         // A pass's chain holds every compute op of the pass (they share a stream) and the
         // collectives between them that the next op waits for: at least the compute sum, up to
         // rounding of the segment times into ops. Every stage's in the full bound, only the first
@@ -1055,7 +1057,7 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     wgt[static_cast<std::size_t>(g)] = zb_ ? w : 0;
     gathered[static_cast<std::size_t>(g)] = gathers;
     const auto stage = g % mesh_.pp;
-    if (dp_terms_ && (stage == 0 || stage == mesh_.pp - 1)) {
+    if (full_bound_ && (stage == 0 || stage == mesh_.pp - 1)) {
       const auto red = reductions(stage, g);
       // ZeRO-2 and -3 reduce every micro-batch's gradients, ZeRO-0 and -1 the last one's.
       reduced[static_cast<std::size_t>(g)] = (cfg_.zero >= 2 ? m : 1.0) * red.all.seconds();
@@ -1096,7 +1098,7 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     // zero-bubble schedules (which reduce a chunk there). And a last backward's reductions run
     // one at a time from its start on: they end no earlier than its start plus their sum.
     double last_reduction = 0;
-    if (dp_terms_ && (r == 0 || r == mesh_.pp - 1)) {
+    if (full_bound_ && (r == 0 || r == mesh_.pp - 1)) {
       const auto& last = actions[ru].back();
       const std::int64_t g = last.chunk * mesh_.pp + r;
       if (last.pass == PassKind::backward && !zb_) {
@@ -1271,7 +1273,7 @@ const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64
     const auto& ops = g.stream(rs.compute).ops;
     if (ops.empty()) return Time::zero();
     auto priced = chain_ops(g, ops.front(), ops.back());
-    const auto& gathers = dp_terms_ ? g.stream(rs.dpg).ops : std::vector<OpId>{};
+    const auto& gathers = full_bound_ ? g.stream(rs.dpg).ops : std::vector<OpId>{};
     priced.insert(priced.end(), gathers.begin(), gathers.end());
     const auto d = chains_->durations(g, priced);
     for (auto id : gathers) c.gathers += d[id.value];
@@ -1285,7 +1287,7 @@ const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64
 
 double Builder::bound_entry(DeferredComm* chains, bool data_parallel) {
   chains_ = chains;
-  dp_terms_ = chains && data_parallel;
+  full_bound_ = chains && data_parallel;
   sp_ = cfg_.sp && mesh_.tp > 1;
   zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
   compute_costs();

@@ -146,6 +146,31 @@ TEST_CASE("search report helpers: equivalent shapes, the Pareto front, why the w
         "exposed dp communication");
 }
 
+TEST_CASE("search report helpers: the best per TP degree, exact or at least") {
+  auto cand = [](std::string label, std::int64_t tp, double step, double exposed_tp) {
+    ReportCandidate c;
+    c.label = std::move(label);
+    c.tp = tp;
+    c.step_s = step;
+    c.exposed_s = {{"tp", exposed_tp}};
+    return c;
+  };
+  const std::vector<ReportCandidate> ranked{cand("a", 4, 1.0, 0.1), cand("b", 8, 1.1, 0.3),
+                                            cand("c", 4, 1.2, 0.1), cand("d", 2, 1.6, 0.05)};
+  // TP 2's best is beyond reach (at least 1.4 s; 1.6 s simulated), TP 1 has no layout ranked.
+  const std::map<std::int64_t, double> at_least{{1, 1.5}, {2, 1.4}};
+  CHECK(best_per_tp(ranked, at_least) ==
+        std::map<std::int64_t, std::size_t>{{1, kNoLayout}, {2, 3}, {4, 0}, {8, 1}});
+  CHECK(best_per_tp_line(ranked, at_least) ==
+        "tp=1 at least 1.500 s (none simulated), tp=2 at least 1.400 s (best simulated 1.600 s), "
+        "tp=4 1.000 s (exposed tp 0.100 s), tp=8 1.100 s (exposed tp 0.300 s); \"at least\": its "
+        "best is beyond reach of the K-th best, so not every layout of that degree was simulated "
+        "(--exhaustive finds it)");
+  CHECK(best_per_tp_line(ranked, {}) ==
+        "tp=2 1.600 s (exposed tp 0.050 s), tp=4 1.000 s (exposed tp 0.100 s), tp=8 1.100 s "
+        "(exposed tp 0.300 s)");
+}
+
 TEST_CASE("report in a headless browser: SVG charts render and the page is not blank") {
   int status = -1;
   const auto which = shell("command -v chromium || command -v chromium-browser", &status);

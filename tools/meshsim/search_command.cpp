@@ -13,7 +13,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <thread>
 
 #include "commands.hpp"
@@ -469,10 +468,7 @@ int run_search_command(const SearchArgs& a) {
     cli_out() << "why #1 wins: " << why_winner(ranked.front(), ranked[next], next + 1) << "\n";
   }
   // Best per TP degree: where TP stops paying for its per-layer collectives.
-  std::set<std::int64_t> tps;
-  for (const auto& c : ranked) tps.insert(c.tp);
-  for (const auto& [tp, s] : tp_best_at_least) tps.insert(tp);
-  if (tps.size() > 1) {
+  if (best_per_tp(ranked, tp_best_at_least).size() > 1) {
     Router router(topo);
     const auto cls = gpus > 1 ? classify(topo, router.gpu_route(0, 1)) : PathClass::LOC;
     const bool pcie = cls == PathClass::PIX || cls == PathClass::PXB || cls == PathClass::PHB ||

@@ -26,12 +26,14 @@ struct EvaluatedCandidate {
 // for the length of an evaluate_candidates call): prices cached in one round serve the next.
 class ContextPool {
  public:
-  explicit ContextPool(const Topology& topo) : topo_(topo) {}
-  std::unique_ptr<CommContext> take();
+  explicit ContextPool(const Topology& topo)
+      : topo_(topo), prices_(std::make_shared<SharedPrices>()) {}
+  std::unique_ptr<CommContext> take();  // its folded prices shared with the pool's other contexts
   void give(std::unique_ptr<CommContext> c);
 
  private:
   const Topology& topo_;
+  std::shared_ptr<SharedPrices> prices_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<CommContext>> free_;
 };

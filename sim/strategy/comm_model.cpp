@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <mutex>
 #include <stdexcept>
 #include <tuple>
 
@@ -148,19 +149,25 @@ std::int32_t FoldedComm::index_of(const CommRequest& r) {
                               ctx_.calibration,
                               max_copies_};
   if (auto it = f_.index.find(key); it != f_.index.end()) return it->second;
-  const auto best =
-      price_collective(topo_, ctx_.router, r.call, r.algo, &ctx_.alone, &ctx_.scratch);
   FoldedPrices::Priced p;
   p.request = r;
-  p.algo = best.algo;
-  p.protocol = best.protocol;
+  const auto shared = ctx_.shared ? ctx_.shared->find(key) : std::nullopt;
+  std::optional<PricedCollective> best;
+  if (shared) {
+    p.algo = shared->algo;
+    p.protocol = shared->protocol;
+  } else {
+    best = price_collective(topo_, ctx_.router, r.call, r.algo, &ctx_.alone, &ctx_.scratch);
+    p.algo = best->algo;
+    p.protocol = best->protocol;
+  }
   const FoldedPrices::ShapeKey shape_key{std::get<0>(key),
                                          std::get<1>(key),
                                          std::get<2>(key),
                                          std::get<3>(key),
                                          r.call.ranks,
-                                         static_cast<int>(best.algo),
-                                         static_cast<int>(best.protocol),
+                                         static_cast<int>(p.algo),
+                                         static_cast<int>(p.protocol),
                                          max_copies_};
   const auto known = f_.shape_index.find(shape_key);
   const auto i = static_cast<std::int32_t>(f_.priced.size());
@@ -170,6 +177,14 @@ std::int32_t FoldedComm::index_of(const CommRequest& r) {
     f_.shapes.emplace_back().example = i;
   } else {
     p.shape = known->second;
+  }
+  if (shared) {
+    p.alone = shared->alone;
+    p.latency = shared->latency;
+    p.price = shared->price;
+    f_.priced.push_back(std::move(p));
+    f_.index.emplace(key, i);
+    return i;
   }
   auto plans = plans_of(p);
   drop_unshared_links(plans, ctx_.scratch);
@@ -185,11 +200,25 @@ std::int32_t FoldedComm::index_of(const CommRequest& r) {
   p.alone = rep_end - start;
   p.latency = plans.front().latency;
   p.price = ctx_.calibration
-                ? calibrated_collective_time(*ctx_.calibration, topo_, r.call, best.time, p.alone)
+                ? calibrated_collective_time(*ctx_.calibration, topo_, r.call, best->time, p.alone)
                 : p.alone;
+  if (ctx_.shared) ctx_.shared->insert(key, {p.algo, p.protocol, p.alone, p.latency, p.price});
   f_.priced.push_back(std::move(p));
   f_.index.emplace(key, i);
   return i;
+}
+
+std::optional<SharedPrices::Value> SharedPrices::find(const FoldedPrices::Key& key) const {
+  std::shared_lock lock(mutex_);
+  const auto it = map_.find(key);
+  if (it == map_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SharedPrices::insert(const FoldedPrices::Key& key, const Value& value) {
+  std::unique_lock lock(mutex_);
+  if (map_.size() >= kMaxEntries) map_.clear();
+  map_.emplace(key, value);
 }
 
 Time FoldedComm::price(const CommRequest& r) {

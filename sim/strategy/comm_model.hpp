@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -99,15 +100,40 @@ struct FoldedPrices {
   std::size_t plan_link_uses = 0;
 };
 
+// Folded prices shared by the threads of a search: a collective one worker priced (every copy
+// simulated, tens of milliseconds for a data-parallel group of thousands of GPUs) is not priced
+// again by another (Llama 3.1 405B on 16,384 GPUs: 36 % of the prices were priced twice on two
+// threads). Consulted only when a context's own table misses, so the hot path takes no lock;
+// a price is a function of its key alone (FoldedPrices), so which thread priced it first does
+// not show in any result. Bounded: past `kMaxEntries` it starts over.
+class SharedPrices {
+ public:
+  struct Value {
+    CollectiveAlgo algo = CollectiveAlgo::ring;
+    Protocol protocol = Protocol::simple;
+    Time alone, latency, price;
+  };
+  std::optional<Value> find(const FoldedPrices::Key& key) const;
+  void insert(const FoldedPrices::Key& key, const Value& value);
+
+ private:
+  static constexpr std::size_t kMaxEntries = std::size_t{1} << 17;
+  mutable std::shared_mutex mutex_;
+  std::map<FoldedPrices::Key, Value> map_;
+};
+
 // Routing and pricing state for one cluster, reusable across simulations in one thread (a
 // search evaluates hundreds of layouts on the same cluster): the router's route cache, the
 // scratch flow network and the prices of collectives run alone.
 struct CommContext {
-  explicit CommContext(const Topology& topo) : router(topo), scratch(topo) {}
+  explicit CommContext(const Topology& topo, std::shared_ptr<SharedPrices> shared_prices = {})
+      : router(topo), scratch(topo), shared(std::move(shared_prices)) {}
   Router router;
   PricingScratch scratch;
   CollectiveCostCache alone;
   FoldedPrices folded;
+  // The search's prices across threads; null: this context's own only.
+  std::shared_ptr<SharedPrices> shared;
   // Measured collective fits (a calibration profile's); null: the model alone.
   const LinkCalibration* calibration = nullptr;
 };

@@ -54,7 +54,7 @@ TrainingSetup setup_of(const Candidate& c, const SearchJob& job, const SearchOpt
 
 double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, const SearchJob& job,
                                const Candidate& c, const SearchOptions& options,
-                               CommContext* context, bool data_parallel) {
+                               CommContext* context, BoundLevel level) {
   const auto s = setup_of(c, job, options);
   const ComputeModel cm(topo.gpu, s.profile);
   const double compute_only = step_time_lower_bound(model, s.job, s.config, cm, s.strategy);
@@ -70,7 +70,7 @@ double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, con
     const Placement placement(s.config.mesh, s.rank_order);
     FoldedComm comm(topo, placement, *context);
     return std::max(compute_only, step_time_lower_bound(model, s.job, s.config, placement, cm, comm,
-                                                        s.strategy, data_parallel));
+                                                        s.strategy, level));
   } catch (const Error&) {
     return compute_only;
   }
@@ -170,19 +170,19 @@ BoundedEvaluation evaluate_top_k(
   // reach a round (below).
   std::vector<double> bound(candidates.size());
   const auto threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : 0;
-  const auto bound_all = [&](const std::vector<std::size_t>& which, bool data_parallel) {
+  const auto bound_all = [&](const std::vector<std::size_t>& which, BoundLevel level) {
     run_worker_pool(
         which.size(), threads, [&] { return Lease(options.contexts, topo); },
         [&](Lease& lease, std::size_t k) {
           const auto i = which[k];
           bound[i] =
               std::max(bound[i], candidate_lower_bound_s(topo, model, job, candidates[i], options,
-                                                         lease.context.get(), data_parallel));
+                                                         lease.context.get(), level));
         });
   };
   std::vector<std::size_t> order(candidates.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  bound_all(order, false);
+  bound_all(order, BoundLevel::chains);
   // Best bound first; the anchor (the seed heuristic's layout) goes first: its step time also
   // bounds what must be simulated, so that its rank is exact. Sorted again whenever bounds
   // were sharpened (they only rise).
@@ -220,7 +220,8 @@ BoundedEvaluation evaluate_top_k(
     return agree(mine ? 1.0 : 0.0) > 0;
   };
   const auto tps = tp_degrees(candidates);
-  std::vector<bool> taken(candidates.size(), false), sharpened(candidates.size(), false);
+  std::vector<bool> taken(candidates.size(), false);
+  std::vector<BoundLevel> level(candidates.size(), BoundLevel::chains);
   std::vector<std::pair<std::size_t, EvaluatedCandidate>> done;
   for (;;) {
     std::vector<std::size_t> batch;
@@ -231,22 +232,28 @@ BoundedEvaluation evaluate_top_k(
         if (batch.size() < round) batch.push_back(i);
       }
     if (batch.empty()) break;
-    // A round's candidates get the full bound (every stage's chains, the data-parallel part)
-    // first; then the round is chosen again from the sharpened order (limits only fall, so one
-    // left out stays out). The first round too: the cheap bound misses the widest groups'
-    // traffic, and a round of ZeRO-3 layouts on thousands of GPUs whose gathers take twice the
-    // compute would be simulated for nothing (Llama 3.1 405B on 16,384 GPUs: 30 of the first
-    // 32, 9 to 48 s against a winner of 5.7). Past the time budget, or once interrupted,
-    // nothing more is sharpened (it prices the widest groups, seconds per round at 16,384
-    // GPUs): the rounds left only mark their candidates not simulated. Decided on rank 0's
-    // clock, so every MPI rank picks the same rounds.
-    std::vector<std::size_t> sharpen;
+    // A round's candidates get the rest of their bound first, a level at a time (unloaded,
+    // then full); after each raise the round is chosen again from the new order (limits only
+    // fall, so one left out stays out). The first round too: the chains alone miss the widest
+    // groups' traffic, and a round of ZeRO-3 layouts on thousands of GPUs whose gathers take
+    // twice the compute would be simulated for nothing (Llama 3.1 405B on 16,384 GPUs: 30 of
+    // the first 32, 9 to 48 s against a winner of 5.7). Past the time budget, or once
+    // interrupted, nothing more is raised (the full level prices the widest groups, seconds per
+    // round at 16,384 GPUs): the rounds left only mark their candidates not simulated. Decided
+    // on rank 0's clock, so every MPI rank picks the same rounds.
+    std::vector<std::size_t> raise;
+    auto next = BoundLevel::unloaded;
     for (auto i : batch)
-      if (!sharpened[i]) sharpen.push_back(i);
-    if (!sharpen.empty() && !cut()) {
-      bound_all(sharpen, true);
-      for (auto i : sharpen) sharpened[i] = true;
-      out.sharpened += sharpen.size();
+      if (level[i] == BoundLevel::chains) raise.push_back(i);
+    if (raise.empty()) {
+      next = BoundLevel::full;
+      for (auto i : batch)
+        if (level[i] == BoundLevel::unloaded) raise.push_back(i);
+    }
+    if (!raise.empty() && !cut()) {
+      bound_all(raise, next);
+      for (auto i : raise) level[i] = next;
+      (next == BoundLevel::full ? out.sharpened : out.unloaded) += raise.size();
       sort_order();
       continue;
     }

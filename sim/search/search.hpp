@@ -65,12 +65,11 @@ struct SearchOptions {
 TrainingSetup setup_of(const Candidate& c, const SearchJob& job, const SearchOptions& options);
 
 // step_time_lower_bound (strategy/trace_builder.hpp) of a candidate as the search would run it:
-// the layer passes as chains with their collectives priced in `context` (null: a fresh one), with
-// the data-parallel streams' collectives or not, or compute alone where the mesh does not match
-// the cluster.
+// the layer passes as chains with their collectives priced in `context` (null: a fresh one), to
+// `level`, or compute alone where the mesh does not match the cluster.
 double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, const SearchJob& job,
                                const Candidate& c, const SearchOptions& options,
-                               CommContext* context = nullptr, bool data_parallel = true);
+                               CommContext* context = nullptr, BoundLevel level = BoundLevel::full);
 
 // Exact top-K by bounds (issue 17): candidates are simulated best bound first (the `anchor`
 // label, the seed heuristic's layout, before all), in rounds of max(2K, 32); a candidate is left
@@ -78,9 +77,11 @@ double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, con
 // the anchor's step (these two while within kAnchorReach of the K-th best), since then it can be
 // none of those (a bound never exceeds the simulated step): the top K, the best per TP degree
 // (except tp_best_at_least's) and (anchor_rank_exact) the anchor's rank are those of simulating
-// every candidate. Bounds are ordered without the data-parallel streams' part and the middle
-// pipeline stages' chains (which price the widest and the most groups); a candidate gets them
-// before it is simulated, once a limit applies to it. Rounds do not depend on the thread count, so
+// every candidate. Bounds are ordered at BoundLevel::chains (without the data-parallel streams'
+// part and the middle pipeline stages' chains, which price the widest and the most groups); a
+// round's candidates are raised to BoundLevel::unloaded, then to full, and the round is chosen
+// again after each raise, so a candidate is simulated only with its full bound below its limit.
+// Rounds do not depend on the thread count, so
 // neither does the output. `evaluate` simulates one round's candidates (in a process or across MPI
 // ranks) with the options it is given (their progress counts across rounds: done of done + still
 // needed); `agree` makes every MPI rank use rank 0's values (identity in one process). Returns the
@@ -96,9 +97,9 @@ struct BoundedEvaluation {
   // best, or none of their layouts was simulated), each with what its best is at least: the
   // least bound of its layouts left out (the best simulated, if lower, is the best).
   std::map<std::int64_t, double> tp_best_at_least;
-  // Candidates whose bound got its data-parallel part (evaluate_top_k prices it only for those
-  // that reach a round, and not once the search is cut).
-  std::size_t sharpened = 0;
+  // Candidates whose bound was raised to BoundLevel::unloaded, and of those to full
+  // (evaluate_top_k raises only those that reach a round, and none once the search is cut).
+  std::size_t unloaded = 0, sharpened = 0;
 };
 // Ranking a far-off anchor exactly would simulate nearly everything (the seed heuristic is 66 %
 // behind the winner for Llama 3.1 405B on 16,384 GPUs), and so would finding the best of a far-off

@@ -1,6 +1,7 @@
 #include "strategy/comm_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <mutex>
 #include <stdexcept>
@@ -133,21 +134,56 @@ std::vector<CollectivePlan> FoldedComm::plans_of(const FoldedPrices::Priced& p) 
   return plans;
 }
 
-std::int32_t FoldedComm::index_of(const CommRequest& r) {
-  if (trivial(r.call)) return -1;
+FoldedPrices::Key FoldedComm::key_of(const CommRequest& r) const {
   const auto& m = placement_.mesh();
   std::array<int, 4> order{};
   for (std::size_t d = 0; d < 4; ++d) order[d] = static_cast<int>(placement_.order()[d]);
-  const FoldedPrices::Key key{{m.dp, m.tp, m.pp, m.cp, m.ep},
-                              order,
-                              static_cast<int>(r.kind),
-                              static_cast<int>(r.call.op),
-                              r.call.ranks,
-                              r.call.bytes,
-                              algo_key(r.algo),
-                              r.fraction,
-                              ctx_.calibration,
-                              max_copies_};
+  return {{m.dp, m.tp, m.pp, m.cp, m.ep},
+          order,
+          static_cast<int>(r.kind),
+          static_cast<int>(r.call.op),
+          r.call.ranks,
+          r.call.bytes,
+          algo_key(r.algo),
+          r.fraction,
+          ctx_.calibration,
+          max_copies_};
+}
+
+Time FoldedComm::unloaded_price(const CommRequest& r) {
+  if (trivial(r.call) || ctx_.calibration) return Time::zero();
+  auto key = key_of(r);
+  if (const auto it = f_.unloaded.find(key); it != f_.unloaded.end()) return it->second;
+  const auto best =
+      price_collective(topo_, ctx_.router, r.call, r.algo, &ctx_.alone, &ctx_.scratch);
+  auto plan = plan_of(r.call, best.algo, best.protocol);
+  if (!plan)
+    throw Error("", "",
+                "collective plan failed for " + std::string(name_of(r.call.op)) + " it priced");
+  plan = scaled(std::move(*plan), r.fraction);
+  double s = 0;
+  for (const auto& phase : plan->phases) {
+    double slowest = 0;
+    for (const auto& f : phase) {
+      double s_per_byte = 0;  // at its narrowest link
+      for (const auto& u : f.links)
+        s_per_byte = std::max(s_per_byte, u.weight / ctx_.scratch.net.capacity_Bps(u.link));
+      slowest = std::max(slowest, f.bytes * s_per_byte);
+    }
+    s += slowest;
+  }
+  // Rounded down, with room for the solver's rounding (a rate may come out an ulp above
+  // capacity / weight, and a flow's end is rounded to the nearest tick within 1e-9).
+  const double ticks = std::floor(s * (1 - 1e-8) * 1e12);
+  const Time t = plan->latency + Time::ps(static_cast<std::int64_t>(ticks));
+  if (f_.unloaded.size() >= (std::size_t{1} << 16)) f_.unloaded.clear();
+  f_.unloaded.emplace(std::move(key), t);
+  return t;
+}
+
+std::int32_t FoldedComm::index_of(const CommRequest& r) {
+  if (trivial(r.call)) return -1;
+  const auto key = key_of(r);
   if (auto it = f_.index.find(key); it != f_.index.end()) return it->second;
   FoldedPrices::Priced p;
   p.request = r;

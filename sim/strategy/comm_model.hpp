@@ -98,6 +98,7 @@ struct FoldedPrices {
   using LinksKey = std::tuple<std::vector<std::int32_t>, int, int, int>;
   std::map<LinksKey, std::vector<std::vector<FlowLinks>>> plan_links;
   std::size_t plan_link_uses = 0;
+  std::map<Key, Time> unloaded;  // FoldedComm::unloaded_price, by the price's key
 };
 
 // Folded prices shared by the threads of a search: a collective one worker priced (every copy
@@ -154,6 +155,15 @@ class FoldedComm : public CommModel {
   OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
            std::vector<OpId> deps) override;
   Time price(const CommRequest& r);
+  // A lower bound on price(r) that simulates no copy: the representative's plan with the
+  // algorithm and protocol `price` picks, each flow at the capacity of its narrowest link as if
+  // nothing else were on it (a max-min rate never exceeds capacity / weight on any of its links,
+  // whatever shares them), the phases one after another, plus the plan's latency. Planning one
+  // copy of a data-parallel group of thousands of GPUs instead of simulating 64 is what lets a
+  // search bound the layouts whose gradient traffic decides them (evaluate_top_k). Zero with a
+  // calibration profile, whose fits may price a collective below the model. A function of the
+  // request alone, cached like the prices.
+  Time unloaded_price(const CommRequest& r);
 
   // The priced collective an op added here stands for (-1: none, or a collective of no time).
   std::int32_t collective_of(OpId op) const;
@@ -177,6 +187,7 @@ class FoldedComm : public CommModel {
   // The flow rate of shape shapes[0] beside shapes[1..] (sorted), in (0, 1].
   double flow_rate(const std::vector<std::int32_t>& shapes);
   std::int32_t index_of(const CommRequest& r);
+  FoldedPrices::Key key_of(const CommRequest& r) const;
 
   const Topology& topo_;
   const Placement& placement_;

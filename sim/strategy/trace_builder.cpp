@@ -99,7 +99,8 @@ struct Costs {
 // which run before its first kernel, never are.
 class DeferredComm : public CommModel {
  public:
-  explicit DeferredComm(FoldedComm& priced) : priced_(priced) {}
+  // `unloaded`: the data-parallel groups' collectives at their unloaded lower bounds.
+  DeferredComm(FoldedComm& priced, bool unloaded) : priced_(priced), unloaded_(unloaded) {}
   OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
            std::vector<OpId> deps) override {
     const OpId id = g.add_op(s, std::move(name), Time::zero(), std::move(deps));
@@ -112,14 +113,22 @@ class DeferredComm : public CommModel {
     std::vector<Time> d(g.op_count());
     for (std::uint32_t i = 0; i < d.size(); ++i) d[i] = g.op(OpId{i}).duration;
     for (auto id : ops)
-      if (id.value < requests_.size() && requests_[id.value])
-        d[id.value] = priced_.price(*requests_[id.value]);
+      if (id.value < requests_.size() && requests_[id.value]) {
+        const auto& r = *requests_[id.value];
+        d[id.value] =
+            unloaded_ && data_parallel_kind(r.kind) ? priced_.unloaded_price(r) : priced_.price(r);
+      }
     return d;
   }
   void clear() { requests_.clear(); }
 
  private:
+  static bool data_parallel_kind(GroupKind k) {
+    return k == GroupKind::dp || k == GroupKind::dp_cp || k == GroupKind::edp ||
+           k == GroupKind::shard || k == GroupKind::replica;
+  }
   FoldedComm& priced_;
+  bool unloaded_ = false;
   std::vector<std::optional<CommRequest>> requests_;  // by OpId
 };
 
@@ -145,9 +154,9 @@ class Builder {
   std::vector<std::int64_t> split() const;
   // `chains`: the layers' passes are priced as chains with their collectives (layer_chains), not
   // as compute alone; the builder's comm model must be it.
-  // `data_parallel`: the data-parallel streams' collectives count too (ZeRO-3's all-gathers,
-  // the gradient reductions and the last of them before the optimizer).
-  double bound_entry(DeferredComm* chains, bool data_parallel);
+  // `full`: every stage's chains, and the data-parallel streams' collectives count too (ZeRO-3's
+  // all-gathers, the gradient reductions and the last of them before the optimizer).
+  double bound_entry(DeferredComm* chains, bool full);
 
  private:
   struct RankState {
@@ -1285,9 +1294,9 @@ const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64
   return chain_cache_.emplace(key, c).first->second;
 }
 
-double Builder::bound_entry(DeferredComm* chains, bool data_parallel) {
+double Builder::bound_entry(DeferredComm* chains, bool full) {
   chains_ = chains;
-  full_bound_ = chains && data_parallel;
+  full_bound_ = chains && full;
   sp_ = cfg_.sp && mesh_.tp > 1;
   zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
   compute_costs();
@@ -1316,11 +1325,11 @@ double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const Placement& placement,
                              const ComputeModel& cm, FoldedComm& comm,
-                             const StrategyOptions& options, bool data_parallel) {
+                             const StrategyOptions& options, BoundLevel level) {
   if (!model.has_architecture()) return 0;
-  DeferredComm deferred(comm);
+  DeferredComm deferred(comm, level == BoundLevel::unloaded);
   Builder b(model, job, config, placement, cm, deferred, options);
-  return b.bound_entry(&deferred, data_parallel);
+  return b.bound_entry(&deferred, level != BoundLevel::chains);
 }
 
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,

@@ -69,22 +69,34 @@ double stack_bucket_bytes(const Stack& stack, std::int64_t dp, DType dtype);
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const ComputeModel& cm,
                              const StrategyOptions& options);
+// How much of the bound below to work out, cheapest first: a search raises a candidate one
+// level at a time while it could still need simulating (evaluate_top_k).
+enum class BoundLevel : std::uint8_t {
+  chains,    // the first and last stages' layer passes as chains with their collectives
+  unloaded,  // every stage's chains and the data-parallel streams, the data-parallel groups'
+             // collectives at FoldedComm::unloaded_price (their one-copy lower bound)
+  full,      // the same with every collective at its price
+};
+
 // The same, tighter: each layer's forward and backward pass on the first and last pipeline
-// stages (on every stage with `data_parallel`) counts in its rank's work as the
+// stages (on every stage from BoundLevel::unloaded on) counts in its rank's work as the
 // longest chain of ops the trace gives it (engine/longest_chain.hpp), the collectives on it
 // priced by `comm` as the replay will price them (the folded model with `placement`, the
 // simulation's), so the TP, CP and EP collectives that the next kernel waits for count too. Valid
 // because a pass's ops are emitted with exactly those dependencies among them, the passes of a rank
 // are disjoint spans of its compute stream, and the replay only ever runs an op longer than its
-// nominal duration (interference, link sharing). With `data_parallel`, also the data-parallel
-// streams at their prices (each runs its collectives one at a time): the step is at least
-// ZeRO-3's all-gathers, at least the gradient reductions plus the optimizer (which waits for the
-// last), and its last pass's reductions delay the optimizer past the compute. Those price the
-// widest groups, so a search asks for them only where the rest does not already decide.
+// nominal duration (interference, link sharing). From BoundLevel::unloaded on, also the
+// data-parallel streams (each runs its collectives one at a time): the step is at least ZeRO-3's
+// all-gathers, at least the gradient reductions plus the optimizer (which waits for the last),
+// and its last pass's reductions delay the optimizer past the compute. Those involve the widest
+// groups, so a search asks for them only where the rest does not already decide, and at their
+// prices (64 copies simulated each) only where their unloaded bounds do not. Every level is a
+// lower bound; a higher one is never below a lower one (a price is never below its unloaded
+// bound, and the bound only grows with the durations it is given).
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const Placement& placement,
                              const ComputeModel& cm, FoldedComm& comm,
-                             const StrategyOptions& options, bool data_parallel = true);
+                             const StrategyOptions& options, BoundLevel level = BoundLevel::full);
 
 // `ranks`: the ranks to simulate (every rank, or one representative per pipeline stage).
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,

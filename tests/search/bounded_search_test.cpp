@@ -88,12 +88,18 @@ TEST_CASE("search bounds: the top 10 is that of simulating everything; no bound 
     }
     // And no degree is reported "at least" that the exhaustive search cannot run at all.
     for (const auto& [degree, at_least] : top.tp_best_at_least) CHECK(want.contains(degree));
-    // The property: bound ≤ simulated step, for every candidate simulated.
+    // The property: bound ≤ simulated step, for every candidate simulated, and each level of
+    // the bound at most the next.
     for (const auto& e : all.results) {
       if (!e.error.empty()) continue;
       INFO(e.candidate.label());
-      CHECK(candidate_lower_bound_s(topo, model, job, e.candidate, all_opt) <=
-            e.result.step_time_s);
+      const auto level = [&](BoundLevel l) {
+        return candidate_lower_bound_s(topo, model, job, e.candidate, all_opt, nullptr, l);
+      };
+      const double full = level(BoundLevel::full);
+      CHECK(full <= e.result.step_time_s);
+      CHECK(level(BoundLevel::unloaded) <= full);
+      CHECK(level(BoundLevel::chains) <= full);
     }
   }
   CHECK(beyond_reach > 0);  // the rule for far TP degrees is exercised
@@ -168,7 +174,8 @@ TEST_CASE("search bounds: the data-parallel streams' collectives count, never to
   // gradient reduce-scatter runs after the last backward, before the optimizer, and ZeRO-3's
   // last layer's does too (its per-layer all-gathers stay under the compute here). The bound
   // with those streams priced is tighter than the one without (0.183 s against 0.170 s; 0.208
-  // and 0.218 s simulated) and stays below the simulated step.
+  // and 0.218 s simulated) and stays below the simulated step; with them at their unloaded
+  // bounds (0.182 s) it lies between the two.
   const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{2});
   const auto model = load_workload(model_path("llama3.1-8b")).model;
   const SearchJob job{2048, 16, DType::bf16, true};
@@ -179,10 +186,15 @@ TEST_CASE("search bounds: the data-parallel streams' collectives count, never to
     c.micro_batch = 1;
     c.config.mesh = {16, 1, 1, 1, 1};
     c.config.zero = zero;
-    const double without = candidate_lower_bound_s(topo, model, job, c, opt, nullptr, false);
-    const double with = candidate_lower_bound_s(topo, model, job, c, opt, nullptr, true);
+    const double without =
+        candidate_lower_bound_s(topo, model, job, c, opt, nullptr, BoundLevel::chains);
+    const double unloaded =
+        candidate_lower_bound_s(topo, model, job, c, opt, nullptr, BoundLevel::unloaded);
+    const double with = candidate_lower_bound_s(topo, model, job, c, opt, nullptr);
     const auto simulated = simulate_training(topo, model, setup_of(c, job, opt));
     CHECK(with > without * 1.05);
+    CHECK(unloaded >= without);
+    CHECK(with >= unloaded);
     CHECK(with <= simulated.step_time_s);
   }
 }

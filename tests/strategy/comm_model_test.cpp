@@ -89,3 +89,72 @@ TEST_CASE("folded prices: copies planned from the links cache price to the bit a
     CHECK(second_s < first_s);
   }
 }
+
+TEST_CASE("folded prices: the unloaded bound is the lone plan at its narrowest link, never above") {
+  // Two nodes, tp=8 × pp=2: stage 0's send to stage 1 goes GPU → PCIe switch → NIC → leaf → NIC
+  // → PCIe switch → GPU. Its narrowest link is PCIe Gen5 x16: 64 GB/s × 0.75 payload = 48 GB/s
+  // (InfiniBand NDR: 50 GB/s × 64/66 = 48.5). Hand value: 16 MiB × wire factor / 48 GB/s after
+  // the plan's latency. Each pipeline's send is on its own rail, so the copies share no link
+  // and the price is that flow alone: the bound is tight (to its rounding margin).
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), {.nodes = 2});
+  const Placement placement(parse_mesh("tp=8,pp=2", "--mesh"));
+  CommContext ctx(topo);
+  FoldedComm comm(topo, placement, ctx);
+  auto send = request(GroupKind::pp, CollectiveOp::send_recv, {0, 8}, 16.0 * (1 << 20));
+  send.algo.reset();
+  const auto priced = price_collective(topo, ctx.router, send.call, send.algo);
+  const auto plan = plan_collective(topo, ctx.router, send.call, priced.algo, priced.protocol);
+  REQUIRE(plan);
+  const Time unloaded = comm.unloaded_price(send);
+  const double flow_s = (unloaded - plan->latency).seconds();
+  CHECK(flow_s == doctest::Approx(16.0 * (1 << 20) * plan->wire_factor / 48e9).epsilon(1e-7));
+  const Time price = comm.price(send);
+  CHECK(unloaded <= price);
+  CHECK(unloaded.seconds() == doctest::Approx(price.seconds()).epsilon(1e-7));
+
+  // Eight nodes, dp=16 × tp=4: each data-parallel ring shares the rails with its three copies,
+  // so its price is above the bound, which holds for every collective and size.
+  const auto big = load_topology(topology_path("dgx-h100-superpod.json"), {.nodes = 8});
+  const Placement dp_placement(parse_mesh("tp=4,dp=16", "--mesh"));
+  CommContext dp_ctx(big);
+  FoldedComm dp_comm(big, dp_placement, dp_ctx);
+  std::vector<std::int32_t> dp;
+  for (std::int32_t r = 0; r < 64; r += 4) dp.push_back(r);
+  for (const auto op :
+       {CollectiveOp::reduce_scatter, CollectiveOp::all_gather, CollectiveOp::all_reduce}) {
+    for (const double mib : {1.0, 64.0, 512.0}) {
+      INFO(name_of(op) << " " << mib << " MiB");
+      auto r = request(GroupKind::dp, op, dp, mib * (1 << 20));
+      r.algo.reset();
+      const Time bound = dp_comm.unloaded_price(r);
+      const Time p = dp_comm.price(r);
+      CHECK(bound > Time::zero());
+      CHECK(bound <= p);
+      CHECK(dp_comm.unloaded_price(r) == bound);  // cached, the same
+    }
+  }
+  // A calibration profile's fits may price below the model: no bound then.
+  const LinkCalibration calibration{};
+  dp_ctx.calibration = &calibration;
+  CHECK(dp_comm.unloaded_price(request(GroupKind::dp, CollectiveOp::all_reduce, dp, 1e6)) ==
+        Time::zero());
+}
+
+TEST_CASE("folded prices: a price found in the shared table is the price a fresh context makes") {
+  // Two contexts of one search share their prices: the second takes the first's, which is what
+  // a context of its own would have priced, to the bit.
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), {.nodes = 8});
+  const Placement placement(parse_mesh("tp=4,dp=16", "--mesh"));
+  std::vector<std::int32_t> dp;
+  for (std::int32_t r = 0; r < 64; r += 4) dp.push_back(r);
+  const auto r = request(GroupKind::dp, CollectiveOp::all_reduce, dp, 256.0 * (1 << 20));
+  const auto table = std::make_shared<SharedPrices>();
+  CommContext a(topo, table), b(topo, table), alone(topo);
+  FoldedComm first(topo, placement, a), second(topo, placement, b), own(topo, placement, alone);
+  const Time p = first.price(r);
+  CHECK(b.scratch.net.stats().flows_started == 0);
+  CHECK(second.price(r) == p);
+  CHECK(b.scratch.net.stats().flows_started == 0);  // nothing simulated: the table's price
+  CHECK(own.price(r) == p);
+  CHECK(alone.scratch.net.stats().flows_started > 0);
+}

@@ -154,28 +154,44 @@ Time FoldedComm::unloaded_price(const CommRequest& r) {
   if (trivial(r.call) || ctx_.calibration) return Time::zero();
   auto key = key_of(r);
   if (const auto it = f_.unloaded.find(key); it != f_.unloaded.end()) return it->second;
-  const auto best =
-      price_collective(topo_, ctx_.router, r.call, r.algo, &ctx_.alone, &ctx_.scratch);
-  auto plan = plan_of(r.call, best.algo, best.protocol);
-  if (!plan)
-    throw Error("", "",
-                "collective plan failed for " + std::string(name_of(r.call.op)) + " it priced");
-  plan = scaled(std::move(*plan), r.fraction);
-  double s = 0;
-  for (const auto& phase : plan->phases) {
-    double slowest = 0;
-    for (const auto& f : phase) {
-      double s_per_byte = 0;  // at its narrowest link
-      for (const auto& u : f.links)
-        s_per_byte = std::max(s_per_byte, u.weight / ctx_.scratch.net.capacity_Bps(u.link));
-      slowest = std::max(slowest, f.bytes * s_per_byte);
+  // The least over every algorithm and protocol `price` could pick (it picks by simulating each
+  // alone, which this does not): each algorithm's flows once, at the simple protocol's wire
+  // bytes; every protocol scales all of a plan's flows by its wire factor.
+  const auto& group = layout(r.call.ranks);
+  std::optional<Time> best;
+  for (auto a : kAllCollectiveAlgos) {
+    if (r.algo && a != *r.algo) continue;
+    std::optional<double> flow_s;  // at wire factor `flow_wire`
+    double flow_wire = 1.0;
+    for (auto proto : {Protocol::simple, Protocol::ll128, Protocol::ll}) {
+      auto plan = flow_s
+                      ? plan_collective(topo_, ctx_.router, r.call, group, a, proto, nullptr, false)
+                      : plan_of(r.call, a, proto);
+      if (!plan) continue;
+      plan = scaled(std::move(*plan), r.fraction);
+      if (!flow_s) {
+        double s = 0;
+        for (const auto& phase : plan->phases) {
+          double slowest = 0;
+          for (const auto& f : phase) {
+            double s_per_byte = 0;  // at its narrowest link
+            for (const auto& u : f.links)
+              s_per_byte = std::max(s_per_byte, u.weight / ctx_.scratch.net.capacity_Bps(u.link));
+            slowest = std::max(slowest, f.bytes * s_per_byte);
+          }
+          s += slowest;
+        }
+        flow_s = s;
+        flow_wire = plan->wire_factor;
+      }
+      // Rounded down, with room for the solver's rounding (a rate may come out an ulp above
+      // capacity / weight, and a flow's end is rounded to the nearest tick within 1e-9).
+      const double ticks = std::floor(*flow_s * plan->wire_factor / flow_wire * (1 - 1e-8) * 1e12);
+      const Time t = plan->latency + Time::ps(static_cast<std::int64_t>(ticks));
+      if (!best || t < *best) best = t;
     }
-    s += slowest;
   }
-  // Rounded down, with room for the solver's rounding (a rate may come out an ulp above
-  // capacity / weight, and a flow's end is rounded to the nearest tick within 1e-9).
-  const double ticks = std::floor(s * (1 - 1e-8) * 1e12);
-  const Time t = plan->latency + Time::ps(static_cast<std::int64_t>(ticks));
+  const Time t = best.value_or(Time::zero());
   if (f_.unloaded.size() >= (std::size_t{1} << 16)) f_.unloaded.clear();
   f_.unloaded.emplace(std::move(key), t);
   return t;

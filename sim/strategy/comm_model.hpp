@@ -155,10 +155,11 @@ class FoldedComm : public CommModel {
   OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
            std::vector<OpId> deps) override;
   Time price(const CommRequest& r);
-  // A lower bound on price(r) that simulates no copy: the representative's plan with the
-  // algorithm and protocol `price` picks, each flow at the capacity of its narrowest link as if
-  // nothing else were on it (a max-min rate never exceeds capacity / weight on any of its links,
-  // whatever shares them), the phases one after another, plus the plan's latency. Planning one
+  // A lower bound on price(r) that simulates nothing: the representative's plan, each flow at
+  // the capacity of its narrowest link as if nothing else were on it (a max-min rate never
+  // exceeds capacity / weight on any of its links, whatever shares them), the phases one after
+  // another, plus the plan's latency; the least over the algorithms and protocols `price` could
+  // pick (it picks by simulating each alone, which would cost more than this). Planning one
   // copy of a data-parallel group of thousands of GPUs instead of simulating 64 is what lets a
   // search bound the layouts whose gradient traffic decides them (evaluate_top_k). Zero with a
   // calibration profile, whose fits may price a collective below the model. A function of the

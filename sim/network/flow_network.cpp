@@ -161,8 +161,10 @@ void FlowNetwork::on_completion() {
     Flow& f = flows_[id];
     --active_;
     for (const auto& u : flow_links_[id]) {
+      // Unordered: a link's flows are only walked to find a component, which resolve() sorts.
       auto& v = flows_on_link_[u.link];
-      v.erase(std::find(v.begin(), v.end(), id));
+      *std::find(v.begin(), v.end(), id) = v.back();
+      v.pop_back();
       seeds.push_back(u.link);
     }
     flow_links_[id].clear();

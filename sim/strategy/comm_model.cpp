@@ -82,40 +82,54 @@ const GroupLayout& FoldedComm::layout(const std::vector<std::int32_t>& ranks) {
 
 std::optional<CollectivePlan> FoldedComm::plan_of(const CollectiveCall& call, CollectiveAlgo algo,
                                                   Protocol protocol) {
-  // The links come from the cache when this copy was planned before at any size; the plan's
-  // bytes and latency are worked out without routing. Both come from the same planner in the
-  // same flow order, so the plan is the one planned with its flows.
-  const FoldedPrices::LinksKey key{call.ranks, static_cast<int>(call.op), static_cast<int>(algo),
-                                   static_cast<int>(protocol)};
+  // The links come from the cache when this copy was planned before at any size or protocol;
+  // the plan's bytes and latency are worked out without routing. Both come from the same planner
+  // in the same flow order, so the plan is the one planned with its flows.
+  const FoldedPrices::LinksKey key{call.ranks, static_cast<int>(call.op), static_cast<int>(algo)};
   const auto& group = layout(call.ranks);
-  if (const auto it = f_.plan_links.find(key); it != f_.plan_links.end()) {
+  std::shared_ptr<const FoldedPrices::PlanLinks> held;
+  const FoldedPrices::PlanLinks* links = nullptr;
+  if (ctx_.shared) {
+    held = ctx_.shared->find_links(key);
+    links = held.get();
+  } else if (const auto it = f_.plan_links.find(key); it != f_.plan_links.end()) {
+    links = &it->second;
+  }
+  if (links) {
     auto plan = plan_collective(topo_, ctx_.router, call, group, algo, protocol, nullptr, false);
     if (!plan) return plan;
-    const auto& links = it->second;
-    if (plan->phases.size() != links.size())
+    if (plan->phases.size() != links->size())
       throw std::logic_error("collective plan: phases differ with and without flows");
-    for (std::size_t ph = 0; ph < links.size(); ++ph) {
+    for (std::size_t ph = 0; ph < links->size(); ++ph) {
       auto& flows = plan->phases[ph];
-      if (flows.size() != links[ph].size())
+      if (flows.size() != (*links)[ph].size())
         throw std::logic_error("collective plan: flows differ with and without links");
-      for (std::size_t k = 0; k < flows.size(); ++k) flows[k].links = links[ph][k];
+      for (std::size_t k = 0; k < flows.size(); ++k) flows[k].links = (*links)[ph][k];
     }
     return plan;
   }
   auto plan = plan_collective(topo_, ctx_.router, call, group, algo, protocol, nullptr, true);
   if (!plan) return plan;
-  if (f_.plan_link_uses > (std::size_t{4} << 20)) {
+  FoldedPrices::PlanLinks planned;
+  std::size_t uses = 0;
+  for (const auto& phase : plan->phases) {
+    auto& out = planned.emplace_back();
+    for (const auto& f : phase) {
+      out.push_back(f.links);
+      uses += f.links.size();
+    }
+  }
+  if (ctx_.shared) {
+    ctx_.shared->insert_links(key,
+                              std::make_shared<const FoldedPrices::PlanLinks>(std::move(planned)));
+    return plan;
+  }
+  if (f_.plan_link_uses > (std::size_t{16} << 20)) {
     f_.plan_links.clear();
     f_.plan_link_uses = 0;
   }
-  auto& links = f_.plan_links[key];
-  for (const auto& phase : plan->phases) {
-    auto& out = links.emplace_back();
-    for (const auto& f : phase) {
-      out.push_back(f.links);
-      f_.plan_link_uses += f.links.size();
-    }
-  }
+  f_.plan_links.emplace(key, std::move(planned));
+  f_.plan_link_uses += uses;
   return plan;
 }
 
@@ -271,6 +285,26 @@ void SharedPrices::insert(const FoldedPrices::Key& key, const Value& value) {
   std::unique_lock lock(mutex_);
   if (map_.size() >= kMaxEntries) map_.clear();
   map_.emplace(key, value);
+}
+
+std::shared_ptr<const FoldedPrices::PlanLinks> SharedPrices::find_links(
+    const FoldedPrices::LinksKey& key) const {
+  std::shared_lock lock(links_mutex_);
+  const auto it = links_.find(key);
+  return it == links_.end() ? nullptr : it->second;
+}
+
+void SharedPrices::insert_links(const FoldedPrices::LinksKey& key,
+                                std::shared_ptr<const FoldedPrices::PlanLinks> links) {
+  std::size_t uses = 0;
+  for (const auto& phase : *links)
+    for (const auto& f : phase) uses += f.size();
+  std::unique_lock lock(links_mutex_);
+  if (link_uses_ + uses > kMaxLinkUses) {
+    links_.clear();
+    link_uses_ = 0;
+  }
+  if (links_.emplace(key, std::move(links)).second) link_uses_ += uses;
 }
 
 Time FoldedComm::price(const CommRequest& r) {

@@ -92,21 +92,25 @@ struct FoldedPrices {
   std::vector<std::uint32_t> mark;  // per link: `epoch` when in the marked set
   std::uint32_t epoch = 0;
   std::map<std::vector<std::int32_t>, GroupLayout> layouts;  // by group (FoldedComm::layout)
-  // Every flow's links of one copy's plan, per phase, by (ranks, op, algorithm, protocol): they
-  // do not depend on the bytes, and neighbouring pipeline stages price largely the same copies
-  // (a stage's data-parallel copies run into the next stages). Bounded like the flow table.
-  using LinksKey = std::tuple<std::vector<std::int32_t>, int, int, int>;
-  std::map<LinksKey, std::vector<std::vector<FlowLinks>>> plan_links;
+  // Every flow's links of one copy's plan, per phase, by (ranks, op, algorithm): they depend
+  // neither on the bytes nor on the protocol (which scales every flow's bytes by its wire
+  // factor), and neighbouring pipeline stages price largely the same copies (a stage's
+  // data-parallel copies run into the next stages). Bounded like the flow table.
+  using LinksKey = std::tuple<std::vector<std::int32_t>, int, int>;
+  using PlanLinks = std::vector<std::vector<FlowLinks>>;  // per phase, per flow
+  std::map<LinksKey, PlanLinks> plan_links;
   std::size_t plan_link_uses = 0;
   std::map<Key, Time> unloaded;  // FoldedComm::unloaded_price, by the price's key
 };
 
-// Folded prices shared by the threads of a search: a collective one worker priced (every copy
-// simulated, tens of milliseconds for a data-parallel group of thousands of GPUs) is not priced
-// again by another (Llama 3.1 405B on 16,384 GPUs: 36 % of the prices were priced twice on two
-// threads). Consulted only when a context's own table misses, so the hot path takes no lock;
-// a price is a function of its key alone (FoldedPrices), so which thread priced it first does
-// not show in any result. Bounded: past `kMaxEntries` it starts over.
+// Folded prices and plan links shared by the threads of a search: a collective one worker
+// priced (every copy simulated, tens of milliseconds for a data-parallel group of thousands of
+// GPUs) is not priced again by another (Llama 3.1 405B on 16,384 GPUs: 36 % of the prices were
+// priced twice on two threads), nor a group routed again (there 134,000 plans for 64,000
+// groups). Prices are consulted only when a context's own table misses, so the hot path takes
+// no lock; a price and a plan's links are functions of their keys alone (FoldedPrices), so
+// which thread made one first does not show in any result. Bounded: past `kMaxEntries` prices
+// or `kMaxLinkUses` links the table starts over.
 class SharedPrices {
  public:
   struct Value {
@@ -116,11 +120,19 @@ class SharedPrices {
   };
   std::optional<Value> find(const FoldedPrices::Key& key) const;
   void insert(const FoldedPrices::Key& key, const Value& value);
+  std::shared_ptr<const FoldedPrices::PlanLinks> find_links(
+      const FoldedPrices::LinksKey& key) const;
+  void insert_links(const FoldedPrices::LinksKey& key,
+                    std::shared_ptr<const FoldedPrices::PlanLinks> links);
 
  private:
   static constexpr std::size_t kMaxEntries = std::size_t{1} << 17;
-  mutable std::shared_mutex mutex_;
+  // 32 M link uses of 16 bytes: at most what two threads' own tables held (16 M each).
+  static constexpr std::size_t kMaxLinkUses = std::size_t{32} << 20;
+  mutable std::shared_mutex mutex_, links_mutex_;
   std::map<FoldedPrices::Key, Value> map_;
+  std::map<FoldedPrices::LinksKey, std::shared_ptr<const FoldedPrices::PlanLinks>> links_;
+  std::size_t link_uses_ = 0;
 };
 
 // Routing and pricing state for one cluster, reusable across simulations in one thread (a

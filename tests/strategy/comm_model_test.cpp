@@ -141,8 +141,8 @@ TEST_CASE("folded prices: the unloaded bound is the lone plan at its narrowest l
 }
 
 TEST_CASE("folded prices: a price found in the shared table is the price a fresh context makes") {
-  // Two contexts of one search share their prices: the second takes the first's, which is what
-  // a context of its own would have priced, to the bit.
+  // Two contexts of one search share their prices and plan links: the second takes the first's,
+  // which is what a context of its own would have priced, to the bit.
   const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), {.nodes = 8});
   const Placement placement(parse_mesh("tp=4,dp=16", "--mesh"));
   std::vector<std::int32_t> dp;
@@ -157,4 +157,12 @@ TEST_CASE("folded prices: a price found in the shared table is the price a fresh
   CHECK(b.scratch.net.stats().flows_started == 0);  // nothing simulated: the table's price
   CHECK(own.price(r) == p);
   CHECK(alone.scratch.net.stats().flows_started > 0);
+  // At another size the second context prices anew, with the links the first one planned: the
+  // same price as its own planning gives, with fewer routes worked out.
+  auto other = r;
+  other.call.bytes = 96.0 * (1 << 20);
+  const Time q = second.price(other);
+  CHECK(b.scratch.net.stats().flows_started > 0);
+  CHECK(own.price(other) == q);
+  CHECK(b.router.cached_routes() < alone.router.cached_routes());  // 70 against 256
 }

@@ -165,7 +165,13 @@ FoldedPrices::Key FoldedComm::key_of(const CommRequest& r) const {
 }
 
 Time FoldedComm::unloaded_price(const CommRequest& r) {
-  if (trivial(r.call) || ctx_.calibration) return Time::zero();
+  if (trivial(r.call)) return Time::zero();
+  // A measured fit scales the model's price (calibrated_collective_time), possibly below it.
+  if (const auto* cal = ctx_.calibration; cal && !cal->collectives.empty()) {
+    const auto* fit = cal->find(r.call.op, static_cast<std::int32_t>(r.call.ranks.size()),
+                                nodes_spanned(topo_, r.call.ranks));
+    if (fit && !fit->regimes.empty()) return Time::zero();
+  }
   auto key = key_of(r);
   if (const auto it = f_.unloaded.find(key); it != f_.unloaded.end()) return it->second;
   // The least over every algorithm and protocol `price` could pick (it picks by simulating each

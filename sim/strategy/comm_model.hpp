@@ -173,9 +173,9 @@ class FoldedComm : public CommModel {
   // another, plus the plan's latency; the least over the algorithms and protocols `price` could
   // pick (it picks by simulating each alone, which would cost more than this). Planning one
   // copy of a data-parallel group of thousands of GPUs instead of simulating 64 is what lets a
-  // search bound the layouts whose gradient traffic decides them (evaluate_top_k). Zero with a
-  // calibration profile, whose fits may price a collective below the model. A function of the
-  // request alone, cached like the prices.
+  // search bound the layouts whose gradient traffic decides them (evaluate_top_k). Zero where a
+  // calibration profile has a measured fit for the collective (it may price it below the
+  // model). A function of the request alone, cached like the prices.
   Time unloaded_price(const CommRequest& r);
 
   // The priced collective an op added here stands for (-1: none, or a collective of no time).

@@ -286,6 +286,14 @@ class Builder {
   std::optional<ComputeModel> cm_nccl_, cm_rs_, cm_bulk_;
   Trace trace_;
   std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t, int>, OpId> sends_;
+  // A rank's group of a kind (Placement::group), worked out once: every layer and micro-batch
+  // of a rank asks for the same few.
+  const std::vector<std::int32_t>& group_of(std::int64_t rank, GroupKind kind) {
+    const auto key = std::make_pair(rank, kind);
+    if (const auto it = groups_.find(key); it != groups_.end()) return it->second;
+    return groups_.emplace(key, pl_.group(rank, kind)).first->second;
+  }
+  std::map<std::pair<std::int64_t, GroupKind>, std::vector<std::int32_t>> groups_;
   DeferredComm* chains_ = nullptr;  // the bound prices layer passes as chains through it
   // The full bound (bound_entry with data_parallel): every stage's chains and the data-parallel
   // streams.
@@ -390,7 +398,7 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
                                  const std::vector<TpGemm>& gemms, const Overlap& o, bool recompute,
                                  std::uint64_t inst) {
   const auto& ov = opt_.stack.tp_overlap;
-  const auto group = pl_.group(rs.rank, GroupKind::tp);
+  const auto& group = group_of(rs.rank, GroupKind::tp);
   const std::int64_t t = mesh_.tp;
   Time used;
   // All-gather before: a ring exchange of t chunks; GEMM chunk j runs on the chunk that has
@@ -493,7 +501,7 @@ void Builder::tp(RankState& rs, CollectiveOp op, const std::string& name, std::u
   if (mesh_.tp == 1) return;
   std::vector<OpId> deps;
   if (rs.last_compute) deps.push_back(*rs.last_compute);
-  rs.pending.push_back(comm(rs, rs.tp, name, GroupKind::tp, op, pl_.group(rs.rank, GroupKind::tp),
+  rs.pending.push_back(comm(rs, rs.tp, name, GroupKind::tp, op, group_of(rs.rank, GroupKind::tp),
                             costs_.tp_bytes, std::move(deps), inst));
 }
 
@@ -534,7 +542,7 @@ void Builder::column_backward(RankState& rs, const std::string& name, const Segm
   if (regather)
     regathered =
         comm(rs, rs.tp, name + ".tp_regather", GroupKind::tp, CollectiveOp::all_gather,
-             pl_.group(rs.rank, GroupKind::tp), costs_.tp_bytes, {*rs.last_compute}, inst + 50);
+             group_of(rs.rank, GroupKind::tp), costs_.tp_bytes, {*rs.last_compute}, inst + 50);
   compute(rs, name + ".dgrad", dgrad, false);
   if (!beside_wgrad) {
     // The wgrad (or, zero-bubble, the deferred weight pass) waits for the gathered input.
@@ -544,7 +552,7 @@ void Builder::column_backward(RankState& rs, const std::string& name, const Segm
     return;
   }
   // The input gradient's reduction runs beside the wgrad GEMM.
-  const auto reduced = comm(rs, rs.tp, reduce, GroupKind::tp, op, pl_.group(rs.rank, GroupKind::tp),
+  const auto reduced = comm(rs, rs.tp, reduce, GroupKind::tp, op, group_of(rs.rank, GroupKind::tp),
                             costs_.tp_bytes, {*rs.last_compute}, inst);
   if (regathered) rs.pending.push_back(*regathered);
   compute(rs, name + ".wgrad", wgrad, false);
@@ -554,7 +562,7 @@ void Builder::column_backward(RankState& rs, const std::string& name, const Segm
 // EP all-to-all (dispatch or combine, either direction): on the critical path of the experts.
 void Builder::ep(RankState& rs, const std::string& name, std::uint64_t inst) {
   rs.pending.push_back(comm(rs, rs.ep, name, GroupKind::ep, CollectiveOp::all_to_all,
-                            pl_.group(rs.rank, GroupKind::ep), costs_.a2a_bytes, {*rs.last_compute},
+                            group_of(rs.rank, GroupKind::ep), costs_.a2a_bytes, {*rs.last_compute},
                             inst));
 }
 
@@ -564,7 +572,7 @@ void Builder::attention(RankState& rs, const std::string& name, const SegmentCos
     compute(rs, name, seg, recompute);
     return;
   }
-  const auto group = pl_.group(rs.rank, GroupKind::cp);
+  const auto& group = group_of(rs.rank, GroupKind::cp);
   const double step = costs_.kv_step_bytes * (backward ? 2.0 : 1.0);  // + dK, dV backward
   const auto cp = static_cast<double>(mesh_.cp);
   if (opt_.cp_comm == CpComm::all_gather) {
@@ -641,7 +649,7 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
     if (copies)
       after = {copy_kernel(rs, rs.dpg, name + ".copy_in", g,
                            params / group * (state_bytes + gathered_bytes), std::move(after))};
-    rs.pending.push_back(comm(rs, rs.dpg, name, g, CollectiveOp::all_gather, pl_.group(rs.rank, g),
+    rs.pending.push_back(comm(rs, rs.dpg, name, g, CollectiveOp::all_gather, group_of(rs.rank, g),
                               params * 2, std::move(after), inst));
     gathered += params;
   };
@@ -802,19 +810,19 @@ void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, st
       OpId ready = after;
       if (mesh_.shard_group() > 1)
         ready = rs.last_dp.emplace(comm(rs, rs.dp, n, GroupKind::shard, op,
-                                        pl_.group(rs.rank, GroupKind::shard), dense,
+                                        group_of(rs.rank, GroupKind::shard), dense,
                                         {grads_copied(n, GroupKind::shard, dense)}, inst));
       rs.last_dp = comm(rs, rs.dp, n + ".replicas", GroupKind::replica, CollectiveOp::all_reduce,
-                        pl_.group(rs.rank, GroupKind::replica),
+                        group_of(rs.rank, GroupKind::replica),
                         dense / static_cast<double>(mesh_.shard_group()), {ready}, inst + 2);
     } else {
-      rs.last_dp = comm(rs, rs.dp, n, GroupKind::dp_cp, op, pl_.group(rs.rank, GroupKind::dp_cp),
+      rs.last_dp = comm(rs, rs.dp, n, GroupKind::dp_cp, op, group_of(rs.rank, GroupKind::dp_cp),
                         dense, {grads_copied(n, GroupKind::dp_cp, dense)}, inst);
     }
   }
   if (mesh_.expert_replicas() > 1 && expert > 0)
     rs.last_dp =
-        comm(rs, rs.dp, n + ".experts", GroupKind::edp, op, pl_.group(rs.rank, GroupKind::edp),
+        comm(rs, rs.dp, n + ".experts", GroupKind::edp, op, group_of(rs.rank, GroupKind::edp),
              expert, {grads_copied(n + ".experts", GroupKind::edp, expert)}, inst + 1);
 }
 
@@ -1219,7 +1227,7 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
           const double bytes =
               (plan(l).dense_params + (l == first_layer(gc) ? end_params(gc) : 0)) * 2;
           rs.param_gather[l] = comm(rs, rs.dpg, "params.L" + std::to_string(l), shard_kind(),
-                                    CollectiveOp::all_gather, pl_.group(r, shard_kind()), bytes, {},
+                                    CollectiveOp::all_gather, group_of(r, shard_kind()), bytes, {},
                                     instance(-3, l, 0));
         }
       }

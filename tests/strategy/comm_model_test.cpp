@@ -133,11 +133,25 @@ TEST_CASE("folded prices: the unloaded bound is the lone plan at its narrowest l
       CHECK(dp_comm.unloaded_price(r) == bound);  // cached, the same
     }
   }
-  // A calibration profile's fits may price below the model: no bound then.
-  const LinkCalibration calibration{};
-  dp_ctx.calibration = &calibration;
-  CHECK(dp_comm.unloaded_price(request(GroupKind::dp, CollectiveOp::all_reduce, dp, 1e6)) ==
+  // A calibration profile's measured fit may price a collective below the model: no bound for
+  // that collective (16 ranks on 8 nodes), the bound as before for the others.
+  LinkCalibration calibration;
+  CollectiveCalibration fit;
+  fit.op = CollectiveOp::all_reduce;
+  fit.ranks = 16;
+  fit.nodes = 8;
+  fit.regimes.push_back(AlphaBetaRegime{});
+  calibration.collectives.push_back(fit);
+  auto gather = request(GroupKind::dp, CollectiveOp::all_gather, dp, 3e6);
+  gather.algo.reset();
+  const Time uncalibrated = dp_comm.unloaded_price(gather);
+  CommContext cal_ctx(big);
+  cal_ctx.calibration = &calibration;
+  FoldedComm cal_comm(big, dp_placement, cal_ctx);
+  CHECK(cal_comm.unloaded_price(request(GroupKind::dp, CollectiveOp::all_reduce, dp, 3e6)) ==
         Time::zero());
+  CHECK(cal_comm.unloaded_price(gather) == uncalibrated);
+  CHECK(uncalibrated > Time::zero());
 }
 
 TEST_CASE("folded prices: a price found in the shared table is the price a fresh context makes") {

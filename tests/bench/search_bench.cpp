@@ -40,7 +40,9 @@ BENCHMARK(BM_Search70B_512)
 
 // The large case: Llama 3.1 405B at seq 8192, global batch 2048, on the SuperPOD rebuilt
 // with 2,048 nodes (16,384 H100), default space, exact top 10 (target 60 CPU-s; measured
-// 2026-12-03: 100 simulated, 124-134 CPU-s on two cores).
+// 2026-12-03 on two cores: 100 simulated, 124-134 CPU-s at the start of the day; 43 simulated,
+// 72 CPU-s after the three-level bounds and the shared prices and plan links; the CLI, which
+// also ranks the seed heuristic, 44 and 50-68 CPU-s as the VM's speed drifted).
 void BM_Search405B_16k(benchmark::State& state) {
   const auto topo =
       load_topology(path("topologies/dgx-h100-superpod.json"), TopologyOptions{.nodes = 2048});

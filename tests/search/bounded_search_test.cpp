@@ -89,12 +89,14 @@ TEST_CASE("search bounds: the top 10 is that of simulating everything; no bound 
     // And no degree is reported "at least" that the exhaustive search cannot run at all.
     for (const auto& [degree, at_least] : top.tp_best_at_least) CHECK(want.contains(degree));
     // The property: bound ≤ simulated step, for every candidate simulated, and each level of
-    // the bound at most the next.
+    // the bound at most the next. One context for all of them, as a search keeps its contexts
+    // (its prices are functions of their keys, so it changes no bound, only the time).
+    CommContext context(topo);
     for (const auto& e : all.results) {
       if (!e.error.empty()) continue;
       INFO(e.candidate.label());
       const auto level = [&](BoundLevel l) {
-        return candidate_lower_bound_s(topo, model, job, e.candidate, all_opt, nullptr, l);
+        return candidate_lower_bound_s(topo, model, job, e.candidate, all_opt, &context, l);
       };
       const double full = level(BoundLevel::full);
       CHECK(full <= e.result.step_time_s);
@@ -243,9 +245,11 @@ TEST_CASE("search bounds: past the time budget nothing more is sharpened or simu
   // 70B on four SuperPOD nodes: several rounds, later ones sharpened by their data-parallel part.
   const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{4});
   const auto model = load_workload(model_path("llama3.1-70b")).model;
-  const SearchJob job{4096, 256, DType::bf16, true};
+  const SearchJob job{2048, 64, DType::bf16, true};
   auto opt = options_for(job);
   opt.top_k = 3;
+  // The runs share their contexts' prices (which change no bound or step, only the time).
+  opt.contexts = std::make_shared<ContextPool>(topo);
   const auto enumeration = enumerate_search(topo, model, job, {}, opt);
   // The budget runs out during round `last` (`o` is `opt`, whose deadline each round reads).
   const auto run = [&](std::size_t last) {

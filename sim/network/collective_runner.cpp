@@ -1,7 +1,11 @@
 #include "network/collective_runner.hpp"
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -65,29 +69,101 @@ void drop_unshared_links(std::vector<CollectivePlan>& plans, PricingScratch& scr
       for (auto& f : phase) {
         // The solver's share of an unshared link is capacity / (0 + weight): the same division.
         const auto share = [&](const LinkUse& u) { return net.capacity_Bps(u.link) / u.weight; };
-        const LinkUse* least = nullptr;  // least (share, id)
         const LinkUse* first = nullptr;  // first of least share in the list
         std::size_t unshared = 0;
         for (const auto& u : f.links) {
           if (count[u.link] != 1) continue;
           ++unshared;
-          const double s = share(u);
-          if (!first || s < share(*first)) first = &u;
-          if (!least || s < share(*least) || (s == share(*least) && u.link < least->link))
-            least = &u;
+          if (!first || share(u) < share(*first)) first = &u;
         }
-        if (unshared < 2 || (unshared == 2 && least != first)) continue;
-        const auto keep_a = least->link, keep_b = first->link;
-        std::erase_if(f.links, [&](const LinkUse& u) {
-          return count[u.link] == 1 && u.link != keep_a && u.link != keep_b;
-        });
+        if (unshared < 2) continue;
+        const auto keep = first->link;
+        std::erase_if(f.links,
+                      [&](const LinkUse& u) { return count[u.link] == 1 && u.link != keep; });
       }
   for (auto l : touched) count[l] = 0;
+}
+
+RunSignature run_signature(const std::vector<CollectivePlan>& plans, PricingScratch& scratch) {
+  auto& rank = scratch.link_rank;  // 1 + the order in which the plans first name each link
+  if (rank.size() < scratch.net.link_count()) rank.assign(scratch.net.link_count(), 0);
+  std::vector<std::uint32_t> used;
+  for (const auto& plan : plans)
+    for (const auto& phase : plan.phases)
+      for (const auto& f : phase)
+        for (const auto& u : f.links)
+          if (rank[u.link] == 0) {
+            used.push_back(u.link);
+            rank[u.link] = static_cast<std::uint32_t>(used.size());
+          }
+  RunSignature s;
+  auto& w = s.words;
+  const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  w.push_back(plans.size());
+  for (const auto& plan : plans) {
+    w.push_back(static_cast<std::uint64_t>(plan.latency.picoseconds()));
+    w.push_back(plan.phases.size());
+    for (const auto& phase : plan.phases) {
+      w.push_back(phase.size());
+      for (const auto& f : phase) {
+        w.push_back(bits(f.bytes));
+        w.push_back(f.links.size());
+        for (const auto& u : f.links) {
+          w.push_back(rank[u.link]);
+          w.push_back(bits(u.weight));
+        }
+      }
+    }
+  }
+  for (auto l : used) {
+    w.push_back(bits(scratch.net.capacity_Bps(l)));
+    rank[l] = 0;
+  }
+  // Four independent multiply-xor lanes, mixed at the end: a signature runs to tens of thousands
+  // of words, and a chain of full mixes per word cost more than the replay it saves on small runs
+  // (the table compares whole signatures, so the hash only has to spread them).
+  std::array<std::uint64_t, 4> lane{1, 2, 3, 4};
+  for (std::size_t i = 0; i < w.size(); ++i)
+    lane[i % 4] = (lane[i % 4] ^ w[i]) * 0x9e3779b97f4a7c15ULL;
+  std::uint64_t h = mix64(w.size());
+  for (auto x : lane) h = hash_combine(h, mix64(x));
+  s.hash = h;
+  return s;
+}
+
+std::optional<Time> RunTimeCache::find(const RunSignature& s) const {
+  std::shared_lock lock(mutex_);
+  const auto it = map_.find(s.hash);
+  if (it == map_.end()) return std::nullopt;
+  for (const auto& [words, t] : it->second)
+    if (words == s.words) return t;
+  return std::nullopt;
+}
+
+void RunTimeCache::insert(const RunSignature& s, Time t) {
+  std::unique_lock lock(mutex_);
+  if (words_ + s.words.size() > kMaxWords) {
+    map_.clear();
+    words_ = 0;
+  }
+  auto& bucket = map_[s.hash];
+  for (const auto& entry : bucket)
+    if (entry.first == s.words) return;
+  bucket.emplace_back(s.words, t);
+  words_ += s.words.size();
+}
+
+std::size_t RunTimeCache::size() const {
+  std::shared_lock lock(mutex_);
+  std::size_t n = 0;
+  for (const auto& [hash, bucket] : map_) n += bucket.size();
+  return n;
 }
 
 Time time_alone(PricingScratch& scratch, const CollectivePlan& plan) {
   std::vector<CollectivePlan> run{plan};
   drop_unshared_links(run, scratch);
+  scratch.net.renumber_flows();
   const Time start = scratch.sim.now();
   Time end = Time::max();
   run_collective(scratch.net, scratch.sim, run.front(), [&] { end = scratch.sim.now(); });

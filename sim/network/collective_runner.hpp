@@ -1,8 +1,10 @@
 #pragma once
 // Running collectives on the flow network, pricing them, and choosing the algorithm like NCCL's
 // tuner: predict every applicable (algorithm, protocol) and take the fastest.
+#include <cstdint>
 #include <functional>
 #include <optional>
+#include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +29,7 @@ struct PricingScratch {
   Simulator sim;
   FlowNetwork net;
   std::vector<std::uint32_t> flows_on_link;  // drop_unshared_links's counts, zero between uses
+  std::vector<std::uint32_t> link_rank;      // run_signature's renaming, zero between uses
 };
 Time time_alone(PricingScratch& scratch, const CollectivePlan& plan);
 
@@ -34,11 +37,41 @@ Time time_alone(PricingScratch& scratch, const CollectivePlan& plan);
 // on, with every rate unchanged to the bit. A link that only one flow of all the plans crosses
 // (any phase) never shares its capacity: its fair share stays capacity/weight until that flow
 // is rated, after which it is idle. Of such links a flow keeps the one the solver would pick
-// among them (least share, then least id: MaxMinSolver's heap) and the first of least share in
-// its list (the solver's scan for few flows), so every bottleneck is found where it was. A DP
-// ring across a fabric crosses thousands of links it has to itself (its NVLink and PCIe hops, its
-// NIC and leaf ports), and every re-solve at a copy's completion walked them all.
+// among them: the first of least share in its list (MaxMinSolver breaks ties on the order links
+// were first touched, and only this flow touches them), so every bottleneck is found where it
+// was. A DP ring across a fabric crosses thousands of links it has to itself (its NVLink and
+// PCIe hops, its NIC and leaf ports), and every re-solve at a copy's completion walked them all.
 void drop_unshared_links(std::vector<CollectivePlan>& plans, PricingScratch& scratch);
+
+// What the times of `plans`, started together on the idle `scratch` network with its flow ids
+// renumbered (FlowNetwork::renumber_flows), depend on: the plans' latencies, phases, flows, bytes
+// and link weights in their order, each link renamed by the order the plans first name it, and
+// those links' capacities. The replay (drop_unshared_links, FlowNetwork, MaxMinSolver) reads a
+// link only through its capacity and the flows crossing it, and breaks ties on flow ids and on
+// the order links are first met, never on link ids; it reads absolute times only through their
+// differences. So plans with equal signatures end at the same times to the bit. The same data-
+// parallel group at every pipeline stage is such a case on a uniform cluster: its copies are the
+// groups of other nodes, wired alike.
+struct RunSignature {
+  std::vector<std::uint64_t> words;
+  std::uint64_t hash = 0;
+};
+RunSignature run_signature(const std::vector<CollectivePlan>& plans, PricingScratch& scratch);
+
+// Representative times (plans[0]'s, from the common start to its end) by run signature, shared by
+// threads (lookups take a shared lock). Bounded: past `kMaxWords` signature words it starts over.
+class RunTimeCache {
+ public:
+  std::optional<Time> find(const RunSignature& s) const;
+  void insert(const RunSignature& s, Time t);
+  std::size_t size() const;  // signatures held
+
+ private:
+  static constexpr std::size_t kMaxWords = std::size_t{16} << 20;  // 128 MB
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::uint64_t, std::vector<std::pair<std::vector<std::uint64_t>, Time>>> map_;
+  std::size_t words_ = 0;
+};
 
 struct PricedCollective {
   CollectiveAlgo algo = CollectiveAlgo::ring;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "network/link_efficiency.hpp"
@@ -179,6 +180,14 @@ void FlowNetwork::on_completion() {
   else
     reschedule();
   for (auto& d : finished) d();
+}
+
+void FlowNetwork::renumber_flows() {
+  if (active_ != 0 || !pending_seeds_.empty())
+    throw std::logic_error("flow network: renumbering flows while some are active");
+  free_flows_.resize(flows_.size());
+  for (std::size_t i = 0; i < free_flows_.size(); ++i)
+    free_flows_[i] = static_cast<std::uint32_t>(free_flows_.size() - 1 - i);
 }
 
 std::vector<double> FlowNetwork::rates_on_link(std::uint32_t link) const {

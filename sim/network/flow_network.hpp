@@ -41,12 +41,17 @@ class FlowNetwork {
 
   // Capacity of a directed link for payload: bandwidth × payload efficiency of its kind.
   double capacity_Bps(std::uint32_t link) const { return capacity_[link]; }
+  std::size_t link_count() const { return capacity_.size(); }
   std::size_t active_flows() const { return active_; }
   const FlowNetworkStats& stats() const { return stats_; }
   // Rate of every active flow crossing `link` (for tests and traces; after settle()).
   std::vector<double> rates_on_link(std::uint32_t link) const;
   // Re-solves the changes of this instant now rather than at its end (tests read rates).
   void settle();
+  // While idle: the next flows get ids 0, 1, 2, ... in the order they start, as on a fresh
+  // network. The solver meets a component's flows in id order and the completion heap breaks
+  // ties on it, so a run after this does not depend on what ran before (pricing scratch).
+  void renumber_flows();
 
   // Starts many flows at once and re-rates them in one solve (what a collective step does).
   struct FlowRequest {

@@ -76,21 +76,24 @@ void MaxMinSolver::solve(std::span<const std::uint32_t> flows,
     // earlier is a lower bound on the link's share now, and a link is pushed again only when its
     // entry reaches the top stale, not at every change (a ring flow crosses thousands of links;
     // pushing each of them at each freeze was most of a 100,000-GPU step). An entry popped at
-    // its current share is the smallest share left; ties break on the link id, so the result
-    // never depends on container order.
-    using Item = std::pair<double, std::uint32_t>;
+    // its current share is the smallest share left; ties break on the order the flows first
+    // touched the links, as the scan above does, so the rates depend on the flows and their
+    // link lists, never on link ids (run_signature relies on it).
+    using Item = std::pair<double, std::uint32_t>;  // share, index in touched_
     std::vector<Item> items;
     items.reserve(touched_.size());
-    for (auto l : touched_) items.emplace_back(residual_[l] / unfrozen_[l], l);
+    for (std::uint32_t i = 0; i < touched_.size(); ++i)
+      items.emplace_back(residual_[touched_[i]] / unfrozen_[touched_[i]], i);
     std::priority_queue<Item, std::vector<Item>, std::greater<>> heap(std::greater<>{},
                                                                       std::move(items));
     while (unrated > 0 && !heap.empty()) {
-      const auto [entry, link] = heap.top();
+      const auto [entry, index] = heap.top();
       heap.pop();
+      const auto link = touched_[index];
       if (!(unfrozen_[link] > 1e-9)) continue;  // every flow on it frozen (rounding aside)
       const double share = residual_[link] / unfrozen_[link];
       if (share > entry)
-        heap.emplace(share, link);
+        heap.emplace(share, index);
       else
         freeze(link, share);
     }

@@ -124,6 +124,8 @@ class SharedPrices {
       const FoldedPrices::LinksKey& key) const;
   void insert_links(const FoldedPrices::LinksKey& key,
                     std::shared_ptr<const FoldedPrices::PlanLinks> links);
+  // Representative times by run signature (a stage's data-parallel copies run like the others').
+  const std::shared_ptr<RunTimeCache> runs = std::make_shared<RunTimeCache>();
 
  private:
   static constexpr std::size_t kMaxEntries = std::size_t{1} << 17;
@@ -140,13 +142,18 @@ class SharedPrices {
 // scratch flow network and the prices of collectives run alone.
 struct CommContext {
   explicit CommContext(const Topology& topo, std::shared_ptr<SharedPrices> shared_prices = {})
-      : router(topo), scratch(topo), shared(std::move(shared_prices)) {}
+      : router(topo),
+        scratch(topo),
+        shared(std::move(shared_prices)),
+        runs(shared ? shared->runs : std::make_shared<RunTimeCache>()) {}
   Router router;
   PricingScratch scratch;
   CollectiveCostCache alone;
   FoldedPrices folded;
   // The search's prices across threads; null: this context's own only.
   std::shared_ptr<SharedPrices> shared;
+  // Times of concurrent plans by run signature: the search's (`shared`'s) or this context's.
+  std::shared_ptr<RunTimeCache> runs;
   // Measured collective fits (a calibration profile's); null: the model alone.
   const LinkCalibration* calibration = nullptr;
 };

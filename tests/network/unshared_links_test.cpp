@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "network/collective_runner.hpp"
 #include "test_paths.hpp"
@@ -14,6 +15,7 @@ namespace {
 // When each plan ends, all of them started together on the idle network.
 std::vector<Time> end_times(PricingScratch& scratch, const std::vector<CollectivePlan>& plans) {
   std::vector<Time> ends(plans.size(), Time::max());
+  scratch.net.renumber_flows();
   const Time start = scratch.sim.now();
   for (std::size_t i = 0; i < plans.size(); ++i)
     run_collective(scratch.net, scratch.sim, plans[i],
@@ -34,9 +36,9 @@ std::size_t link_uses(const std::vector<CollectivePlan>& plans) {
 
 TEST_CASE("drop_unshared_links keeps shared links and the unshared ones the solver would pick") {
   // Five directed links of one capacity c, ids l0 < ... < l4. Flow A crosses l3 (weight 2), l0
-  // (shared with flow B), l2 (weight 2) and l1: its unshared shares are c/2, c/2, c. The heap
-  // solver would pick l2 (least share, then least id), the scan l3 (first of least share in the
-  // list): both stay, l1 goes. Flow C alone on l4 keeps it.
+  // (shared with flow B), l2 (weight 2) and l1: its unshared shares are c/2, c/2, c. Both solvers
+  // would pick l3, the first of least share in its list (ties go to the link first touched,
+  // whatever the ids): it stays, l2 and l1 go. Flow C alone on l4 keeps it.
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   PricingScratch scratch(topo);
   std::vector<std::uint32_t> same;
@@ -49,7 +51,7 @@ TEST_CASE("drop_unshared_links keeps shared links and the unshared ones the solv
   two.phases = {{PlannedFlow{{{l0, 1.0}}, 1e6}}, {PlannedFlow{{{l4, 1.0}}, 1e6}}};
   std::vector<CollectivePlan> plans{one, two};
   drop_unshared_links(plans, scratch);
-  CHECK(plans[0].phases[0][0].links == FlowLinks{{l3, 2.0}, {l0, 1.0}, {l2, 2.0}});
+  CHECK(plans[0].phases[0][0].links == FlowLinks{{l3, 2.0}, {l0, 1.0}});
   CHECK(plans[1].phases[0][0].links == FlowLinks{{l0, 1.0}});
   CHECK(plans[1].phases[1][0].links == FlowLinks{{l4, 1.0}});
   // The scratch counts are left at zero: the same call again sees the same sharing.
@@ -98,4 +100,68 @@ TEST_CASE("drop_unshared_links leaves every end time unchanged to the picosecond
         CHECK(end_times(scratch, pruned) == before);
       }
   }
+}
+
+namespace {
+
+// `copies` data-parallel rings of `size` GPUs, one per GPU slot of a node, over nodes
+// [first_node, first_node + size): what the folded pricing runs for one stage's DP group.
+std::vector<CollectivePlan> dp_rings(const Topology& topo, Router& router, std::int32_t first_node,
+                                     std::int32_t copies, std::int32_t size, double bytes) {
+  std::vector<CollectivePlan> plans;
+  for (std::int32_t k = 0; k < copies; ++k) {
+    CollectiveCall call{CollectiveOp::reduce_scatter, {}, bytes};
+    for (std::int32_t i = 0; i < size; ++i) call.ranks.push_back((first_node + i) * 8 + k);
+    auto plan = plan_collective(topo, router, call, CollectiveAlgo::ring, Protocol::simple);
+    REQUIRE(plan);
+    plans.push_back(std::move(*plan));
+  }
+  return plans;
+}
+
+}  // namespace
+
+TEST_CASE("plans with equal run signatures end at the same times, whatever ran before") {
+  // One stage's DP rings on the first 32 nodes of a SuperPOD and the next stage's on the other
+  // 32: other nodes and other link ids, wired alike, so the same signature; and their end times
+  // equal to the picosecond. Another size or another group shape changes the signature.
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"));
+  Router router(topo);
+  PricingScratch scratch(topo);
+  auto first = dp_rings(topo, router, 0, 4, 32, 3e8);
+  auto second = dp_rings(topo, router, 32, 4, 32, 3e8);
+  auto bigger = dp_rings(topo, router, 32, 4, 32, 4e8);
+  auto shorter = dp_rings(topo, router, 32, 4, 16, 3e8);
+  for (auto* p : {&first, &second, &bigger, &shorter}) drop_unshared_links(*p, scratch);
+  const auto sig = run_signature(first, scratch);
+  CHECK(run_signature(second, scratch).words == sig.words);
+  CHECK(run_signature(second, scratch).hash == sig.hash);
+  CHECK(run_signature(bigger, scratch).words != sig.words);
+  CHECK(run_signature(shorter, scratch).words != sig.words);
+  // The renaming scratch is left at zero for the next call.
+  CHECK(std::all_of(scratch.link_rank.begin(), scratch.link_rank.end(),
+                    [](std::uint32_t r) { return r == 0; }));
+  const auto ends = end_times(scratch, first);
+  CHECK(end_times(scratch, second) == ends);
+  // After another run (its flows freed in another order) the same plans end at the same times
+  // as on a fresh network: the flow ids are renumbered first.
+  PricingScratch fresh(topo);
+  end_times(scratch, bigger);
+  end_times(scratch, shorter);
+  CHECK(end_times(scratch, first) == end_times(fresh, first));
+
+  RunTimeCache cache;
+  CHECK_FALSE(cache.find(sig));
+  cache.insert(sig, ends.front());
+  CHECK(cache.find(run_signature(second, scratch)) == ends.front());
+  CHECK_FALSE(cache.find(run_signature(bigger, scratch)));
+}
+
+TEST_CASE("renumbering the flows of a busy network is refused") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  PricingScratch scratch(topo);
+  scratch.net.transfer(FlowLinks{{0, 1.0}}, 1e6, [] {});
+  CHECK_THROWS_AS(scratch.net.renumber_flows(), std::logic_error);
+  scratch.sim.run();
+  CHECK_NOTHROW(scratch.net.renumber_flows());
 }

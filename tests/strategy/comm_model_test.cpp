@@ -179,3 +179,37 @@ TEST_CASE("folded prices: a price found in the shared table is the price a fresh
   CHECK(own.price(other) == q);
   CHECK(b.router.cached_routes() < alone.router.cached_routes());  // 70 against 256
 }
+
+TEST_CASE("folded prices: the same group at another pipeline stage is simulated once") {
+  // Eight nodes, tp=8 × dp=4 × pp=2: stage 0's data-parallel groups lie on nodes 0-3, stage 1's
+  // on nodes 4-7, wired alike. Pricing stage 1's reduce-scatter after stage 0's finds its run by
+  // signature (nothing simulated) at the price a fresh context simulates for it, to the bit.
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), {.nodes = 8});
+  const Placement placement(parse_mesh("tp=8,dp=4,pp=2", "--mesh"));
+  std::vector<std::int32_t> stage0, stage1;
+  for (const auto& g : placement.all_groups(GroupKind::dp)) {
+    if (placement.coord_of(g.front()).pp == 0 && stage0.empty()) stage0 = g;
+    if (placement.coord_of(g.front()).pp == 1 && stage1.empty()) stage1 = g;
+  }
+  REQUIRE(stage0.size() == 4);
+  REQUIRE(stage1.size() == 4);
+  CHECK(stage0 != stage1);
+  const auto r0 = request(GroupKind::dp, CollectiveOp::reduce_scatter, stage0, 512.0 * (1 << 20));
+  const auto r1 = request(GroupKind::dp, CollectiveOp::reduce_scatter, stage1, 512.0 * (1 << 20));
+  CommContext ctx(topo), alone(topo);
+  FoldedComm comm(topo, placement, ctx), own(topo, placement, alone);
+  const Time p0 = comm.price(r0);
+  const auto flows = ctx.scratch.net.stats().flows_started;
+  CHECK(ctx.runs->size() == 1);
+  const Time p1 = comm.price(r1);
+  CHECK(ctx.runs->size() == 1);
+  // Only the representative alone was simulated (to choose the algorithm), not its copies.
+  CHECK(ctx.scratch.net.stats().flows_started - flows <= 8);
+  CHECK(own.price(r1) == p1);
+  CHECK(p1 == p0);
+  // Another size is another run.
+  auto smaller = r1;
+  smaller.call.bytes /= 2;
+  CHECK(comm.price(smaller) < p1);
+  CHECK(ctx.runs->size() == 2);
+}

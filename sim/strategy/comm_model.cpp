@@ -1,6 +1,7 @@
 #include "strategy/comm_model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <iterator>
 #include <mutex>
@@ -8,6 +9,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/rng.hpp"
 
 namespace meshsim {
 namespace {
@@ -289,6 +291,19 @@ std::int32_t FoldedComm::index_of(const CommRequest& r) {
   f_.priced.push_back(std::move(p));
   f_.index.emplace(key, i);
   return i;
+}
+
+std::size_t FoldedPrices::KeyHash::operator()(const Key& k) const {
+  const auto& [mesh, order, kind, op, ranks, bytes, algo, fraction, calibration, copies] = k;
+  std::uint64_t h = mix64(static_cast<std::uint64_t>(kind) * 64 + static_cast<std::uint64_t>(op));
+  for (auto x : mesh) h = hash_combine(h, static_cast<std::uint64_t>(x));
+  for (auto x : order) h = hash_combine(h, static_cast<std::uint64_t>(x));
+  for (auto r : ranks) h = hash_combine(h, static_cast<std::uint64_t>(r));
+  h = hash_combine(h, std::bit_cast<std::uint64_t>(bytes));
+  h = hash_combine(h, static_cast<std::uint64_t>(algo));
+  h = hash_combine(h, std::bit_cast<std::uint64_t>(fraction));
+  h = hash_combine(h, reinterpret_cast<std::uintptr_t>(calibration));
+  return static_cast<std::size_t>(hash_combine(h, copies));
 }
 
 std::optional<SharedPrices::Value> SharedPrices::find(const FoldedPrices::Key& key) const {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/op_graph.hpp"
@@ -75,10 +76,16 @@ struct FoldedPrices {
   // calibration and copies bound.
   using Key = std::tuple<std::array<std::int64_t, 5>, std::array<int, 4>, int, int,
                          std::vector<std::int32_t>, double, int, double, const void*, std::size_t>;
+  // Hashed rather than ordered: a search looks prices up millions of times, and ordered keys
+  // compared whole rank lists of equal prefixes at every level of the tree. Nothing iterates
+  // these tables, so their order never shows.
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const;
+  };
   // Placement, kind, op, ranks, the algorithm and protocol used, copies bound.
   using ShapeKey = std::tuple<std::array<std::int64_t, 5>, std::array<int, 4>, int, int,
                               std::vector<std::int32_t>, int, int, std::size_t>;
-  std::map<Key, std::int32_t> index;
+  std::unordered_map<Key, std::int32_t, KeyHash> index;
   std::vector<Priced> priced;
   std::map<ShapeKey, std::int32_t> shape_index;
   std::vector<Shape> shapes;
@@ -100,7 +107,7 @@ struct FoldedPrices {
   using PlanLinks = std::vector<std::vector<FlowLinks>>;  // per phase, per flow
   std::map<LinksKey, PlanLinks> plan_links;
   std::size_t plan_link_uses = 0;
-  std::map<Key, Time> unloaded;  // FoldedComm::unloaded_price, by the price's key
+  std::unordered_map<Key, Time, KeyHash> unloaded;  // FoldedComm::unloaded_price, by price key
 };
 
 // Folded prices and plan links shared by the threads of a search: a collective one worker
@@ -132,7 +139,7 @@ class SharedPrices {
   // 32 M link uses of 16 bytes: at most what two threads' own tables held (16 M each).
   static constexpr std::size_t kMaxLinkUses = std::size_t{32} << 20;
   mutable std::shared_mutex mutex_, links_mutex_;
-  std::map<FoldedPrices::Key, Value> map_;
+  std::unordered_map<FoldedPrices::Key, Value, FoldedPrices::KeyHash> map_;
   std::map<FoldedPrices::LinksKey, std::shared_ptr<const FoldedPrices::PlanLinks>> links_;
   std::size_t link_uses_ = 0;
 };

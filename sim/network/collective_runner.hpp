@@ -3,6 +3,7 @@
 // tuner: predict every applicable (algorithm, protocol) and take the fastest.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <shared_mutex>
 #include <unordered_map>
@@ -24,12 +25,21 @@ Time time_alone(const Topology& topo, const CollectivePlan& plan);
 // An idle flow network to price plans on, reused across prices: building one for a cluster of
 // thousands of GPUs costs more than most prices. Idle between uses; times are measured from
 // each start.
+struct RunSignature {
+  std::vector<std::uint64_t> words;
+  std::uint64_t hash = 0;
+};
 struct PricingScratch {
   explicit PricingScratch(const Topology& topo) : net(topo, sim) {}
   Simulator sim;
   FlowNetwork net;
   std::vector<std::uint32_t> flows_on_link;  // drop_unshared_links's counts, zero between uses
   std::vector<std::uint32_t> link_rank;      // run_signature's renaming, zero between uses
+  // run_signature's buffers, kept to be reused: a 405B search signs ~13,000 runs of up to 10^6
+  // link uses, and fresh buffers of that size cost a page fault per 4 KiB each time.
+  RunSignature signature;
+  std::vector<LinkUse> kept_links;
+  std::vector<std::uint32_t> kept_count, touched;
 };
 Time time_alone(PricingScratch& scratch, const CollectivePlan& plan);
 
@@ -52,11 +62,23 @@ void drop_unshared_links(std::vector<CollectivePlan>& plans, PricingScratch& scr
 // differences. So plans with equal signatures end at the same times to the bit. The same data-
 // parallel group at every pipeline stage is such a case on a uniform cluster: its copies are the
 // groups of other nodes, wired alike.
-struct RunSignature {
-  std::vector<std::uint64_t> words;
-  std::uint64_t hash = 0;
+// The result lives in scratch.signature until the next call.
+const RunSignature& run_signature(const std::vector<CollectivePlan>& plans,
+                                  PricingScratch& scratch);
+
+// A plan whose flows' links are kept elsewhere (the folded pricing's cache of planned links,
+// shared by every price of the copy): flow k of phase ph crosses (*links)[ph][k]; the plan's own
+// flows have no links. Pricing 64 copies of a data-parallel group of hundreds of GPUs copied
+// ~10^5-10^6 link uses per price, most of them dropped by drop_unshared_links right after.
+struct LinkedPlan {
+  CollectivePlan plan;
+  std::shared_ptr<const std::vector<std::vector<FlowLinks>>> links;  // per phase, per flow
 };
-RunSignature run_signature(const std::vector<CollectivePlan>& plans, PricingScratch& scratch);
+// The signature of the plans as drop_unshared_links leaves them, without copying their links.
+const RunSignature& run_signature(const std::vector<LinkedPlan>& plans, PricingScratch& scratch);
+// The plans with their links, as drop_unshared_links leaves them: what runs on a signature miss.
+std::vector<CollectivePlan> dropped_plans(const std::vector<LinkedPlan>& plans,
+                                          PricingScratch& scratch);
 
 // Representative times (plans[0]'s, from the common start to its end) by run signature, shared by
 // threads (lookups take a shared lock). Bounded: past `kMaxWords` signature words it starts over.

@@ -82,70 +82,88 @@ const GroupLayout& FoldedComm::layout(const std::vector<std::int32_t>& ranks) {
   return f_.layouts.emplace(ranks, layout_of(topo_, ctx_.router, ranks)).first->second;
 }
 
-std::optional<CollectivePlan> FoldedComm::plan_of(const CollectiveCall& call, CollectiveAlgo algo,
-                                                  Protocol protocol) {
+std::optional<LinkedPlan> FoldedComm::linked_plan_of(const CollectiveCall& call,
+                                                     CollectiveAlgo algo, Protocol protocol) {
   // The links come from the cache when this copy was planned before at any size or protocol;
   // the plan's bytes and latency are worked out without routing. Both come from the same planner
   // in the same flow order, so the plan is the one planned with its flows.
   const FoldedPrices::LinksKey key{call.ranks, static_cast<int>(call.op), static_cast<int>(algo)};
   const auto& group = layout(call.ranks);
-  std::shared_ptr<const FoldedPrices::PlanLinks> held;
-  const FoldedPrices::PlanLinks* links = nullptr;
+  std::shared_ptr<const FoldedPrices::PlanLinks> links;
   if (ctx_.shared) {
-    held = ctx_.shared->find_links(key);
-    links = held.get();
+    links = ctx_.shared->find_links(key);
   } else if (const auto it = f_.plan_links.find(key); it != f_.plan_links.end()) {
-    links = &it->second;
+    links = it->second;
   }
   if (links) {
     auto plan = plan_collective(topo_, ctx_.router, call, group, algo, protocol, nullptr, false);
-    if (!plan) return plan;
+    if (!plan) return std::nullopt;
     if (plan->phases.size() != links->size())
       throw std::logic_error("collective plan: phases differ with and without flows");
-    for (std::size_t ph = 0; ph < links->size(); ++ph) {
-      auto& flows = plan->phases[ph];
-      if (flows.size() != (*links)[ph].size())
+    for (std::size_t ph = 0; ph < links->size(); ++ph)
+      if (plan->phases[ph].size() != (*links)[ph].size())
         throw std::logic_error("collective plan: flows differ with and without links");
-      for (std::size_t k = 0; k < flows.size(); ++k) flows[k].links = (*links)[ph][k];
-    }
-    return plan;
+    return LinkedPlan{std::move(*plan), std::move(links)};
   }
   auto plan = plan_collective(topo_, ctx_.router, call, group, algo, protocol, nullptr, true);
-  if (!plan) return plan;
-  FoldedPrices::PlanLinks planned;
+  if (!plan) return std::nullopt;
+  auto planned = std::make_shared<FoldedPrices::PlanLinks>();
   std::size_t uses = 0;
-  for (const auto& phase : plan->phases) {
-    auto& out = planned.emplace_back();
-    for (const auto& f : phase) {
-      out.push_back(f.links);
+  for (auto& phase : plan->phases) {
+    auto& out = planned->emplace_back();
+    for (auto& f : phase) {
       uses += f.links.size();
+      out.push_back(std::move(f.links));
+      f.links.clear();
     }
   }
   if (ctx_.shared) {
-    ctx_.shared->insert_links(key,
-                              std::make_shared<const FoldedPrices::PlanLinks>(std::move(planned)));
-    return plan;
+    ctx_.shared->insert_links(key, planned);
+  } else {
+    if (f_.plan_link_uses > (std::size_t{16} << 20)) {
+      f_.plan_links.clear();
+      f_.plan_link_uses = 0;
+    }
+    f_.plan_links.emplace(key, planned);
+    f_.plan_link_uses += uses;
   }
-  if (f_.plan_link_uses > (std::size_t{16} << 20)) {
-    f_.plan_links.clear();
-    f_.plan_link_uses = 0;
-  }
-  f_.plan_links.emplace(key, std::move(planned));
-  f_.plan_link_uses += uses;
-  return plan;
+  return LinkedPlan{std::move(*plan), std::move(planned)};
 }
 
-std::vector<CollectivePlan> FoldedComm::plans_of(const FoldedPrices::Priced& p) {
-  std::vector<CollectivePlan> plans;
+std::optional<CollectivePlan> FoldedComm::plan_of(const CollectiveCall& call, CollectiveAlgo algo,
+                                                  Protocol protocol) {
+  auto linked = linked_plan_of(call, algo, protocol);
+  if (!linked) return std::nullopt;
+  auto& plan = linked->plan;
+  for (std::size_t ph = 0; ph < plan.phases.size(); ++ph)
+    for (std::size_t k = 0; k < plan.phases[ph].size(); ++k)
+      plan.phases[ph][k].links = (*linked->links)[ph][k];
+  return std::move(plan);
+}
+
+std::vector<LinkedPlan> FoldedComm::linked_plans_of(const FoldedPrices::Priced& p) {
+  std::vector<LinkedPlan> plans;
   for (const auto& ranks : copies(p.request)) {
     CollectiveCall call = p.request.call;
     call.ranks = ranks;
-    auto plan = plan_of(call, p.algo, p.protocol);
+    auto plan = linked_plan_of(call, p.algo, p.protocol);
     if (!plan)
       throw Error(
           "", "",
           "collective plan failed for a copy of " + std::string(name_of(p.request.call.op)));
-    plans.push_back(scaled(std::move(*plan), p.request.fraction));
+    plan->plan = scaled(std::move(plan->plan), p.request.fraction);
+    plans.push_back(std::move(*plan));
+  }
+  return plans;
+}
+
+std::vector<CollectivePlan> FoldedComm::plans_of(const FoldedPrices::Priced& p) {
+  std::vector<CollectivePlan> plans;
+  for (auto& linked : linked_plans_of(p)) {
+    auto& plan = plans.emplace_back(std::move(linked.plan));
+    for (std::size_t ph = 0; ph < plan.phases.size(); ++ph)
+      for (std::size_t k = 0; k < plan.phases[ph].size(); ++k)
+        plan.phases[ph][k].links = (*linked.links)[ph][k];
   }
   return plans;
 }
@@ -260,17 +278,17 @@ std::int32_t FoldedComm::index_of(const CommRequest& r) {
     f_.index.emplace(key, i);
     return i;
   }
-  auto plans = plans_of(p);
-  p.latency = plans.front().latency;
-  drop_unshared_links(plans, ctx_.scratch);
+  const auto linked = linked_plans_of(p);
+  p.latency = linked.front().plan.latency;
   // The same run at another pipeline stage (its copies wired alike) has the same signature, and
   // so does a layout that puts the same groups elsewhere: of the 13,400 prices of the Llama 3.1
   // 405B search on 16,384 GPUs, about 1,000 needed simulating. Smaller runs gain too: a hit costs
   // half a miss or less at every size measured.
-  const auto signature = run_signature(plans, ctx_.scratch);
+  const auto& signature = run_signature(linked, ctx_.scratch);
   if (const auto run = ctx_.runs->find(signature)) {
     p.alone = *run;
   } else {
+    const auto plans = dropped_plans(linked, ctx_.scratch);
     auto& sim = ctx_.scratch.sim;
     ctx_.scratch.net.renumber_flows();
     const Time start = sim.now();
@@ -298,7 +316,13 @@ std::size_t FoldedPrices::KeyHash::operator()(const Key& k) const {
   std::uint64_t h = mix64(static_cast<std::uint64_t>(kind) * 64 + static_cast<std::uint64_t>(op));
   for (auto x : mesh) h = hash_combine(h, static_cast<std::uint64_t>(x));
   for (auto x : order) h = hash_combine(h, static_cast<std::uint64_t>(x));
-  for (auto r : ranks) h = hash_combine(h, static_cast<std::uint64_t>(r));
+  // The group by its size and up to eight evenly spaced members (a data-parallel group of 2,048
+  // GPUs hashed whole cost 5 % of a search): groups of one kind differ in their first member
+  // already; equal hashes still compare whole keys.
+  h = hash_combine(h, ranks.size());
+  const std::size_t stride = std::max<std::size_t>(1, ranks.size() / 8);
+  for (std::size_t i = 0; i < ranks.size(); i += stride)
+    h = hash_combine(h, static_cast<std::uint64_t>(ranks[i]));
   h = hash_combine(h, std::bit_cast<std::uint64_t>(bytes));
   h = hash_combine(h, static_cast<std::uint64_t>(algo));
   h = hash_combine(h, std::bit_cast<std::uint64_t>(fraction));

@@ -105,7 +105,7 @@ struct FoldedPrices {
   // data-parallel copies run into the next stages). Bounded like the flow table.
   using LinksKey = std::tuple<std::vector<std::int32_t>, int, int>;
   using PlanLinks = std::vector<std::vector<FlowLinks>>;  // per phase, per flow
-  std::map<LinksKey, PlanLinks> plan_links;
+  std::map<LinksKey, std::shared_ptr<const PlanLinks>> plan_links;
   std::size_t plan_link_uses = 0;
   std::unordered_map<Key, Time, KeyHash> unloaded;  // FoldedComm::unloaded_price, by price key
 };
@@ -201,7 +201,11 @@ class FoldedComm : public CommModel {
  private:
   std::vector<std::vector<std::int32_t>> copies(const CommRequest& r);
   std::vector<CollectivePlan> plans_of(const FoldedPrices::Priced& p);
+  // Each copy's plan with its links held from the links cache, not copied (index_of).
+  std::vector<LinkedPlan> linked_plans_of(const FoldedPrices::Priced& p);
   // plan_collective with the copy's links from `plan_links` when it was planned before.
+  std::optional<LinkedPlan> linked_plan_of(const CollectiveCall& call, CollectiveAlgo algo,
+                                           Protocol protocol);
   std::optional<CollectivePlan> plan_of(const CollectiveCall& call, CollectiveAlgo algo,
                                         Protocol protocol);
   const GroupLayout& layout(const std::vector<std::int32_t>& ranks);

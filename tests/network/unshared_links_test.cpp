@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 
 #include "network/collective_runner.hpp"
@@ -155,6 +156,44 @@ TEST_CASE("plans with equal run signatures end at the same times, whatever ran b
   cache.insert(sig, ends.front());
   CHECK(cache.find(run_signature(second, scratch)) == ends.front());
   CHECK_FALSE(cache.find(run_signature(bigger, scratch)));
+}
+
+TEST_CASE("plans whose links are held elsewhere sign as their dropped copies do") {
+  // The folded pricing keeps each copy's links in a cache and signs the run without copying them
+  // (LinkedPlan); on a miss it runs dropped_plans. Both must describe the same run.
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"));
+  Router router(topo);
+  PricingScratch scratch(topo);
+  const auto plans = dp_rings(topo, router, 8, 6, 24, 2e8);
+  std::vector<LinkedPlan> linked;
+  for (const auto& p : plans) {
+    auto links = std::make_shared<std::vector<std::vector<FlowLinks>>>();
+    LinkedPlan l{p, nullptr};
+    for (auto& phase : l.plan.phases) {
+      auto& out = links->emplace_back();
+      for (auto& f : phase) {
+        out.push_back(f.links);
+        f.links.clear();
+      }
+    }
+    l.links = std::move(links);
+    linked.push_back(std::move(l));
+  }
+  auto dropped = plans;
+  drop_unshared_links(dropped, scratch);
+  const auto from_cache = dropped_plans(linked, scratch);
+  CHECK(link_uses(from_cache) == link_uses(dropped));
+  CHECK(link_uses(from_cache) < link_uses(plans));
+  for (std::size_t c = 0; c < plans.size(); ++c)
+    for (std::size_t ph = 0; ph < plans[c].phases.size(); ++ph)
+      for (std::size_t k = 0; k < plans[c].phases[ph].size(); ++k)
+        CHECK(from_cache[c].phases[ph][k].links == dropped[c].phases[ph][k].links);
+  const auto sig = run_signature(linked, scratch);
+  CHECK(sig.words == run_signature(dropped, scratch).words);
+  CHECK(sig.hash == run_signature(dropped, scratch).hash);
+  CHECK(sig.words != run_signature(plans, scratch).words);  // the undropped run has more links
+  CHECK(std::all_of(scratch.flows_on_link.begin(), scratch.flows_on_link.end(),
+                    [](std::uint32_t n) { return n == 0; }));
 }
 
 TEST_CASE("renumbering the flows of a busy network is refused") {

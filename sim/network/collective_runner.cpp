@@ -56,8 +56,8 @@ void run_collective(FlowNetwork& net, Simulator& sim, const CollectivePlan& plan
 namespace {
 
 // Counts every link use of the n plans plan_of(c) (flow k of phase ph of plan c crosses
-// links_of(c, ph, k)) into
-// scratch.flows_on_link; `touched` lists the links counted, to zero them after.
+// links_of(c, ph, k)) into scratch.flows_on_link; `touched` lists the links counted, to zero
+// them after.
 template <class PlanOf, class LinksOf>
 void count_link_uses(std::size_t n, PlanOf plan_of, LinksOf links_of, PricingScratch& scratch,
                      std::vector<std::uint32_t>& touched) {

@@ -22,13 +22,15 @@ void run_collective(FlowNetwork& net, Simulator& sim, const CollectivePlan& plan
 // Time of one plan run alone on an idle cluster.
 Time time_alone(const Topology& topo, const CollectivePlan& plan);
 
-// An idle flow network to price plans on, reused across prices: building one for a cluster of
-// thousands of GPUs costs more than most prices. Idle between uses; times are measured from
-// each start.
+// A run's signature (run_signature): its words and their hash.
 struct RunSignature {
   std::vector<std::uint64_t> words;
   std::uint64_t hash = 0;
 };
+
+// An idle flow network to price plans on, reused across prices: building one for a cluster of
+// thousands of GPUs costs more than most prices. Idle between uses; times are measured from
+// each start.
 struct PricingScratch {
   explicit PricingScratch(const Topology& topo) : net(topo, sim) {}
   Simulator sim;

@@ -42,8 +42,9 @@ BENCHMARK(BM_Search70B_512)
 // with 2,048 nodes (16,384 H100), default space, exact top 10 (target 60 CPU-s; measured
 // 2026-12-03 on two cores: 100 simulated, 124-134 CPU-s at the start of the day; 43 simulated,
 // 72 CPU-s after the three-level bounds and the shared prices and plan links; the CLI, which
-// also ranks the seed heuristic, 44 and 50-68 CPU-s as the VM's speed drifted; 52 CPU-s here
-// (46 user, 6 system, 4.3 GB) and 44-52 on the CLI with prices found by run signature).
+// also ranks the seed heuristic, 44 and 50-68 CPU-s as the VM's speed drifted; with prices found
+// by run signature 45 CPU-s here (39 user, 6 system, 3.7 GB) and 44-47 on the CLI while the VM
+// ran fast, 58-66 in its slowest period before the last two cuts).
 void BM_Search405B_16k(benchmark::State& state) {
   const auto topo =
       load_topology(path("topologies/dgx-h100-superpod.json"), TopologyOptions{.nodes = 2048});

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -77,6 +78,7 @@ class Replay {
     for (std::size_t i = 0; i < g_.op_count(); ++i)
       waiting_[i] =
           static_cast<std::uint32_t>(g_.op(OpId{static_cast<std::uint32_t>(i)}).deps.size());
+    dependents_ = g_.dependents();
     head_.assign(g_.stream_count(), 0);
     busy_.assign(g_.stream_count(), false);
     if (inter_) {
@@ -105,10 +107,10 @@ class Replay {
     Time makespan = Time::zero();
     for (std::size_t i = 0; i < timing_.size(); ++i) {
       if (!timing_[i].finished()) {
-        const Op& op = g_.op(OpId{static_cast<std::uint32_t>(i)});
-        throw Error(
-            "", "",
-            "op '" + op.name + "' on stream '" + g_.stream(op.stream).label + "' never finished");
+        const Op op = g_.op(OpId{static_cast<std::uint32_t>(i)});
+        throw Error("", "",
+                    "op '" + std::string(op.name) + "' on stream '" + g_.stream(op.stream).label +
+                        "' never finished");
       }
       if (timing_[i].end - start_time_ > makespan) makespan = timing_[i].end - start_time_;
     }
@@ -124,12 +126,12 @@ class Replay {
     busy_[s.value] = true;
     timing_[id.value].start = sim_.now();
     if (hooks_) hooks_->op_started(g_, id, sim_.now());
-    const Op& op = g_.op(id);
+    const Op op = g_.op(id);
     if (inter_ && holds(id, st)) change_load(s, +1);
     if (inter_)
       if (const double d = demand(id, st); d > 0) change_hbm(s, d);
     if (op.start) {
-      op.start(id, [this, id] { finish(id); });
+      (*op.start)(id, [this, id] { finish(id); });
     } else if (inter_ && (slowable(id, st) || shares(id, st))) {
       auto& run = running_[s.value];
       run = Running{id, static_cast<double>(op.duration.picoseconds()), sim_.now(), 1.0, {}};
@@ -239,13 +241,14 @@ class Replay {
     if (progress_ && (++finished_ % progress_every_ == 0 || finished_ == g_.op_count()))
       progress_(finished_, g_.op_count());
     if (hooks_) hooks_->op_finished(g_, id, sim_.now());
-    const Op& op = g_.op(id);
+    const Op op = g_.op(id);
     if (inter_ && holds(id, g_.stream(op.stream))) change_load(op.stream, -1);
     if (inter_)
       if (const double d = demand(id, g_.stream(op.stream)); d > 0) change_hbm(op.stream, -d);
     busy_[op.stream.value] = false;
     ++head_[op.stream.value];
-    for (OpId d : op.dependents) {
+    for (auto k = dependents_.begin[id.value]; k < dependents_.begin[id.value + 1]; ++k) {
+      const OpId d = dependents_.ops[k];
       --waiting_[d.value];
       if (waiting_[d.value] == 0) try_start(g_.op(d).stream);
     }
@@ -260,6 +263,7 @@ class Replay {
   Time start_time_;
   std::vector<OpTiming> timing_;
   std::vector<std::uint32_t> waiting_;
+  OpGraph::Dependents dependents_;
   std::vector<std::size_t> head_;
   std::vector<bool> busy_;
   const ReplayInterference* inter_ = nullptr;

@@ -488,12 +488,11 @@ double FoldedComm::flow_rate(const std::vector<std::int32_t>& shapes) {
   return t_shared > 0 && t_alone > 0 ? std::clamp(t_alone / t_shared, 1e-3, 1.0) : 1.0;
 }
 
-OpId FoldedComm::add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
-                     std::vector<OpId> deps) {
+OpId FoldedComm::add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
+                     std::span<const OpId> deps) {
   const auto i = index_of(r);
-  const OpId id = g.add_op(s, std::move(name),
-                           i < 0 ? Time::zero() : f_.priced[static_cast<std::size_t>(i)].price,
-                           std::move(deps));
+  const OpId id =
+      g.add_op(s, name, i < 0 ? Time::zero() : f_.priced[static_cast<std::size_t>(i)].price, deps);
   if (op_collective_.size() <= id.value) op_collective_.resize(id.value + 1, -1);
   op_collective_[id.value] = i;
   return id;
@@ -513,14 +512,14 @@ std::shared_ptr<const CollectivePlan> FullComm::plan_for(const CommRequest& r) {
   return p;
 }
 
-OpId FullComm::add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
-                   std::vector<OpId> deps) {
-  if (trivial(r.call)) return g.add_op(s, std::move(name), Time::zero(), std::move(deps));
+OpId FullComm::add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
+                   std::span<const OpId> deps) {
+  if (trivial(r.call)) return g.add_op(s, name, Time::zero(), deps);
   auto plan = plan_for(r);
   const std::size_t members = r.sender_only ? 1 : r.call.ranks.size();
   auto key = std::make_pair(r.call.ranks, r.instance);
   return g.add_async_op(
-      s, std::move(name),
+      s, name,
       [this, plan, members, key](OpId, OpDone done) {
         auto& p = pending_[key];
         p.dones.push_back(std::move(done));
@@ -531,7 +530,7 @@ OpId FullComm::add(OpGraph& g, StreamId s, std::string name, const CommRequest& 
           for (auto& d : *dones) d();
         });
       },
-      std::move(deps));
+      deps);
 }
 
 }  // namespace meshsim

@@ -19,7 +19,9 @@
 #include <memory>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -168,8 +170,8 @@ struct CommContext {
 class CommModel {
  public:
   virtual ~CommModel() = default;
-  virtual OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
-                   std::vector<OpId> deps) = 0;
+  virtual OpId add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
+                   std::span<const OpId> deps) = 0;
 };
 
 class FoldedComm : public CommModel {
@@ -178,8 +180,8 @@ class FoldedComm : public CommModel {
   // and the next groups in rank order); beyond it, distant copies are assumed not to share links.
   FoldedComm(const Topology& topo, const Placement& placement, CommContext& context,
              std::size_t max_copies = 64);
-  OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
-           std::vector<OpId> deps) override;
+  OpId add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
+           std::span<const OpId> deps) override;
   Time price(const CommRequest& r);
   // A lower bound on price(r) that simulates nothing: the representative's plan, each flow at
   // the capacity of its narrowest link as if nothing else were on it (a max-min rate never
@@ -232,8 +234,8 @@ class FoldedComm : public CommModel {
 class FullComm : public CommModel {
  public:
   FullComm(const Topology& topo, Simulator& sim, FlowNetwork& net, CommContext& context);
-  OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
-           std::vector<OpId> deps) override;
+  OpId add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
+           std::span<const OpId> deps) override;
 
  private:
   struct Pending {

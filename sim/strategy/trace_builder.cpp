@@ -101,9 +101,9 @@ class DeferredComm : public CommModel {
  public:
   // `unloaded`: the data-parallel groups' collectives at their unloaded lower bounds.
   DeferredComm(FoldedComm& priced, bool unloaded) : priced_(priced), unloaded_(unloaded) {}
-  OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
-           std::vector<OpId> deps) override {
-    const OpId id = g.add_op(s, std::move(name), Time::zero(), std::move(deps));
+  OpId add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
+           std::span<const OpId> deps) override {
+    const OpId id = g.add_op(s, name, Time::zero(), deps);
     if (requests_.size() <= id.value) requests_.resize(id.value + 1);
     requests_[id.value] = r;
     return id;
@@ -1265,7 +1265,8 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
 // A comm model that is never called: the bound prices compute only.
 class NoComm : public CommModel {
  public:
-  OpId add(OpGraph&, StreamId, std::string, const CommRequest&, std::vector<OpId>) override {
+  OpId add(OpGraph&, StreamId, std::string_view, const CommRequest&,
+           std::span<const OpId>) override {
     throw Error("", "", "internal: the step-time bound priced a collective");
   }
 };

@@ -11,10 +11,12 @@ namespace {
 struct Recorder : OpHooks {
   std::vector<std::string> events;
   void op_started(const OpGraph& g, OpId id, Time t) override {
-    events.push_back("start " + g.op(id).name + " @" + std::to_string(t.picoseconds() / 1000));
+    events.push_back("start " + std::string(g.op(id).name) + " @" +
+                     std::to_string(t.picoseconds() / 1000));
   }
   void op_finished(const OpGraph& g, OpId id, Time t) override {
-    events.push_back("end " + g.op(id).name + " @" + std::to_string(t.picoseconds() / 1000));
+    events.push_back("end " + std::string(g.op(id).name) + " @" +
+                     std::to_string(t.picoseconds() / 1000));
   }
 };
 }  // namespace

@@ -27,9 +27,9 @@ ModelSpec bundled(const std::string& name) {
 // Communication that costs nothing: isolates the pipeline schedule.
 class FreeComm : public CommModel {
  public:
-  OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest&,
-           std::vector<OpId> deps) override {
-    return g.add_op(s, std::move(name), Time::zero(), std::move(deps));
+  OpId add(OpGraph& g, StreamId s, std::string_view name, const CommRequest&,
+           std::span<const OpId> deps) override {
+    return g.add_op(s, name, Time::zero(), deps);
   }
 };
 
@@ -316,10 +316,9 @@ namespace {
 // times that can be derived by hand.
 class BandwidthComm : public CommModel {
  public:
-  OpId add(OpGraph& g, StreamId s, std::string name, const CommRequest& r,
-           std::vector<OpId> deps) override {
-    return g.add_op(s, std::move(name), Time::from_seconds_ceil(r.call.bytes * r.fraction / 100e9),
-                    std::move(deps));
+  OpId add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
+           std::span<const OpId> deps) override {
+    return g.add_op(s, name, Time::from_seconds_ceil(r.call.bytes * r.fraction / 100e9), deps);
   }
 };
 
@@ -519,9 +518,9 @@ TEST_CASE("torchtitan's layer AC re-runs every second block; its memory is halfw
     std::set<std::string> layers;
     for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i)
       if (r.trace.info[i].recompute) {
-        const auto& n = r.trace.graph.op(OpId{i}).name;
+        const auto n = r.trace.graph.op(OpId{i}).name;
         const auto dot = n.find(".L");
-        layers.insert(n.substr(dot + 2, n.find('.', dot + 2) - dot - 2));
+        layers.emplace(n.substr(dot + 2, n.find('.', dot + 2) - dot - 2));
       }
     return layers;
   };

@@ -44,7 +44,9 @@ BENCHMARK(BM_Search70B_512)
 // 72 CPU-s after the three-level bounds and the shared prices and plan links; the CLI, which
 // also ranks the seed heuristic, 44 and 50-68 CPU-s as the VM's speed drifted; with prices found
 // by run signature 45 CPU-s here (39 user, 6 system, 3.7 GB) and 44-47 on the CLI while the VM
-// ran fast, 58-66 in its slowest period before the last two cuts).
+// ran fast, 58-66 in its slowest period before the last two cuts; 2026-12-04, ops as flat
+// records: ~49 CPU-s here in a slow period (the main job 1.5-1.7 CPU-s then), the CLI 62-71 ->
+// 48-51 back to back).
 void BM_Search405B_16k(benchmark::State& state) {
   const auto topo =
       load_topology(path("topologies/dgx-h100-superpod.json"), TopologyOptions{.nodes = 2048});

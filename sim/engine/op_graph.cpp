@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/error.hpp"
+
 namespace meshsim {
 
 const char* stream_kind_name(StreamKind k) {
@@ -40,6 +42,14 @@ OpId OpGraph::add(StreamId stream, std::string_view name, Time duration, std::sp
   for (OpId d : deps)
     if (d.value >= id.value)
       throw std::logic_error("op '" + std::string(name) + "' depends on a later op");
+  // Records index the flat arrays with 32 bits (as OpId does the ops): past that a graph is
+  // refused, never wrapped around.
+  constexpr std::size_t kMax = kNone;
+  if (ops_.size() >= kMax || names_.size() + name.size() > kMax ||
+      deps_.size() + deps.size() > kMax)
+    throw Error("", "",
+                "the step's op graph exceeds 2^32 ops, name characters or dependencies: simulate "
+                "folded (one rank per stage) or fewer ranks");
   Record r;
   r.name_begin = static_cast<std::uint32_t>(names_.size());
   r.name_size = static_cast<std::uint32_t>(name.size());

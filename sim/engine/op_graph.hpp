@@ -42,9 +42,9 @@ struct Stream {
   std::vector<OpId> ops;  // in issue order
 };
 
-// One op as the graph holds it, read through OpGraph::op. Its name and dependencies are views
-// into the graph's flat arrays (valid until the graph grows): a step of the folded replay adds
-// ~10^5 ops per layout, and a string, a vector and a std::function of its own per op made up
+// One op as the graph holds it, read through OpGraph::op. Its name, dependencies and start are
+// views into the graph's flat arrays (valid until the graph grows): a step of the folded replay
+// adds ~10^5 ops per layout, and a string, a vector and a std::function of its own per op made up
 // a fifth of a search's time (allocation, page faults on fresh memory; issue 17).
 struct Op {
   std::string_view name;

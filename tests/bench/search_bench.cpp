@@ -39,14 +39,10 @@ BENCHMARK(BM_Search70B_512)
     ->UseRealTime();
 
 // The large case: Llama 3.1 405B at seq 8192, global batch 2048, on the SuperPOD rebuilt
-// with 2,048 nodes (16,384 H100), default space, exact top 10 (target 60 CPU-s; measured
-// 2026-12-03 on two cores: 100 simulated, 124-134 CPU-s at the start of the day; 43 simulated,
-// 72 CPU-s after the three-level bounds and the shared prices and plan links; the CLI, which
-// also ranks the seed heuristic, 44 and 50-68 CPU-s as the VM's speed drifted; with prices found
-// by run signature 45 CPU-s here (39 user, 6 system, 3.7 GB) and 44-47 on the CLI while the VM
-// ran fast, 58-66 in its slowest period before the last two cuts; 2026-12-04, ops as flat
-// records: ~49 CPU-s here in a slow period (the main job 1.5-1.7 CPU-s then), the CLI 62-71 ->
-// 48-51 back to back).
+// with 2,048 nodes (16,384 H100), default space, exact top 10 (target 60 CPU-s). Measured on two
+// cores of a VM whose speed drifts by up to ~40 % within an hour: 124-134 CPU-s and 100
+// simulated at the start of 2026-12-03; 2026-12-04 ~49 CPU-s here, 43 simulated, in a slow
+// period (the main job 1.5-1.7 CPU-s then). History and the CLI's figures: README, Search.
 void BM_Search405B_16k(benchmark::State& state) {
   const auto topo =
       load_topology(path("topologies/dgx-h100-superpod.json"), TopologyOptions{.nodes = 2048});

@@ -8,16 +8,11 @@
 
 #include "compute/bundled_profiles.hpp"
 #include "core/enum_names.hpp"
+#include "core/median.hpp"
 #include "network/nccl_tests_log.hpp"
 
 namespace meshsim {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 DType dtype_at(const JsonRef& ref) {
   const auto s = ref.string();
@@ -105,7 +100,7 @@ FitResult fit_calibration(const JsonRef& raw, const FitOptions& options) {
       GemmPoint pt;
       pt.dtype = static_cast<DType>(std::get<0>(key));
       pt.shape = GemmShape{std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key)};
-      pt.flops_per_s = median(v);
+      pt.flops_per_s = median_of(v);
       p.gemm.push_back(pt);
     }
     out.lines.push_back(fmt::format("gemm: {} shapes", p.gemm.size()));

@@ -7,18 +7,12 @@
 
 #include "compute/kernel_time.hpp"
 #include "compute/nelder_mead.hpp"
+#include "core/median.hpp"
 
 namespace meshsim {
 namespace {
 
 using Vec = std::vector<double>;
-
-double median_of(Vec v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Parameters are searched in log space (they are positive and span decades); fractions are
 // capped at 1.

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/json_reader.hpp"
+#include "core/median.hpp"
 #include "core/physical_limits.hpp"
 
 namespace meshsim {
@@ -32,12 +33,6 @@ std::optional<DType> dtype_of_torch(const std::string& t) {
   if (t == "float") return DType::fp32;
   if (t.find("Float8") != std::string::npos) return DType::fp8;
   return std::nullopt;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -200,7 +195,7 @@ KinetoSummary read_kineto_json(const Json& doc, const std::string& path, int dev
     GemmPoint p;
     p.dtype = static_cast<DType>(std::get<0>(key));
     p.shape = GemmShape{std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key)};
-    p.flops_per_s = median(v);
+    p.flops_per_s = median_of(v);
     out.gemm_points.push_back(p);
   }
   return out;

@@ -10,6 +10,12 @@
 
 namespace meshsim {
 
+// An integer count (elements, bytes, tokens) as a double for arithmetic on it: named so the
+// many conversions in the memory, model and serving formulas read as one word.
+constexpr double as_double(std::int64_t v) {
+  return static_cast<double>(v);
+}
+
 class Time {
  public:
   constexpr Time() = default;

@@ -4,15 +4,12 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "model/op_catalogue.hpp"
 #include "model/param_count.hpp"
 
 namespace meshsim {
 namespace {
-
-double d(std::int64_t v) {
-  return static_cast<double>(v);
-}
 
 struct StageParams {
   double dense = 0, expert = 0;
@@ -49,9 +46,9 @@ std::vector<MemoryBreakdown> params_only_stages(const ModelSpec& model,
     auto& b = out[static_cast<std::size_t>(s)];
     b.stage = s;
     b.activations_modeled = false;
-    add_model_state(b, *model.declared_params / d(mesh.tp * mesh.pp), d(mesh.shard_group()),
-                    config.zero, options.recipe);
-    b.communication = d(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
+    add_model_state(b, *model.declared_params / as_double(mesh.tp * mesh.pp),
+                    as_double(mesh.shard_group()), config.zero, options.recipe);
+    b.communication = as_double(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
                       options.nccl_bytes_per_group;
     finish(b, options);
   }
@@ -84,20 +81,21 @@ PrecisionRecipe stack_recipe(const Stack& stack, DType dtype) {
 double microbatches_in_flight(const Schedule& schedule, std::int64_t pp, std::int64_t stage,
                               std::int64_t microbatches) {
   if (pp <= 1) return 1.0;
-  const double m = d(std::max<std::int64_t>(microbatches, 1));
+  const double m = as_double(std::max<std::int64_t>(microbatches, 1));
   switch (schedule.kind) {
     case ScheduleKind::gpipe:
       return m;
     case ScheduleKind::one_f_one_b:
     case ScheduleKind::zero_bubble:
-      return std::min(d(pp - stage), m);
+      return std::min(as_double(pp - stage), m);
     case ScheduleKind::interleaved: {
       // Megatron-LM's interleaved schedule: stage i runs 2(p − i − 1) + (v − 1)·p warm-up
       // forward chunks, then one more before its first backward; each chunk is 1/v of the
       // stage's layers (Narayanan et al. 2021 §2.2; Korthikanti et al. 2022 §4.2.3 give the
       // same p·(1 + (p − 1)/(p·v)) for the first stage).
-      const double v = d(schedule.virtual_stages);
-      const double chunks = d(2 * (pp - stage - 1) + (schedule.virtual_stages - 1) * pp + 1);
+      const double v = as_double(schedule.virtual_stages);
+      const double chunks =
+          as_double(2 * (pp - stage - 1) + (schedule.virtual_stages - 1) * pp + 1);
       return std::min(chunks, m * v) / v;
     }
   }
@@ -146,8 +144,8 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     s.selective_dropped = recompute_dropped_bytes(ops, config.recompute_ops);
     for (const auto& op : ops) (op.expert_weights ? s.expert : s.dense) += op.weight_params;
     // Megatron checkpoints each layer's input (sharded over TP with SP): Korthikanti's 2·s·b·h.
-    const double tokens = d(job.micro_batch) * d(job.seq) / d(mesh.cp);
-    s.checkpoint = 2.0 * tokens * d(model.hidden) / (config.sp ? d(mesh.tp) : 1.0);
+    const double tokens = as_double(job.micro_batch) * as_double(job.seq) / as_double(mesh.cp);
+    s.checkpoint = 2.0 * tokens * as_double(model.hidden) / (config.sp ? as_double(mesh.tp) : 1.0);
     return cache.emplace(moe, s).first->second;
   };
 
@@ -200,18 +198,18 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
       // A tied head on its own stage keeps a copy of the embedding (Megatron all-reduces the
       // two copies' gradients).
       if (model.tied_embeddings && mesh.pp > 1)
-        params.dense += d(model.vocab) * d(model.hidden) / d(mesh.tp);
+        params.dense += as_double(model.vocab) * as_double(model.hidden) / as_double(mesh.tp);
     }
     // Dense state is sharded over the shard group (all DP × CP ranks, or an HSDP sub-group).
-    add_model_state(b, params.dense, d(mesh.shard_group()), config.zero, recipe);
-    add_model_state(b, params.expert, d(mesh.expert_replicas()), config.zero, recipe);
+    add_model_state(b, params.dense, as_double(mesh.shard_group()), config.zero, recipe);
+    add_model_state(b, params.expert, as_double(mesh.expert_replicas()), config.zero, recipe);
 
     b.activations = act_per_mb * microbatches_in_flight(config.schedule, mesh.pp, s, microbatches);
     if (config.zero >= 3) {
       // FSDP/ZeRO-3 gathers each layer's full weights: the current layer and the prefetched
       // next one, plus the layer's unsharded gradients before their reduce-scatter. Without
       // resharding after forward, every layer's gathered weights stay until its backward.
-      const double n = d(mesh.shard_group());
+      const double n = as_double(mesh.shard_group());
       const double gathered =
           config.reshard_after_forward
               ? 2.0 * max_layer_params * recipe.weight_bytes
@@ -221,7 +219,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     // Full recompute rebuilds one layer's activations during its backward.
     if (config.recompute == Recompute::full) temporary += max_layer_activation;
     b.temporary = temporary;
-    b.communication = d(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
+    b.communication = as_double(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
                       options.nccl_bytes_per_group;
     if (config.zero >= 2 && mesh.dense_replicas() > 1)
       b.communication += 2.0 * options.bucket_bytes;
@@ -240,19 +238,21 @@ double kv_bytes_per_token(const ModelSpec& model, DType kv_dtype) {
   if (!model.has_architecture()) return 0;
   const double bytes = bytes_of(kv_dtype);
   if (model.mla)
-    return d(model.layers) * d(model.mla->kv_lora_rank + model.mla->qk_rope_head_dim) * bytes;
-  return 2.0 * d(model.layers) * d(model.kv_heads) * d(model.head_dim) * bytes;
+    return as_double(model.layers) *
+           as_double(model.mla->kv_lora_rank + model.mla->qk_rope_head_dim) * bytes;
+  return 2.0 * as_double(model.layers) * as_double(model.kv_heads) * as_double(model.head_dim) *
+         bytes;
 }
 
 MemoryBreakdown serving_memory(const ModelSpec& model, const ServingMemoryJob& job,
                                const MemoryOptions& options) {
   const double wbytes = bytes_of(job.weight_dtype);
-  const double t = d(job.tp);
+  const double t = as_double(job.tp);
   std::vector<MemoryBreakdown> stages(static_cast<std::size_t>(job.pp));
   if (!model.has_architecture()) {
     for (auto& b : stages) {
       b.activations_modeled = false;
-      b.weights = *model.declared_params * wbytes / (t * d(job.pp));
+      b.weights = *model.declared_params * wbytes / (t * as_double(job.pp));
     }
   } else {
     if (job.pp > model.layers)
@@ -263,14 +263,14 @@ MemoryBreakdown serving_memory(const ModelSpec& model, const ServingMemoryJob& j
     const auto params = count_params(model);
     // Per rank and token: KV heads split over TP while there are enough, replicated after;
     // MLA's latent is replicated over TP.
-    const double kv_heads_rank = model.kv_heads >= job.tp ? d(model.kv_heads) / t : 1.0;
+    const double kv_heads_rank = model.kv_heads >= job.tp ? as_double(model.kv_heads) / t : 1.0;
     const double kv_layer_token =
-        model.mla
-            ? d(model.mla->kv_lora_rank + model.mla->qk_rope_head_dim) * bytes_of(job.kv_dtype)
-            : 2.0 * kv_heads_rank * d(model.head_dim) * bytes_of(job.kv_dtype);
-    const double ffn = model.moe
-                           ? std::max(d(model.ffn), d(model.moe->top_k * model.moe->expert_ffn))
-                           : d(model.ffn);
+        model.mla ? as_double(model.mla->kv_lora_rank + model.mla->qk_rope_head_dim) *
+                        bytes_of(job.kv_dtype)
+                  : 2.0 * kv_heads_rank * as_double(model.head_dim) * bytes_of(job.kv_dtype);
+    const double ffn = model.moe ? std::max(as_double(model.ffn),
+                                            as_double(model.moe->top_k * model.moe->expert_ffn))
+                                 : as_double(model.ffn);
     const double gated = model.activation == Activation::swiglu ? 3.0 : 2.0;
     std::int64_t layer = 0;
     for (std::int64_t s = 0; s < job.pp; ++s) {
@@ -288,21 +288,23 @@ MemoryBreakdown serving_memory(const ModelSpec& model, const ServingMemoryJob& j
       if (s == job.pp - 1) {
         ends += params.output;
         p += norm_params(model);
-        if (model.tied_embeddings && job.pp > 1) ends += d(model.vocab) * d(model.hidden);
+        if (model.tied_embeddings && job.pp > 1)
+          ends += as_double(model.vocab) * as_double(model.hidden);
       }
       b.weights = (p * wbytes + ends * bytes_of(unquantized_dtype(job.weight_dtype))) / t;
-      b.kv_cache = d(job.concurrency) * d(job.context) * d(n) * kv_layer_token;
+      b.kv_cache =
+          as_double(job.concurrency) * as_double(job.context) * as_double(n) * kv_layer_token;
       // One forward of max_batch_tokens: the layer input and output plus the MLP intermediates
       // (16-bit), and fp32 logits of the sequences that sample a token.
-      const double tokens = d(job.max_batch_tokens);
-      b.temporary = tokens * (2.0 * d(model.hidden) + gated * ffn / t) * 2.0;
+      const double tokens = as_double(job.max_batch_tokens);
+      b.temporary = tokens * (2.0 * as_double(model.hidden) + gated * ffn / t) * 2.0;
       if (s == job.pp - 1)
-        b.temporary +=
-            d(std::min(job.concurrency, job.max_batch_tokens)) * d(model.vocab) / t * 4.0;
+        b.temporary += as_double(std::min(job.concurrency, job.max_batch_tokens)) *
+                       as_double(model.vocab) / t * 4.0;
     }
   }
   for (auto& b : stages) {
-    b.communication = d(communicators({job.tp, job.pp})) * options.nccl_bytes_per_group;
+    b.communication = as_double(communicators({job.tp, job.pp})) * options.nccl_bytes_per_group;
     finish(b, options);
   }
   return worst_stage(stages);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "model/param_count.hpp"
 
 namespace meshsim {
@@ -29,9 +30,6 @@ namespace {
 constexpr double kAct = 2.0;   // bytes per activation element (16-bit, Korthikanti et al.)
 constexpr double kMask = 1.0;  // bytes per dropout-mask element
 
-double d(std::int64_t v) {
-  return static_cast<double>(v);
-}
 std::int64_t ceil_i(double v) {
   return static_cast<std::int64_t>(std::ceil(v - 1e-9));
 }
@@ -54,12 +52,12 @@ struct Ctx {
                       "activations need an architecture");
     if (sh.tp < 1 || sh.cp < 1 || sh.ep < 1 || shape.micro_batch < 1 || shape.seq < 1)
       throw Error("", "", "op catalogue: degrees, micro-batch and sequence must be positive");
-    T = d(shape.micro_batch) * d(shape.seq) / d(sh.cp);
-    Ts = sh.sp ? T / d(sh.tp) : T;
+    T = as_double(shape.micro_batch) * as_double(shape.seq) / as_double(sh.cp);
+    Ts = sh.sp ? T / as_double(sh.tp) : T;
     Ti = ceil_i(T);
   }
-  double h() const { return d(m.hidden); }
-  double t() const { return d(sh.tp); }
+  double h() const { return as_double(m.hidden); }
+  double t() const { return as_double(sh.tp); }
   // Heads of this rank: query heads split evenly; KV heads split while there are enough of them,
   // replicated once there are fewer KV heads than TP ranks (Megatron's GQA rule).
   std::int64_t heads() const { return m.heads / sh.tp; }
@@ -75,7 +73,7 @@ OpSpec gemm_op(std::string name, std::string block, TpRole role, std::int64_t M,
   op.forward = gemm_kernel({M, N, K, batch}, dt);
   op.backward_input = gemm_kernel({M, K, N, batch}, dt);   // dX = dY · Wᵀ
   op.backward_weight = gemm_kernel({K, N, M, batch}, dt);  // dW = Xᵀ · dY
-  op.model_flops = 2.0 * d(M) * d(N) * d(K) * d(batch);
+  op.model_flops = 2.0 * as_double(M) * as_double(N) * as_double(K) * as_double(batch);
   op.saved_bytes = saved;
   op.weight_params = weights;
   return op;
@@ -130,40 +128,43 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     const std::int64_t kv_down = x.kv_lora_rank + x.qk_rope_head_dim;
     if (x.q_lora_rank > 0) {
       ops.push_back(gemm_op("q_down_proj", "attention", TpRole::replicated, c.Ti, x.q_lora_rank,
-                            m.hidden, dt, kAct * Ts * h, h * d(x.q_lora_rank) + d(x.q_lora_rank)));
+                            m.hidden, dt, kAct * Ts * h,
+                            h * as_double(x.q_lora_rank) + as_double(x.q_lora_rank)));
       ops.push_back(gemm_op("q_up_proj", "attention", TpRole::column_parallel, c.Ti, a * d_qk,
-                            x.q_lora_rank, dt, kAct * T * d(x.q_lora_rank),
-                            d(x.q_lora_rank) * d(a * d_qk)));
+                            x.q_lora_rank, dt, kAct * T * as_double(x.q_lora_rank),
+                            as_double(x.q_lora_rank) * as_double(a * d_qk)));
     } else {
       ops.push_back(gemm_op("q_proj", "attention", TpRole::column_parallel, c.Ti, a * d_qk,
-                            m.hidden, dt, kAct * Ts * h, h * d(a * d_qk)));
+                            m.hidden, dt, kAct * Ts * h, h * as_double(a * d_qk)));
     }
     ops.push_back(gemm_op("kv_down_proj", "attention", TpRole::replicated, c.Ti, kv_down, m.hidden,
                           dt, x.q_lora_rank > 0 ? 0.0 : kAct * Ts * h,
-                          h * d(kv_down) + d(x.kv_lora_rank)));
-    ops.push_back(gemm_op("kv_up_proj", "attention", TpRole::column_parallel, c.Ti,
-                          a * (x.qk_nope_head_dim + x.v_head_dim), x.kv_lora_rank, dt,
-                          kAct * T * d(x.kv_lora_rank),
-                          d(x.kv_lora_rank) * d(a * (x.qk_nope_head_dim + x.v_head_dim))));
+                          h * as_double(kv_down) + as_double(x.kv_lora_rank)));
+    ops.push_back(
+        gemm_op("kv_up_proj", "attention", TpRole::column_parallel, c.Ti,
+                a * (x.qk_nope_head_dim + x.v_head_dim), x.kv_lora_rank, dt,
+                kAct * T * as_double(x.kv_lora_rank),
+                as_double(x.kv_lora_rank) * as_double(a * (x.qk_nope_head_dim + x.v_head_dim))));
   } else {
     const std::int64_t n = (a + 2 * kv) * m.head_dim;
-    double weights = h * d(n);
-    if (m.bias || m.qkv_bias) weights += d(n);
+    double weights = h * as_double(n);
+    if (m.bias || m.qkv_bias) weights += as_double(n);
     ops.push_back(gemm_op("qkv_proj", "attention", TpRole::column_parallel, c.Ti, n, m.hidden, dt,
                           kAct * Ts * h, weights));
     ops.back().gemm_parts = {{"q", a * m.head_dim}, {"k", kv * m.head_dim}, {"v", kv * m.head_dim}};
   }
   if (m.positions == Positions::rope) {
-    const double elems = T * d(a * d_qk + kv * d_qk);
+    const double elems = T * as_double(a * d_qk + kv * d_qk);
     ops.push_back(
         memory_op("rope", "attention", MemoryClass::rotary, 2 * kAct * elems, 2 * kAct * elems, 0));
   }
 
   const std::int64_t b = c.shape.micro_batch;
   const std::int64_t sq = c.Ti / std::max<std::int64_t>(b, 1), skv = c.shape.seq;
-  const double q_bytes = kAct * T * d(a * d_qk), k_bytes = kAct * T * d(kv * d_qk),
-               v_bytes = kAct * T * d(kv * d_v);
-  const double model_flops = 2.0 * d(b) * d(sq) * d(skv) * d(a) * d(d_qk + d_v);
+  const double q_bytes = kAct * T * as_double(a * d_qk), k_bytes = kAct * T * as_double(kv * d_qk),
+               v_bytes = kAct * T * as_double(kv * d_v);
+  const double model_flops =
+      2.0 * as_double(b) * as_double(sq) * as_double(skv) * as_double(a) * as_double(d_qk + d_v);
   if (c.shape.flash_attention) {
     OpSpec core;
     core.name = "attention_core";
@@ -177,14 +178,14 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     core.model_flops = model_flops;
     // Q, K, V and the fp32 log-sum-exp per query and head (FlashAttention-2); the output is
     // saved by the output projection that consumes it.
-    core.saved_bytes = q_bytes + k_bytes + v_bytes + 4.0 * T * d(a);
+    core.saved_bytes = q_bytes + k_bytes + v_bytes + 4.0 * T * as_double(a);
     ops.push_back(core);
   } else {
     // Unfused attention (Megatron's core attention before flash): two batched GEMMs around a
     // softmax (and dropout) that materialise b·heads·s_q·s_kv scores; causal masks do not save
     // work here. Saved tensors as Korthikanti et al. §4.1: Q and K for QKᵀ; softmax output,
     // dropout mask and dropout output (or only the softmax output without dropout); V.
-    const double scores = d(b) * d(a) * d(sq) * d(skv);
+    const double scores = as_double(b) * as_double(a) * as_double(sq) * as_double(skv);
     auto qk = gemm_op("attention_scores", "attention", TpRole::sharded_core, sq, skv, d_qk, dt,
                       q_bytes + k_bytes, 0, b * a);
     qk.backward_weight = {};
@@ -205,10 +206,10 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     pv.score_bytes = m.dropout ? kAct * scores : 0.0;
     ops.push_back(pv);
   }
-  double out_weights = d(a * d_v) * h;
+  double out_weights = as_double(a * d_v) * h;
   if (m.bias) out_weights += h;
   ops.push_back(gemm_op("out_proj", "attention", TpRole::row_parallel, c.Ti, m.hidden, a * d_v, dt,
-                        kAct * T * d(a * d_v), out_weights));
+                        kAct * T * as_double(a * d_v), out_weights));
   if (m.dropout) ops.push_back(dropout_op(c, "attention_dropout", "attention"));
   ops.push_back(residual_op(c, "attention_residual", "attention"));
 }
@@ -220,13 +221,13 @@ void add_mlp(const Ctx& c, std::vector<OpSpec>& ops, const std::string& prefix,
              TpRole down_role, double up_saved_input) {
   const auto& m = c.m;
   const DType dt = c.shape.dtype;
-  const double h = c.h(), f = d(ffn_rank);
+  const double h = c.h(), f = as_double(ffn_rank);
   const std::int64_t M = ceil_i(tokens);
   const bool gated = m.activation == Activation::swiglu;
   const std::int64_t up_n = gated ? 2 * ffn_rank : ffn_rank;
-  double up_w = h * d(up_n), down_w = f * h;
+  double up_w = h * as_double(up_n), down_w = f * h;
   if (m.bias) {
-    up_w += d(up_n);
+    up_w += as_double(up_n);
     down_w += h;
   }
   ops.push_back(
@@ -234,7 +235,7 @@ void add_mlp(const Ctx& c, std::vector<OpSpec>& ops, const std::string& prefix,
   if (gated) ops.back().gemm_parts = {{"gate", ffn_rank}, {"up", ffn_rank}};
   // GELU saves its input (4h wide for GPT: the "8sbh" of Korthikanti); SwiGLU saves the gate and
   // up outputs it multiplies.
-  const double in_elems = tokens * d(up_n), out_elems = tokens * f;
+  const double in_elems = tokens * as_double(up_n), out_elems = tokens * f;
   auto act =
       memory_op(prefix + "_activation", block, MemoryClass::activation,
                 kAct * (in_elems + out_elems), kAct * (2 * in_elems + out_elems), kAct * in_elems);
@@ -256,8 +257,9 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   ops.back().saved_bytes = kAct * tokens * h;
   // Router: a replicated h×E GEMM, then softmax/top-k; its input and fp32 probabilities saved.
   ops.push_back(gemm_op("router", "moe", TpRole::replicated, ceil_i(tokens), E, m.hidden, dt,
-                        kAct * tokens * h + 4.0 * tokens * d(E), h * d(E)));
-  const double routed = tokens * d(moe.top_k);  // token copies this rank sends (and receives)
+                        kAct * tokens * h + 4.0 * tokens * as_double(E), h * as_double(E)));
+  const double routed =
+      tokens * as_double(moe.top_k);  // token copies this rank sends (and receives)
   ops.push_back(memory_op("moe_dispatch", "moe", MemoryClass::gather, 2 * kAct * routed * h,
                           2 * kAct * routed * h, 0));
   ops.back().role = TpRole::expert;
@@ -268,24 +270,26 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   // tokens·ep tokens each pick top_k of E experts, so under uniform routing an expert stays idle
   // with probability (1 − k/E)^(tokens·ep). At decode batch sizes a few experts are active; at
   // training sizes all of them.
-  const double idle = std::pow(1.0 - d(moe.top_k) / d(E), tokens * d(c.sh.ep));
-  const std::int64_t active = std::clamp<std::int64_t>(ceil_i(d(local) * (1.0 - idle)), 1, local);
-  const double per_expert = routed / d(active);
+  const double idle =
+      std::pow(1.0 - as_double(moe.top_k) / as_double(E), tokens * as_double(c.sh.ep));
+  const std::int64_t active =
+      std::clamp<std::int64_t>(ceil_i(as_double(local) * (1.0 - idle)), 1, local);
+  const double per_expert = routed / as_double(active);
   const bool gated = m.activation == Activation::swiglu;
   const std::int64_t up_n = gated ? 2 * moe.expert_ffn : moe.expert_ffn;
   const std::int64_t M = ceil_i(per_expert);
   auto up = gemm_op("expert_up", "moe", TpRole::expert, M, up_n, m.hidden, dt, kAct * routed * h,
-                    d(local) * h * d(up_n), active);
+                    as_double(local) * h * as_double(up_n), active);
   up.expert_weights = true;
   ops.push_back(up);
-  const double in_elems = routed * d(up_n), out_elems = routed * d(moe.expert_ffn);
+  const double in_elems = routed * as_double(up_n), out_elems = routed * as_double(moe.expert_ffn);
   auto act =
       memory_op("expert_activation", "moe", MemoryClass::activation, kAct * (in_elems + out_elems),
                 kAct * (2 * in_elems + out_elems), kAct * in_elems);
   act.role = TpRole::expert;
   ops.push_back(act);
   auto down = gemm_op("expert_down", "moe", TpRole::expert, M, m.hidden, moe.expert_ffn, dt,
-                      kAct * out_elems, d(local) * d(moe.expert_ffn) * h, active);
+                      kAct * out_elems, as_double(local) * as_double(moe.expert_ffn) * h, active);
   down.expert_weights = true;
   ops.push_back(down);
   // Combine: un-permute and weight by router probabilities; the expert outputs are saved for the
@@ -324,8 +328,8 @@ std::vector<OpSpec> embedding_ops(const ModelSpec& m, const LayerShape& shape,
   std::vector<OpSpec> ops;
   // Vocabulary-parallel lookup (rows split over TP, partial results all-reduced or
   // reduce-scattered); learned positions are replicated. Backward scatters gradients into rows.
-  double weights = d(m.vocab) * c.h() / c.t();
-  if (m.positions == Positions::learned) weights += d(m.max_positions) * c.h();
+  double weights = as_double(m.vocab) * c.h() / c.t();
+  if (m.positions == Positions::learned) weights += as_double(m.max_positions) * c.h();
   auto lookup = memory_op("embedding", "embedding", MemoryClass::gather, 2 * kAct * c.T * c.h(),
                           2 * kAct * c.T * c.h(), 0, weights);
   lookup.role = TpRole::row_parallel;
@@ -344,10 +348,10 @@ std::vector<OpSpec> head_ops(const ModelSpec& m, const LayerShape& shape,
   // counted there).
   ops.push_back(gemm_op("logits", "head", TpRole::column_parallel, c.Ti, v_rank, m.hidden,
                         shape.dtype, kAct * c.Ts * c.h(),
-                        m.tied_embeddings ? 0.0 : d(v_rank) * c.h()));
+                        m.tied_embeddings ? 0.0 : as_double(v_rank) * c.h()));
   // Vocabulary-parallel cross entropy in fp32: reads the 16-bit logits, keeps fp32 softmax for
   // backward (Korthikanti et al.'s 4·s·b·v/t output-layer term), writes 16-bit gradients.
-  const double logits = c.T * d(v_rank);
+  const double logits = c.T * as_double(v_rank);
   auto loss = memory_op("loss", "head", MemoryClass::softmax, (kAct + 4.0) * logits,
                         (4.0 + kAct) * logits, 0);
   loss.role = TpRole::column_parallel;

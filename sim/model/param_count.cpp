@@ -1,43 +1,44 @@
 #include "model/param_count.hpp"
 
+#include "core/units.hpp"
+
 namespace meshsim {
 namespace {
 
-double d(std::int64_t v) {
-  return static_cast<double>(v);
-}
-
 double routed_expert_params(const ModelSpec& m) {
-  return d(m.moe->experts) * mlp_params(m, m.moe->expert_ffn);
+  return as_double(m.moe->experts) * mlp_params(m, m.moe->expert_ffn);
 }
 
 double moe_fixed_params(const ModelSpec& m) {  // router and shared experts
-  return d(m.hidden) * d(m.moe->experts) +
-         d(m.moe->shared_experts) * mlp_params(m, m.moe->expert_ffn);
+  return as_double(m.hidden) * as_double(m.moe->experts) +
+         as_double(m.moe->shared_experts) * mlp_params(m, m.moe->expert_ffn);
 }
 
 }  // namespace
 
 double norm_params(const ModelSpec& m) {
-  return m.norm == Norm::layernorm ? 2.0 * d(m.hidden) : d(m.hidden);  // LayerNorm: gain + bias
+  return m.norm == Norm::layernorm ? 2.0 * as_double(m.hidden)
+                                   : as_double(m.hidden);  // LayerNorm: gain + bias
 }
 
 double attention_params(const ModelSpec& m) {
-  const double h = d(m.hidden), a = d(m.heads);
+  const double h = as_double(m.hidden), a = as_double(m.heads);
   if (m.mla) {
     // DeepSeek-V2 §2.1: W_DQ (h×q_lora) + norm + W_UQ/W_QR (q_lora × heads·(nope+rope));
     // W_DKV/W_KR (h × (kv_lora + rope)) + norm + W_UK/W_UV (kv_lora × heads·(nope + v));
     // W_O (heads·v × h).
     const auto& x = *m.mla;
-    const double qk = d(x.qk_nope_head_dim + x.qk_rope_head_dim);
-    const double q = x.q_lora_rank > 0
-                         ? h * d(x.q_lora_rank) + d(x.q_lora_rank) + d(x.q_lora_rank) * a * qk
-                         : h * a * qk;
-    const double kv = h * d(x.kv_lora_rank + x.qk_rope_head_dim) + d(x.kv_lora_rank) +
-                      d(x.kv_lora_rank) * a * d(x.qk_nope_head_dim + x.v_head_dim);
-    return q + kv + a * d(x.v_head_dim) * h;
+    const double qk = as_double(x.qk_nope_head_dim + x.qk_rope_head_dim);
+    const double q = x.q_lora_rank > 0 ? h * as_double(x.q_lora_rank) + as_double(x.q_lora_rank) +
+                                             as_double(x.q_lora_rank) * a * qk
+                                       : h * a * qk;
+    const double kv = h * as_double(x.kv_lora_rank + x.qk_rope_head_dim) +
+                      as_double(x.kv_lora_rank) +
+                      as_double(x.kv_lora_rank) * a * as_double(x.qk_nope_head_dim + x.v_head_dim);
+    return q + kv + a * as_double(x.v_head_dim) * h;
   }
-  const double q_dim = a * d(m.head_dim), kv_dim = d(m.kv_heads) * d(m.head_dim);
+  const double q_dim = a * as_double(m.head_dim),
+               kv_dim = as_double(m.kv_heads) * as_double(m.head_dim);
   double p = h * (q_dim + 2 * kv_dim) + q_dim * h;
   if (m.bias)
     p += q_dim + 2 * kv_dim + h;
@@ -47,7 +48,7 @@ double attention_params(const ModelSpec& m) {
 }
 
 double mlp_params(const ModelSpec& m, std::int64_t ffn) {
-  const double h = d(m.hidden), f = d(ffn);
+  const double h = as_double(m.hidden), f = as_double(ffn);
   if (m.activation == Activation::swiglu) return 3 * h * f;  // gate, up, down
   return 2 * h * f + (m.bias ? f + h : 0.0);
 }
@@ -61,7 +62,7 @@ double layer_params(const ModelSpec& m, std::int64_t layer) {
 double layer_active_params(const ModelSpec& m, std::int64_t layer) {
   if (!m.is_moe_layer(layer)) return layer_params(m, layer);
   return attention_params(m) + 2 * norm_params(m) + moe_fixed_params(m) +
-         d(m.moe->top_k) * mlp_params(m, m.moe->expert_ffn);
+         as_double(m.moe->top_k) * mlp_params(m, m.moe->expert_ffn);
 }
 
 ParamCount count_params(const ModelSpec& m) {
@@ -70,16 +71,17 @@ ParamCount count_params(const ModelSpec& m) {
     c.total = c.active = *m.declared_params;
     return c;
   }
-  c.embedding = d(m.vocab) * d(m.hidden);
-  if (m.positions == Positions::learned) c.embedding += d(m.max_positions) * d(m.hidden);
-  c.output = m.tied_embeddings ? 0.0 : d(m.vocab) * d(m.hidden);
+  c.embedding = as_double(m.vocab) * as_double(m.hidden);
+  if (m.positions == Positions::learned)
+    c.embedding += as_double(m.max_positions) * as_double(m.hidden);
+  c.output = m.tied_embeddings ? 0.0 : as_double(m.vocab) * as_double(m.hidden);
   const double ends = c.embedding + c.output + norm_params(m);  // final norm
   c.total = c.active = ends;
   for (std::int64_t l = 0; l < m.layers; ++l) {
     c.total += layer_params(m, l);
     c.active += layer_active_params(m, l);
   }
-  if (m.moe) c.routed_experts = d(m.moe_layers()) * routed_expert_params(m);
+  if (m.moe) c.routed_experts = as_double(m.moe_layers()) * routed_expert_params(m);
   return c;
 }
 

@@ -15,10 +15,6 @@ const std::vector<std::string> kStepKeys{"compute", "tp", "dp", "pp", "cp", "ep"
 const std::vector<std::string> kMemoryKeys{"weights",   "gradients",     "optimizer", "activations",
                                            "temporary", "communication", "allocator", "kv_cache"};
 
-std::string esc(const std::string& s) {
-  return html_escape(s);
-}
-
 double exposed(const ReportCandidate& c, const std::string& group) {
   const auto it = c.exposed_s.find(group);
   return it == c.exposed_s.end() ? 0.0 : it->second;
@@ -99,7 +95,7 @@ std::string timeline(const Trace& trace, const ReplayResult& replay) {
     const auto kind = std::string(stream_kind_name(g.stream(op.stream).kind));
     s += fmt::format(
         R"(<rect class="op" x="{:.2f}" y="{:.0f}" width="{:.2f}" height="{:.0f}" fill="{}"><title>{}</title></rect>)",
-        x0, it->second, w, lane_h - 4, component_color(kind), esc(std::string(op.name)));
+        x0, it->second, w, lane_h - 4, component_color(kind), html_escape(std::string(op.name)));
   }
   s += x_axis(ticks, left, width, base, fmt::format("time in the step ({})", unit.name));
   s += y_axis_title(12, (top + base) / 2, "rank, stream");
@@ -175,7 +171,8 @@ std::string headline(const HtmlReport& r) {
   h += fmt::format("<tr><th>MFU</th><td>{:.1f}&nbsp;%</td></tr>", 100 * c.mfu);
   h += fmt::format("<tr><th>compute</th><td>{:.4g} s</td></tr>", c.compute_s);
   for (const auto& [g, v] : c.exposed_s)
-    h += fmt::format("<tr><th>exposed {} communication</th><td>{:.4g} s</td></tr>", esc(g), v);
+    h += fmt::format("<tr><th>exposed {} communication</th><td>{:.4g} s</td></tr>", html_escape(g),
+                     v);
   h += fmt::format("<tr><th>pipeline bubble</th><td>{:.4g} s ({:.1f} % of the step)</td></tr>",
                    c.bubble_s, c.step_s > 0 ? 100 * c.bubble_s / c.step_s : 0.0);
   h += fmt::format("<tr><th>memory</th><td>{}: {:.1f} of {:.1f} GB per GPU (worst stage)</td></tr>",
@@ -191,15 +188,16 @@ std::string search_sections(const HtmlReport& r, const std::vector<CandidateGrou
   h += fmt::format(
       "<p><b>{}</b>{}: {:.4g} s per step, {:.0f} tokens/s per GPU, MFU {:.1f} %, {:.1f} of "
       "{:.1f} GB per GPU.</p>\n",
-      esc(best.label), shapes_note(groups.front().members.size()), best.step_s,
+      html_escape(best.label), shapes_note(groups.front().members.size()), best.step_s,
       best.tokens_per_s_per_gpu, 100 * best.mfu, best.memory.total() / 1e9, r.gpu_bytes / 1e9);
   if (groups.size() > 1) {
     const auto& next = r.ranked[groups[1].members.front()];
-    h +=
-        "<p>Why #1 wins: " + esc(why_winner(best, next, groups[1].members.front() + 1)) + ".</p>\n";
+    h += "<p>Why #1 wins: " + html_escape(why_winner(best, next, groups[1].members.front() + 1)) +
+         ".</p>\n";
   }
   if (!s.launch.empty())
-    h += "<p>Launch line (" + esc(s.launch_format) + "):</p><pre>" + esc(s.launch) + "</pre>\n";
+    h += "<p>Launch line (" + html_escape(s.launch_format) + "):</p><pre>" + html_escape(s.launch) +
+         "</pre>\n";
   // The ranked table, equivalent shapes grouped.
   h += "<h2>Ranked layouts</h2><table><tr><th>#</th><th>layout</th><th>step s</th>"
        "<th>tok/s/GPU</th><th>MFU</th><th>compute s</th><th>exposed s</th><th>bubble s</th>"
@@ -208,11 +206,11 @@ std::string search_sections(const HtmlReport& r, const std::vector<CandidateGrou
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& g = groups[i];
     const auto& c = r.ranked[g.members.front()];
-    std::string label = esc(c.label);
+    std::string label = html_escape(c.label);
     for (std::size_t k = 1; k < g.members.size(); ++k) {
       const auto& m = r.ranked[g.members[k]];
       label += fmt::format("<br><small>≈ #{} {} ({:.4f} s, {:.1f} GB)</small>", g.members[k] + 1,
-                           esc(m.label), m.step_s, m.memory.total() / 1e9);
+                           html_escape(m.label), m.step_s, m.memory.total() / 1e9);
     }
     h += fmt::format(
         "<tr><td>{}</td><td>{}{}</td><td>{:.4f}</td><td>{:.0f}</td><td>{:.1f}&nbsp;%</td>"
@@ -269,16 +267,17 @@ std::string search_sections(const HtmlReport& r, const std::vector<CandidateGrou
             "<tr><td>{}</td><td colspan=\"5\">at least {:.4f} s: beyond reach of the K-th best, "
             "not every layout of this degree was simulated{}</td></tr>\n",
             tp, far->second,
-            i == kNoLayout ? std::string(" (none was)")
-                           : fmt::format(" (best simulated: {}, {:.4f} s, rank {})",
-                                         esc(r.ranked[i].label), r.ranked[i].step_s, i + 1));
+            i == kNoLayout
+                ? std::string(" (none was)")
+                : fmt::format(" (best simulated: {}, {:.4f} s, rank {})",
+                              html_escape(r.ranked[i].label), r.ranked[i].step_s, i + 1));
         continue;
       }
       const auto& c = r.ranked[i];
       h += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.4f}</td><td>{:.1f}&nbsp;"
           "%</td></tr>\n",
-          tp, i + 1, esc(c.label), c.step_s, exposed(c, "tp"), 100 * c.mfu);
+          tp, i + 1, html_escape(c.label), c.step_s, exposed(c, "tp"), 100 * c.mfu);
     }
     h += "</table>\n";
   }
@@ -288,7 +287,7 @@ std::string search_sections(const HtmlReport& r, const std::vector<CandidateGrou
       "rejected because</th><th>layouts</th></tr>\n",
       s.combinations, r.ranked.size());
   for (const auto& [why, n] : s.rejected)
-    h += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", esc(why), n);
+    h += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", html_escape(why), n);
   h += "</table>\n";
   if (!s.heuristic_label.empty()) {
     std::string where;
@@ -306,13 +305,14 @@ std::string search_sections(const HtmlReport& r, const std::vector<CandidateGrou
                           *s.heuristic_step_s, 100 * (*s.heuristic_step_s / best.step_s - 1));
     else
       where = "does not run on this cluster";
-    h += "<p>Seed heuristic (" + esc(s.heuristic_rule) + "): " + esc(s.heuristic_label) + " → " +
-         esc(where) + ".</p>\n";
+    h += "<p>Seed heuristic (" + html_escape(s.heuristic_rule) +
+         "): " + html_escape(s.heuristic_label) + " → " + html_escape(where) + ".</p>\n";
   }
   h += "<h2>Assumptions</h2><ul>";
-  if (!s.job.empty()) h += "<li>Job: " + esc(s.job) + "</li>";
-  h += "<li>Stack <b>" + esc(s.stack) + "</b>: " + esc(s.stack_description) + "</li>";
-  if (!s.kernel_model.empty()) h += "<li>Kernel model: " + esc(s.kernel_model) + "</li>";
+  if (!s.job.empty()) h += "<li>Job: " + html_escape(s.job) + "</li>";
+  h += "<li>Stack <b>" + html_escape(s.stack) + "</b>: " + html_escape(s.stack_description) +
+       "</li>";
+  if (!s.kernel_model.empty()) h += "<li>Kernel model: " + html_escape(s.kernel_model) + "</li>";
   h += "</ul>\n";
   return h;
 }
@@ -321,12 +321,12 @@ std::string search_sections(const HtmlReport& r, const std::vector<CandidateGrou
 
 std::string render_html(const HtmlReport& r) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
-  h += "<title>" + esc(r.title) + "</title>";
+  h += "<title>" + html_escape(r.title) + "</title>";
   h += "<style>body{font-family:sans-serif;margin:24px;max-width:1040px}h2{margin-top:28px}"
        "pre{background:#f4f4f4;padding:8px;white-space:pre-wrap}table{border-collapse:collapse}"
        "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}</style></head><body>\n";
-  h += "<h1>" + esc(r.title) + "</h1>\n";
-  h += "<p>Command:</p><pre>" + esc(r.command) + "</pre>\n";
+  h += "<h1>" + html_escape(r.title) + "</h1>\n";
+  h += "<p>Command:</p><pre>" + html_escape(r.command) + "</pre>\n";
   if (!r.ranked.empty()) {
     const auto groups = group_equivalent(r.ranked);
     if (r.search)
@@ -336,7 +336,7 @@ std::string render_html(const HtmlReport& r) {
   }
   if (r.trace && r.replay) {
     h += "<h2>Step timeline of " +
-         esc(r.ranked.empty() ? std::string("the run") : "#1 " + r.ranked.front().label) +
+         html_escape(r.ranked.empty() ? std::string("the run") : "#1 " + r.ranked.front().label) +
          "</h2><p>Representative ranks, a lane per stream.</p>\n";
     h += timeline(*r.trace, *r.replay);
   }
@@ -345,7 +345,7 @@ std::string render_html(const HtmlReport& r) {
   h += fmt::format(
       "<tr><th>cluster</th><td>{}</td></tr><tr><th>GPUs</th><td>{} × {} in {} "
       "nodes</td></tr>",
-      esc(r.cluster), t.gpus, esc(r.gpu), t.nodes);
+      html_escape(r.cluster), t.gpus, html_escape(r.gpu), t.nodes);
   h += fmt::format(
       "<tr><th>per GPU, per direction</th><td>NVLink {:.0f} GB/s, PCIe {:.0f} GB/s, "
       "network {:.1f} GB/s</td></tr>",
@@ -353,11 +353,11 @@ std::string render_html(const HtmlReport& r) {
   std::string verts, links;
   for (const auto& [k, v] : t.vertices) verts += fmt::format("{} {}; ", v, k);
   for (const auto& [k, v] : t.links) links += fmt::format("{} {}; ", v, k);
-  h += "<tr><th>vertices</th><td>" + esc(verts) + "</td></tr><tr><th>links</th><td>" + esc(links) +
-       "</td></tr></table>\n";
+  h += "<tr><th>vertices</th><td>" + html_escape(verts) + "</td></tr><tr><th>links</th><td>" +
+       html_escape(links) + "</td></tr></table>\n";
   if (!r.notes.empty()) {
     h += "<h2>Notes</h2><ul>";
-    for (const auto& n : r.notes) h += "<li>" + esc(n) + "</li>";
+    for (const auto& n : r.notes) h += "<li>" + html_escape(n) + "</li>";
     h += "</ul>\n";
   }
   h += "<p style=\"color:#777;font-size:12px\">meshsim: simulated numbers, from the compute model, "

@@ -12,10 +12,6 @@ namespace {
 
 constexpr double kFont = 11;  // px, every label
 
-std::string esc(const std::string& s) {
-  return html_escape(s);
-}
-
 std::string svg_open(double width, double height) {
   return fmt::format(
       R"(<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="{:.0f}">)",
@@ -29,8 +25,8 @@ std::string fitted_text(double x, double y, const std::string& text, double limi
   const double w = text_width(text, kFont);
   if (x + w > limit - 2)
     return fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end" {}>{}</text>)",
-                       std::max(x - 6, w), y, attrs, esc(text));
-  return fmt::format(R"(<text x="{:.1f}" y="{:.1f}" {}>{}</text>)", x, y, attrs, esc(text));
+                       std::max(x - 6, w), y, attrs, html_escape(text));
+  return fmt::format(R"(<text x="{:.1f}" y="{:.1f}" {}>{}</text>)", x, y, attrs, html_escape(text));
 }
 
 }  // namespace
@@ -38,7 +34,7 @@ std::string fitted_text(double x, double y, const std::string& text, double limi
 std::string y_axis_title(double x, double y, const std::string& title) {
   return fmt::format(
       R"svg(<text class="axis-title y" x="{0:.1f}" y="{1:.1f}" text-anchor="middle" transform="rotate(-90 {0:.1f} {1:.1f})">{2}</text>)svg",
-      x, y, esc(title));
+      x, y, html_escape(title));
 }
 
 // Legend entries left to right from (x, y), wrapping at `limit`; returns the height used.
@@ -55,7 +51,7 @@ double legend(std::string& s, const std::vector<std::pair<std::string, std::stri
     s += fmt::format(R"(<rect x="{:.0f}" y="{:.0f}" width="12" height="12" fill="{}"/>)", x, y,
                      color);
     s += fmt::format(R"(<text x="{:.0f}" y="{:.0f}" font-size="12">{}</text>)", x + 16, y + 11,
-                     esc(name));
+                     html_escape(name));
     x += w;
   }
   return 16 * rows;
@@ -136,7 +132,7 @@ std::string x_axis(const Ticks& ticks, double left, double width, double y,
   }
   s += fmt::format(
       R"(<text class="axis-title x" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)",
-      left + width / 2, y + 30, esc(title));
+      left + width / 2, y + 30, html_escape(title));
   return s;
 }
 
@@ -167,7 +163,7 @@ std::string bar_chart(const BarChart& c) {
   double y = top;
   for (const auto& r : c.rows) {
     body += fmt::format(R"(<text x="{:.1f}" y="{:.0f}" text-anchor="end">{}</text>)", left - 6,
-                        y + 14, esc(r.label));
+                        y + 14, html_escape(r.label));
     double x = left, total = 0;
     for (const auto& k : c.keys) {
       const auto it = r.parts.find(k);
@@ -175,13 +171,13 @@ std::string bar_chart(const BarChart& c) {
       const double w = it->second / ticks.top * width;
       body += fmt::format(
           R"(<rect class="seg" x="{:.2f}" y="{:.0f}" width="{:.2f}" height="{:.0f}" fill="{}"><title>{}: {:.4g} {}{}</title></rect>)",
-          x, y, w, kRowH - 4, component_color(k), esc(k), it->second, esc(c.value_unit),
-          r.tooltip.empty() ? "" : "\n" + esc(r.tooltip));
+          x, y, w, kRowH - 4, component_color(k), html_escape(k), it->second,
+          html_escape(c.value_unit), r.tooltip.empty() ? "" : "\n" + html_escape(r.tooltip));
       x += w;
       total += it->second;
     }
     body += fmt::format(R"(<text x="{:.2f}" y="{:.0f}">{:.4g} {}</text>)", x + 4, y + 14, total,
-                        esc(c.value_unit));
+                        html_escape(c.value_unit));
     y += kRowH;
   }
   const double base = y + 2;
@@ -240,7 +236,7 @@ std::string xy_chart(const XYChart& c) {
         const auto& [x, y] = series.points[i];
         s += fmt::format(R"(<circle class="dot" cx="{:.1f}" cy="{:.1f}" r="2.5" fill="{}">)", X(x),
                          Y(y), series.color);
-        if (i < series.tips.size()) s += "<title>" + esc(series.tips[i]) + "</title>";
+        if (i < series.tips.size()) s += "<title>" + html_escape(series.tips[i]) + "</title>";
         s += "</circle>";
       }
     } else {
@@ -251,7 +247,7 @@ std::string xy_chart(const XYChart& c) {
     }
     if (!series.name.empty()) {
       s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end" fill="{}">{}</text>)",
-                       left + pw - 4, ly, series.color, esc(series.name));
+                       left + pw - 4, ly, series.color, html_escape(series.name));
       ly += 14;
     }
   }

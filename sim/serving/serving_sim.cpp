@@ -12,6 +12,7 @@
 #include "compute/compute_model.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/units.hpp"
 #include "engine/simulator.hpp"
 #include "network/flow_network.hpp"
 #include "network/link_usage.hpp"
@@ -19,10 +20,6 @@
 
 namespace meshsim {
 namespace {
-
-double d(std::int64_t v) {
-  return static_cast<double>(v);
-}
 
 // Decimated time series: every `stride_`-th sample, the stride doubling whenever the series
 // would exceed kMax points, so a long run keeps a bounded, evenly thinned curve.
@@ -67,7 +64,7 @@ class Cluster {
     const auto total = setup.total_replicas();
     SchedulerOptions sched = setup.scheduler;
     sched.speculative_tokens = setup.speculative.enabled() ? setup.speculative.tokens : 0;
-    block_bytes_ = capacity_.kv_bytes_per_token_rank * d(capacity_.block_size);
+    block_bytes_ = capacity_.kv_bytes_per_token_rank * as_double(capacity_.block_size);
     if (sched.preemption == Preemption::swap) {
       // Each GPU copies its shard of a block over its own host link (an assumption: the copy
       // engines reach the link's rate, and GPUs sharing a PCIe switch do not slow each other).
@@ -164,7 +161,7 @@ class Cluster {
 
   void change_in_system(int delta) {
     const double now = sim_.now().seconds();
-    in_system_area_ += d(in_system_) * (now - last_change_s_);
+    in_system_area_ += as_double(in_system_) * (now - last_change_s_);
     last_change_s_ = now;
     in_system_ += delta;
     peak_in_system_ = std::max(peak_in_system_, in_system_);
@@ -192,14 +189,15 @@ class Cluster {
       waiting += static_cast<std::int64_t>(r->sched.waiting().size() + r->sched.swapped().size());
       batch += r->last_batch;
     }
-    const double now = sim_.now().seconds(), u = total > 0 ? d(used) / d(total) : 0;
+    const double now = sim_.now().seconds(), u = total > 0 ? as_double(used) / as_double(total) : 0;
     kv_area_ += kv_last_ * (now - kv_last_t_);
     kv_last_ = u;
     kv_last_t_ = now;
     kv_peak_ = std::max(kv_peak_, u);
     kv_series_.add({.t_s = now,
                     .kv_used = u,
-                    .batch_sequences = replicas_.empty() ? 0.0 : d(batch) / d(replicas_.size()),
+                    .batch_sequences =
+                        replicas_.empty() ? 0.0 : as_double(batch) / as_double(replicas_.size()),
                     .running = running,
                     .waiting = waiting,
                     .output_tokens = output_tokens_});
@@ -223,7 +221,7 @@ class Cluster {
     r.replica = static_cast<std::int32_t>(target);
     auto& p = rep(target);
     ++p.outstanding;
-    p.outstanding_tokens += d(r.prompt + r.output - 1);
+    p.outstanding_tokens += as_double(r.prompt + r.output - 1);
     p.sched.enqueue(id);
     try_schedule(target);
     check();
@@ -236,7 +234,7 @@ class Cluster {
     preemptions_ += b.preempted;
     swapped_out_blocks_ += b.swapped_out_blocks;
     swapped_in_blocks_ += b.swapped_in_blocks;
-    p.outstanding_tokens += d(b.recomputed_tokens);
+    p.outstanding_tokens += as_double(b.recomputed_tokens);
     if (b.entries.empty()) {
       if (p.sched.has_runnable(reqs_)) ++idle_with_work_;
       if (p.inflight == 0) p.last_batch = 0;  // idle
@@ -294,7 +292,7 @@ class Cluster {
 
   // Copying `blocks` KV blocks to or from the host, per GPU (before the iteration's model runs).
   double swap_seconds(std::int64_t blocks) const {
-    return blocks > 0 ? d(blocks) * block_bytes_ / pcie_Bps_ : 0.0;
+    return blocks > 0 ? as_double(blocks) * block_bytes_ / pcie_Bps_ : 0.0;
   }
 
   void end_stage(std::int64_t i, std::int64_t s, std::uint32_t slot, double start) {
@@ -303,16 +301,16 @@ class Cluster {
       const auto& shape = batches_[slot].shape;
       std::int64_t pre = 0;
       for (const auto& c : shape.prefill) pre += c.tokens;
-      iteration_log_.push_back(
-          IterationRecord{.replica = static_cast<std::int32_t>(i),
-                          .stage = static_cast<std::int32_t>(s),
-                          .start_s = start,
-                          .end_s = sim_.now().seconds(),
-                          .prefill_tokens = pre,
-                          .decodes = shape.decodes,
-                          .kv_used = p.sched.pool().total() > 0
-                                         ? d(p.sched.blocks_in_use()) / d(p.sched.pool().total())
-                                         : 0.0});
+      iteration_log_.push_back(IterationRecord{
+          .replica = static_cast<std::int32_t>(i),
+          .stage = static_cast<std::int32_t>(s),
+          .start_s = start,
+          .end_s = sim_.now().seconds(),
+          .prefill_tokens = pre,
+          .decodes = shape.decodes,
+          .kv_used = p.sched.pool().total() > 0
+                         ? as_double(p.sched.blocks_in_use()) / as_double(p.sched.pool().total())
+                         : 0.0});
     }
     p.stage_busy[static_cast<std::size_t>(s)] = false;
     if (s + 1 < setup_.shape.pp) {
@@ -350,7 +348,7 @@ class Cluster {
       }
       r.computed += done;
       p.sched.computed(reqs_, e.request, before);
-      p.outstanding_tokens -= d(done);
+      p.outstanding_tokens -= as_double(done);
       if (r.computed >= r.known()) token(i, e.request, emitted);
     }
     sample_kv();
@@ -392,10 +390,10 @@ class Cluster {
     const auto to = pick(decode_pool_);
     auto& q = rep(to);
     ++q.outstanding;
-    q.outstanding_tokens += d(r.output - r.generated);
+    q.outstanding_tokens += as_double(r.output - r.generated);
     auto& p = rep(from);
     --p.outstanding;
-    p.outstanding_tokens -= d(r.output - r.generated);
+    p.outstanding_tokens -= as_double(r.output - r.generated);
     q.pending_adopt.push_back(id);
     try_adopt(to);
   }
@@ -427,8 +425,8 @@ class Cluster {
     const auto& q = rep(to);
     const auto& shape = setup_.shape;
     const auto layers = split_layers(model_.layers, shape.pp);
-    const double per_layer =
-        capacity_.kv_bytes_per_token_rank / d(*std::max_element(layers.begin(), layers.end()));
+    const double per_layer = capacity_.kv_bytes_per_token_rank /
+                             as_double(*std::max_element(layers.begin(), layers.end()));
     std::vector<FlowNetwork::FlowRequest> flows;
     auto remaining = std::make_shared<std::int64_t>(shape.gpus());
     Time latency;
@@ -438,7 +436,8 @@ class Cluster {
         const auto k = static_cast<std::size_t>(s * shape.tp + j);
         const auto& route = comm_.router.gpu_route(p.gpus[k], q.gpus[k]);
         for (const auto& path : route.paths) latency = std::max(latency, path.latency);
-        const double bytes = d(r.computed) * per_layer * d(layers[static_cast<std::size_t>(s)]);
+        const double bytes =
+            as_double(r.computed) * per_layer * as_double(layers[static_cast<std::size_t>(s)]);
         kv_transfer_bytes_ += bytes;
         flows.push_back(FlowNetwork::FlowRequest{.links = usage_of(route.paths),
                                                  .bytes = bytes,
@@ -525,7 +524,7 @@ class Cluster {
       if (r.generated < r.output || r.output == 0) continue;
       const double t = (r.first_token - r.arrival).seconds();
       const double e = (r.finished - r.arrival).seconds();
-      double tp = r.output > 1 ? (e - t) / d(r.output - 1) : 0.0;
+      double tp = r.output > 1 ? (e - t) / as_double(r.output - 1) : 0.0;
       if (static_cast<std::int64_t>(i) >= out.warmup_requests) {
         ttft.push_back(t);
         e2e.push_back(e);
@@ -543,7 +542,8 @@ class Cluster {
         pc.queried_tokens += rp->sched.prefix_queried_tokens();
         pc.hit_tokens += rp->sched.prefix_hit_tokens();
       }
-      pc.hit_rate = pc.queried_tokens > 0 ? d(pc.hit_tokens) / d(pc.queried_tokens) : 0.0;
+      pc.hit_rate =
+          pc.queried_tokens > 0 ? as_double(pc.hit_tokens) / as_double(pc.queried_tokens) : 0.0;
       std::vector<double> hit, miss;
       for (std::size_t i = static_cast<std::size_t>(out.warmup_requests); i < reqs_.size(); ++i) {
         const auto& r = reqs_[i];
@@ -559,8 +559,9 @@ class Cluster {
       out.speculative = spec_;
       out.speculative.enabled = true;
       out.speculative.acceptance_rate =
-          spec_.proposed > 0 ? d(spec_.accepted) / d(spec_.proposed) : 0.0;
-      out.speculative.tokens_per_step = spec_.steps > 0 ? d(spec_.emitted) / d(spec_.steps) : 0.0;
+          spec_.proposed > 0 ? as_double(spec_.accepted) / as_double(spec_.proposed) : 0.0;
+      out.speculative.tokens_per_step =
+          spec_.steps > 0 ? as_double(spec_.emitted) / as_double(spec_.steps) : 0.0;
       out.speculative.expected_tokens_per_step = setup_.speculative.expected_tokens_per_step();
     }
     out.ttft = summarize(ttft);
@@ -575,10 +576,10 @@ class Cluster {
     out.tpot_samples = std::move(tpot);
     out.e2e_samples = std::move(e2e);
     if (out.makespan_s > 0) {
-      out.requests_per_s = d(completed_) / out.makespan_s;
-      out.output_tokens_per_s = d(output_tokens_) / out.makespan_s;
-      out.tokens_per_s_per_gpu = out.output_tokens_per_s / d(out.gpus);
-      out.goodput_requests_per_s = d(good) / out.makespan_s;
+      out.requests_per_s = as_double(completed_) / out.makespan_s;
+      out.output_tokens_per_s = as_double(output_tokens_) / out.makespan_s;
+      out.tokens_per_s_per_gpu = out.output_tokens_per_s / as_double(out.gpus);
+      out.goodput_requests_per_s = as_double(good) / out.makespan_s;
       out.mean_in_system = in_system_area_ / (last_change_s_ - first);
       out.kv_utilization_mean = kv_area_ / (kv_last_t_ - first);
     }
@@ -709,11 +710,13 @@ KvCapacity kv_capacity(const Topology& topo, const ModelSpec& model, const Servi
   c.block_size = setup.scheduler.block_size;
   c.memory = serving_memory(model, job, setup.memory);
   const auto layers = split_layers(model.layers, shape.pp);
-  const double stage_layers = d(*std::max_element(layers.begin(), layers.end()));
-  const double kv_share =
-      model.mla ? 1.0 : (model.kv_heads >= shape.tp ? 1.0 / d(shape.tp) : 1.0 / d(model.kv_heads));
+  const double stage_layers = as_double(*std::max_element(layers.begin(), layers.end()));
+  const double kv_share = model.mla
+                              ? 1.0
+                              : (model.kv_heads >= shape.tp ? 1.0 / as_double(shape.tp)
+                                                            : 1.0 / as_double(model.kv_heads));
   c.kv_bytes_per_token_rank =
-      kv_bytes_per_token(model, shape.kv_dtype) / d(model.layers) * stage_layers * kv_share;
+      kv_bytes_per_token(model, shape.kv_dtype) / as_double(model.layers) * stage_layers * kv_share;
   if (const auto& spec = setup.speculative; spec.enabled()) {
     if (shape.pp != 1)
       throw Error("", "--speculative", "speculative decoding is modelled with pp = 1 only");
@@ -726,8 +729,9 @@ KvCapacity kv_capacity(const Topology& topo, const ModelSpec& model, const Servi
       ServingMemoryJob dj = job;
       dj.pp = 1;
       c.memory.weights += serving_memory(dm, dj, setup.memory).weights;
-      const double dshare =
-          dm.mla ? 1.0 : (dm.kv_heads >= shape.tp ? 1.0 / d(shape.tp) : 1.0 / d(dm.kv_heads));
+      const double dshare = dm.mla ? 1.0
+                                   : (dm.kv_heads >= shape.tp ? 1.0 / as_double(shape.tp)
+                                                              : 1.0 / as_double(dm.kv_heads));
       c.kv_bytes_per_token_rank += kv_bytes_per_token(dm, shape.kv_dtype) * dshare;
     } else {
       // The MTP module: one layer's weights (the target's per-layer share, an assumption) and
@@ -751,7 +755,7 @@ KvCapacity kv_capacity(const Topology& topo, const ModelSpec& model, const Servi
       break;
   }
   const double tokens = std::floor(std::max(0.0, room) / c.kv_bytes_per_token_rank);
-  c.blocks = static_cast<std::int64_t>(std::floor(tokens / d(c.block_size)));
+  c.blocks = static_cast<std::int64_t>(std::floor(tokens / as_double(c.block_size)));
   if (c.blocks < 1)
     throw Error("", "--mesh",
                 fmt::format("{} does not fit tp={} × pp={} on {}: weights {:.1f} GB and workspace "

@@ -2,15 +2,13 @@
 
 #include <algorithm>
 
+#include "core/units.hpp"
 #include "model/op_catalogue.hpp"
 #include "parallel/parallel_config.hpp"
 
 namespace meshsim {
 namespace {
 
-double d(std::int64_t v) {
-  return static_cast<double>(v);
-}
 constexpr double kActBytes = 2;  // activations between layers and stages are 16-bit
 
 }  // namespace
@@ -83,9 +81,10 @@ double StepCost::attention_chunk_seconds(const PrefillChunk& c) const {
 }
 
 double StepCost::kv_token_bytes() const {
-  return model_.mla ? d(model_.mla->kv_lora_rank + model_.mla->qk_rope_head_dim) *
+  return model_.mla ? as_double(model_.mla->kv_lora_rank + model_.mla->qk_rope_head_dim) *
                           bytes_of(shape_.kv_dtype)
-                    : 2.0 * d(kv_heads_rank_) * d(model_.head_dim) * bytes_of(shape_.kv_dtype);
+                    : 2.0 * as_double(kv_heads_rank_) * as_double(model_.head_dim) *
+                          bytes_of(shape_.kv_dtype);
 }
 
 double StepCost::attention_seconds(const BatchShape& batch) const {
@@ -110,9 +109,9 @@ double StepCost::attention_seconds(const BatchShape& batch) const {
     a.kv_heads = kv_heads_rank_;
     a.causal = true;
     Kernel k = attention_kernel(a, DType::bf16);
-    k.bytes =
-        d(batch.decode_context) * kv_token_bytes() +
-        2.0 * d(batch.decodes + batch.speculated) * d(heads_rank_) * d(model_.head_dim) * kActBytes;
+    k.bytes = as_double(batch.decode_context) * kv_token_bytes() +
+              2.0 * as_double(batch.decodes + batch.speculated) * as_double(heads_rank_) *
+                  as_double(model_.head_dim) * kActBytes;
     s += compute_.seconds(k);
   }
   // Every new token's K and V are appended to the paged cache (read and written once; Vidur
@@ -120,7 +119,7 @@ double StepCost::attention_seconds(const BatchShape& batch) const {
   const std::int64_t new_tokens = batch.tokens();
   if (new_tokens > 0)
     s += compute_.seconds(
-        memory_kernel(MemoryClass::kv_append, 2.0 * d(new_tokens) * kv_token_bytes()));
+        memory_kernel(MemoryClass::kv_append, 2.0 * as_double(new_tokens) * kv_token_bytes()));
   return s;
 }
 
@@ -141,7 +140,7 @@ double StepCost::tp_collective_seconds(std::vector<SecondsCache>& caches, Collec
   CollectiveCall call;
   call.op = op;
   call.ranks = group(stage);
-  call.bytes = d(rows) * row_bytes;
+  call.bytes = as_double(rows) * row_bytes;
   const double s = priced_seconds(call);
   cache.emplace(rows, s);
   return s;
@@ -149,7 +148,7 @@ double StepCost::tp_collective_seconds(std::vector<SecondsCache>& caches, Collec
 
 double StepCost::tp_allreduce_seconds(std::int64_t stage, std::int64_t tokens) {
   return tp_collective_seconds(allreduce_cache_, CollectiveOp::all_reduce, stage, tokens,
-                               d(model_.hidden) * kActBytes);
+                               as_double(model_.hidden) * kActBytes);
 }
 
 double StepCost::send_seconds(std::int64_t stage, std::int64_t tokens) {
@@ -162,7 +161,7 @@ double StepCost::send_seconds(std::int64_t stage, std::int64_t tokens) {
   call.op = CollectiveOp::send_recv;
   call.ranks = {gpus_[static_cast<std::size_t>(stage * shape_.tp)],
                 gpus_[static_cast<std::size_t>((stage + 1) * shape_.tp)]};
-  call.bytes = d(tokens) * d(model_.hidden) * kActBytes;
+  call.bytes = as_double(tokens) * as_double(model_.hidden) * kActBytes;
   const double s = priced_seconds(call);
   cache.emplace(tokens, s);
   return s;
@@ -183,15 +182,15 @@ double StepCost::ends_seconds(std::int64_t stage, const BatchShape& batch) {
     // Token embedding: one hidden vector read and written per token; under TP each rank looks
     // up its vocabulary rows and the partial rows are all-reduced (vLLM's
     // VocabParallelEmbedding, Megatron's VocabParallelEmbedding).
-    s += compute_.seconds(
-        memory_kernel(MemoryClass::gather, 2.0 * kActBytes * d(tokens) * d(model_.hidden)));
+    s += compute_.seconds(memory_kernel(
+        MemoryClass::gather, 2.0 * kActBytes * as_double(tokens) * as_double(model_.hidden)));
     s += tp_allreduce_seconds(0, tokens);
   }
   if (stage == shape_.pp - 1 && batch.sampled > 0) {
     const std::int64_t vocab_rank = std::max<std::int64_t>(model_.vocab / shape_.tp, 1);
     // Final norm and the logits of the sampling sequences only (vocab column-parallel over TP).
-    s += compute_.seconds(
-        memory_kernel(MemoryClass::norm, 2.0 * kActBytes * d(batch.sampled) * d(model_.hidden)));
+    s += compute_.seconds(memory_kernel(
+        MemoryClass::norm, 2.0 * kActBytes * as_double(batch.sampled) * as_double(model_.hidden)));
     // The LM head stays 16-bit in FP8 checkpoints: NVIDIA TensorRT Model Optimizer's FP8 config
     // disables quantization of "*lm_head*", and vLLM's FP8 checkpoints (llm-compressor recipes)
     // list lm_head under `ignore`; only the decoder's linear layers are FP8.
@@ -203,15 +202,16 @@ double StepCost::ends_seconds(std::int64_t stage, const BatchShape& batch) {
     // softmax over the whole vocabulary per sequence, reading 16-bit logits and writing fp32
     // probabilities (top-k/top-p on top are not priced).
     s += logits_gather_seconds(stage, batch.sampled);
-    s += compute_.seconds(memory_kernel(MemoryClass::softmax,
-                                        (kActBytes + 4.0) * d(batch.sampled) * d(model_.vocab)));
+    s += compute_.seconds(
+        memory_kernel(MemoryClass::softmax,
+                      (kActBytes + 4.0) * as_double(batch.sampled) * as_double(model_.vocab)));
   }
   return s;
 }
 
 double StepCost::logits_gather_seconds(std::int64_t stage, std::int64_t sampled) {
   return tp_collective_seconds(gather_cache_, CollectiveOp::all_gather, stage, sampled,
-                               d(model_.vocab) * kActBytes);
+                               as_double(model_.vocab) * kActBytes);
 }
 
 void StepCost::set_cuda_graph_sizes(std::vector<std::int64_t> sizes) {
@@ -241,14 +241,14 @@ double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
   if (dense_layers > 0) {
     std::int64_t l = first;
     while (model_.is_moe_layer(l)) ++l;
-    s += d(dense_layers) * layer_dense_seconds(l, tokens);
+    s += as_double(dense_layers) * layer_dense_seconds(l, tokens);
   }
   if (moe_layers > 0) {
     std::int64_t l = first;
     while (!model_.is_moe_layer(l)) ++l;
-    s += d(moe_layers) * layer_dense_seconds(l, tokens);
+    s += as_double(moe_layers) * layer_dense_seconds(l, tokens);
   }
-  s += d(n) * (attention + allreduce);
+  s += as_double(n) * (attention + allreduce);
   s += ends_seconds(stage, batch);
   return s;
 }

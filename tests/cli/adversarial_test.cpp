@@ -22,8 +22,8 @@ namespace {
 using meshsim::test::kSanitized;
 const std::string kLimit = meshsim::test::memory_limit_prefix();
 
-const std::string kH100 = source_path("topologies/dgx-h100.json");
-const std::string k8b = source_path("workloads/models/llama3.1-8b.json");
+const std::string kDgxH100 = source_path("topologies/dgx-h100.json");
+const std::string kLlama8b = source_path("workloads/models/llama3.1-8b.json");
 
 struct Case {
   std::string args;
@@ -68,7 +68,7 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
   std::filesystem::create_directories(dir);
 
   // Clusters: a 700-byte file with 16.7 M links; links and GPUs at 1e308; links at 1 B/s.
-  json pairs = load(kH100);
+  json pairs = load(kDgxH100);
   pairs["node"]["vertices"] = json::parse(
       R"([{"name": "gpu", "kind": "gpu", "count": 4096},
           {"name": "sw", "kind": "nvswitch", "count": 4096}])");
@@ -76,10 +76,10 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
       R"([{"a": "gpu", "b": "sw", "pattern": "all_pairs", "kind": "nvlink",
            "bandwidth_GBps": 100, "latency_ns": 100}])");
   const auto all_pairs = write(dir, "all-pairs.json", pairs.dump());
-  json fast = load(kH100);
+  json fast = load(kDgxH100);
   for (auto& l : fast["node"]["links"]) l["bandwidth_GBps"] = 1e308;
   const auto fast_links = write(dir, "fast-links.json", fast.dump());
-  json gpu = load(kH100);
+  json gpu = load(kDgxH100);
   gpu["node"]["gpu"] = json::parse(
       R"({"model": "X", "peak_tflops": {"bf16": 1e308}, "hbm_bytes": "80G", "hbm_GBps": 3350,
           "sm_count": 132})");
@@ -87,16 +87,16 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
   gpu["node"]["gpu"]["peak_tflops"]["bf16"] = 989;
   gpu["node"]["gpu"]["hbm_GBps"] = 1e308;
   const auto fast_hbm = write(dir, "fast-hbm.json", gpu.dump());
-  json slow = load(kH100);
+  json slow = load(kDgxH100);
   for (auto& l : slow["node"]["links"]) l["bandwidth_GBps"] = 1e-9;
   const auto slow_links = write(dir, "slow-links.json", slow.dump());
   json deep_nodes = load(source_path("topologies/dgx-h100-superpod.json"));
   deep_nodes["nodes"] = std::int64_t{1} << 60;
-  deep_nodes["node_from"] = kH100;
+  deep_nodes["node_from"] = kDgxH100;
   const auto huge_nodes = write(dir, "huge-nodes.json", deep_nodes.dump());
 
   // Models: 16 M layers; 16,384 layers (at the cap: its trace is what is refused).
-  json m = load(k8b);
+  json m = load(kLlama8b);
   m["num_hidden_layers"] = 16'000'000;
   const auto deep_model = write(dir, "16m-layers.json", m.dump());
   m["num_hidden_layers"] = 16384;
@@ -126,16 +126,16 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
       write(dir, "five.xml", xml.substr(0, count5) + "count=\"five\"" + xml.substr(count5 + 9));
   const auto out = (dir / "out.json").string();
 
-  const std::string train = "train --topology " + kH100 + " --seq 2048 --workload ";
-  const std::string serve = "serve --topology " + kH100 + " --workload " + k8b;
+  const std::string train = "train --topology " + kDgxH100 + " --seq 2048 --workload ";
+  const std::string serve = "serve --topology " + kDgxH100 + " --workload " + kLlama8b;
   const Case cases[] = {
       // memory blow-ups from small inputs
       {"topo --topology " + all_pairs, "16777216 links is more than the supported 4194304"},
       {train + deep_model + " --mesh tp=8", "more than 16384 layers"},
       {"memory --workload " + deep_model + " --mesh tp=8 --seq 2048", "more than 16384 layers"},
       {train + deep_16k + " --mesh tp=8 --gbs 1024", "the step's trace would need up to ~126 GB"},
-      {train + k8b + " --mesh tp=8 --gbs 1073741824", "the limit is 8192"},
-      {"search --topology " + kH100 + " --workload " + k8b + " --seq 2048 --gbs 1073741824",
+      {train + kLlama8b + " --mesh tp=8 --gbs 1073741824", "the limit is 8192"},
+      {"search --topology " + kDgxH100 + " --workload " + kLlama8b + " --seq 2048 --gbs 1073741824",
        "--gbs: global batch 1073741824 is more than 8192 micro-batches per step on every layout"},
       // overflow
       {"topo --topology " + huge_nodes, "1152921504606846976 nodes of 8 GPUs"},
@@ -145,39 +145,42 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
        "must be at most 1e+06"},
       {"topo --topology " + fast_gpu, "peak_tflops/bf16: must be at most 1e+06"},
       {"topo --topology " + fast_hbm, "hbm_GBps: must be at most 1e+06"},
-      {train + k8b + " --mesh tp=8 --mtbf-hours 1e308", "--mtbf-hours"},
-      {train + k8b + " --mesh tp=8 --storage-bw 1e-300", "--storage-bw"},
+      {train + kLlama8b + " --mesh tp=8 --mtbf-hours 1e308", "--mtbf-hours"},
+      {train + kLlama8b + " --mesh tp=8 --storage-bw 1e-300", "--storage-bw"},
       // a simulated time past 2^63 ps names the command and its inputs
-      {"train --topology " + slow_links + " --workload " + k8b + " --mesh dp=8 --seq 2048",
-       "error: meshsim train --topology " + slow_links + " --workload " + k8b +
+      {"train --topology " + slow_links + " --workload " + kLlama8b + " --mesh dp=8 --seq 2048",
+       "error: meshsim train --topology " + slow_links + " --workload " + kLlama8b +
            " --mesh dp=8: a transfer would finish past 2^63 ps"},
       // wrong or silent acceptance
       {serve + " --mesh tp=3 --rate 1 --requests 5", "tp=3 does not divide the 32 attention"},
-      {train + k8b + " --mesh tp=8 --nodes 0", "--nodes"},
-      {train + k8b + " --mesh tp=8 --storage-bw 0", "--storage-bw"},
-      {train + k8b + " --mesh tp=8 --mtbf-hours 0", "--mtbf-hours"},
-      {train + k8b + " --mesh tp=8 --restart-s -5", "--restart-s"},
+      {train + kLlama8b + " --mesh tp=8 --nodes 0", "--nodes"},
+      {train + kLlama8b + " --mesh tp=8 --storage-bw 0", "--storage-bw"},
+      {train + kLlama8b + " --mesh tp=8 --mtbf-hours 0", "--mtbf-hours"},
+      {train + kLlama8b + " --mesh tp=8 --restart-s -5", "--restart-s"},
       // NaN and absurd values in every number flag (CLI11 reads "nan" as a double)
-      {train + k8b + " --mesh tp=8 --input-stall nan", "--input-stall: 'nan': must be a number"},
-      {train + k8b + " --mesh tp=8 --input-stall 1e308", "--input-stall"},
-      {train + k8b + " --mesh tp=8 --bucket-mb nan", "--bucket-mb"},
-      {train + k8b + " --mesh tp=8 --expert-imbalance inf", "--expert-imbalance"},
-      {train + k8b + " --mesh tp=8 --checkpoint-interval nan", "--checkpoint-interval"},
-      {"memory --workload " + k8b + " --mesh tp=8 --seq 2048 --allocator-headroom nan",
+      {train + kLlama8b + " --mesh tp=8 --input-stall nan",
+       "--input-stall: 'nan': must be a number"},
+      {train + kLlama8b + " --mesh tp=8 --input-stall 1e308", "--input-stall"},
+      {train + kLlama8b + " --mesh tp=8 --bucket-mb nan", "--bucket-mb"},
+      {train + kLlama8b + " --mesh tp=8 --expert-imbalance inf", "--expert-imbalance"},
+      {train + kLlama8b + " --mesh tp=8 --checkpoint-interval nan", "--checkpoint-interval"},
+      {"memory --workload " + kLlama8b + " --mesh tp=8 --seq 2048 --allocator-headroom nan",
        "--allocator-headroom"},
       {serve + " --mesh tp=8 --burstiness nan", "--burstiness"},
       {serve + " --mesh tp=8 --slo-ttft nan", "--slo-ttft"},
       {serve + " --mesh tp=8 --slo-tpot -1", "--slo-tpot"},
-      {"search --topology " + kH100 + " --workload " + k8b + " --seq 2048 --gbs 16 --threads -4",
+      {"search --topology " + kDgxH100 + " --workload " + kLlama8b +
+           " --seq 2048 --gbs 16 --threads -4",
        "--threads"},
-      {"search --topology " + kH100 + " --workload " + k8b + " --seq 2048 --gbs 16 --top 0",
+      {"search --topology " + kDgxH100 + " --workload " + kLlama8b + " --seq 2048 --gbs 16 --top 0",
        "--top"},
-      {"search --topology " + kH100 + " --workload " + k8b + " --seq 2048 --gbs 16 --top -1",
+      {"search --topology " + kDgxH100 + " --workload " + kLlama8b +
+           " --seq 2048 --gbs 16 --top -1",
        "--top"},
       {"calibrate fit --raw " + source_path("tools/calibrate/examples/h100-raw-example.json") +
            " --gpu Z100 --out " + out,
        "--gpu: unknown GPU 'Z100'"},
-      {"collective --topology " + kH100 + " --op frob --gpus 8 --sizes 1M",
+      {"collective --topology " + kDgxH100 + " --op frob --gpus 8 --sizes 1M",
        "--op: unknown operation 'frob'"},
       {"calibrate fit --nccl-tests " +
            source_path("tools/calibrate/examples/dgx-h100-all_reduce_perf.log") +
@@ -186,24 +189,24 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
       {serve + " --mesh tp=8 --traffic " + dup_key, "/arrival: "},
       {serve + " --mesh tp=8 --traffic " + dup_col, "names column 'prompt_tokens' twice"},
       {"calibrate nccl-topo --xml " + five_xml + " --out " + out, "@count: 'five' is not a number"},
-      {"calibrate kineto --trace " + big_kineto + " --topology " + kH100 + " --workload " + k8b +
-           " --mesh tp=8 --seq 2048",
+      {"calibrate kineto --trace " + big_kineto + " --topology " + kDgxH100 + " --workload " +
+           kLlama8b + " --mesh tp=8 --seq 2048",
        "has a dimension past 2^24"},
       {"calibrate fit --nccl-tests " + big_log + " --gpu H100-SXM5-80GB --out " + out,
        "is not a byte count from 0 to 2^44"},
       // messages: directories, CLI11's parse errors in `<flag>: <what>` form
       {"topo --topology " + dir.string(), "is a directory, not an input file"},
-      {train + k8b + " --mesh tp=8 --bogus", "--bogus: not an option of 'meshsim train'"},
-      {"collective --topology " + kH100 + " --op all_reduce --gpus x --sizes 1M",
+      {train + kLlama8b + " --mesh tp=8 --bogus", "--bogus: not an option of 'meshsim train'"},
+      {"collective --topology " + kDgxH100 + " --op all_reduce --gpus x --sizes 1M",
        "--gpus: 'x' is not a valid value"},
-      {"topo --topology " + kH100 + " --topology " + kH100, "--topology: given 2 times"},
+      {"topo --topology " + kDgxH100 + " --topology " + kDgxH100, "--topology: given 2 times"},
       {"train --topology", "--topology: needs a value"},
       {"frob", "frob: not a command of 'meshsim'"},
       {"calibrate", "meshsim calibrate: give a command (fit, nccl-topo, kineto)"},
       {serve + " --mesh tp=8 --context 100000000000", "--context: not an option of"},
-      {"memory --workload " + k8b + " --mesh tp=8 --mode serve --context 100000000000",
+      {"memory --workload " + kLlama8b + " --mesh tp=8 --mode serve --context 100000000000",
        "--context: must be at most 16777216 tokens"},
-      {"memory --workload " + k8b +
+      {"memory --workload " + kLlama8b +
            " --mesh tp=8 --mode serve --context 4096 --concurrency "
            "100000000000",
        "--concurrency: must be at most 67108864 sequences"},
@@ -218,9 +221,9 @@ TEST_CASE("adversarial: a search of 8,192 micro-batch steps runs within the memo
   // Without the address-space limit (the sanitizer build) the budget is the machine's and the
   // 8,192-micro-batch layouts are simulated, for minutes under ASan: skipped there.
   if (kSanitized) return;
-  const auto r = run_cli(
-      "search --topology " + kH100 + " --workload " + k8b + " --seq 2048 --gbs 65536 --threads 2",
-      kLimit);
+  const auto r = run_cli("search --topology " + kDgxH100 + " --workload " + kLlama8b +
+                             " --seq 2048 --gbs 65536 --threads 2",
+                         kLimit);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(r.out.find("more than 8192 micro-batches per step") != std::string::npos);
   CHECK(r.err.find("internal error") == std::string::npos);

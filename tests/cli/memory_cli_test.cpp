@@ -7,14 +7,12 @@
 
 #include "cli_runner.hpp"
 
+using meshsim::test::model_path;
 using meshsim::test::run_cli;
 using meshsim::test::source_path;
 using nlohmann::json;
 
 namespace {
-std::string model(const std::string& name) {
-  return meshsim::test::model_path(name);
-}
 json memory_json(const std::string& args) {
   return meshsim::test::run_cli_json("memory " + args + " --json");
 }
@@ -25,7 +23,7 @@ TEST_CASE("memory: the seed's 70B model state over 64 GPUs") {
   // GB, ZeRO-3 ≈ 17.5 GB per GPU.
   const std::pair<int, double> rows[] = {{0, 1120}, {1, 293.1}, {2, 155.3}, {3, 17.5}};
   for (const auto& [zero, gb] : rows) {
-    const auto j = memory_json("--stack ideal --workload " + model("dense-70b") +
+    const auto j = memory_json("--stack ideal --workload " + model_path("dense-70b") +
                                " --mesh dp=64 --zero " + std::to_string(zero));
     const auto& zero_ = zero;  // clang 14 cannot capture a structured binding
     INFO("zero_ " << zero_);
@@ -33,7 +31,7 @@ TEST_CASE("memory: the seed's 70B model state over 64 GPUs") {
     CHECK(j["fits"] == (zero == 3));
     CHECK(j["activations_modeled"] == false);
   }
-  const auto j = memory_json("--workload " + model("dense-70b") + " --mesh dp=64");
+  const auto j = memory_json("--workload " + model_path("dense-70b") + " --mesh dp=64");
   CHECK(j["per_gpu_bytes"]["weights"].get<double>() == 140e9);
   CHECK(j["params"]["total"].get<double>() == 70e9);
   for (const char* key : {"weights", "gradients", "optimizer", "activations", "temporary",
@@ -43,14 +41,14 @@ TEST_CASE("memory: the seed's 70B model state over 64 GPUs") {
 }
 
 TEST_CASE("memory: Llama 3.1 70B KV cache, serving") {
-  const auto j = memory_json("--workload " + model("llama3.1-70b") +
+  const auto j = memory_json("--workload " + model_path("llama3.1-70b") +
                              " --mode serve --mesh tp=8 --concurrency 1 --context 32768");
   // ≈ 0.33 MB per token; 32,768 tokens ≈ 10.7 GB, split over 8 TP ranks.
   CHECK(j["kv_bytes_per_token"].get<double>() / 1e6 == doctest::Approx(0.33).epsilon(0.01));
   CHECK(j["per_gpu_bytes"]["kv_cache"].get<double>() * 8 / 1e9 ==
         doctest::Approx(10.7).epsilon(0.005));
   CHECK(j["fits"] == true);
-  const auto text = run_cli("memory --workload " + model("llama3.1-70b") +
+  const auto text = run_cli("memory --workload " + model_path("llama3.1-70b") +
                             " --mode serve --mesh tp=1 --context 32768");
   CHECK(text.out.find("KV cache 0.3277 MB per token") != std::string::npos);
   CHECK(text.out.find("(10.74 GB per sequence)") != std::string::npos);
@@ -128,7 +126,7 @@ TEST_CASE("memory: bad input gives one error line and exit 2") {
   for (const auto& [args, expected] : cases) {
     const auto& args_ = args;  // clang 14 cannot capture a structured binding
     INFO(args_);
-    r = run_cli("memory --workload " + model("llama3.1-70b") + " " + args);
+    r = run_cli("memory --workload " + model_path("llama3.1-70b") + " " + args);
     CHECK(r.exit_code == 2);
     CHECK(r.err.starts_with(expected));
     CHECK(r.out.empty());
@@ -140,7 +138,7 @@ TEST_CASE("memory: bad input gives one error line and exit 2") {
 
 TEST_CASE("memory: a bad stack file is one error line naming the file and field, exit 2") {
   // A model file is not a stack: its first unknown key is named with the file.
-  const auto bad = model("llama3.1-8b");
+  const auto bad = model_path("llama3.1-8b");
   const auto r = run_cli("memory --workload " + bad + " --mesh dp=2 --seq 128 --stack " + bad);
   CHECK(r.exit_code == 2);
   CHECK(r.out.empty());

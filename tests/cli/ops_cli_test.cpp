@@ -6,21 +6,19 @@
 
 #include "cli_runner.hpp"
 
+using meshsim::test::model_path;
 using meshsim::test::run_cli;
 using meshsim::test::source_path;
 using nlohmann::json;
 
 namespace {
-std::string model(const std::string& name) {
-  return meshsim::test::model_path(name);
-}
 json ops_json(const std::string& args) {
   return meshsim::test::run_cli_json("ops " + args + " --json");
 }
 }  // namespace
 
 TEST_CASE("ops: one Llama layer on H100, TP 8, 4096 tokens") {
-  const auto j = ops_json("--workload " + model("llama3.1-70b") +
+  const auto j = ops_json("--workload " + model_path("llama3.1-70b") +
                           " --gpu H100-SXM5-80GB --tokens 4096 --tp 8");
   CHECK(j["gpu"] == "H100-SXM5-80GB");
   CHECK(j["dtype"] == "bf16");
@@ -56,7 +54,7 @@ TEST_CASE("ops: one Llama layer on H100, TP 8, 4096 tokens") {
   CHECK(j["ops"][0]["class"] == "norm");
   CHECK(j["ops"][3]["kind"] == "attention");
   // Text: a table with the layer total and the ends.
-  const auto t = run_cli("ops --workload " + model("llama3.1-70b") + " --gpu H100-SXM5-80GB " +
+  const auto t = run_cli("ops --workload " + model_path("llama3.1-70b") + " --gpu H100-SXM5-80GB " +
                          "--tokens 4096 --tp 8");
   REQUIRE(t.exit_code == 0);
   CHECK(t.out.find("layer total") != std::string::npos);
@@ -65,45 +63,45 @@ TEST_CASE("ops: one Llama layer on H100, TP 8, 4096 tokens") {
 }
 
 TEST_CASE("ops: decode, chunked prefill, backward, fp8, other GPUs, a cluster's GPU") {
-  const auto decode = ops_json("--workload " + model("llama3.1-8b") +
+  const auto decode = ops_json("--workload " + model_path("llama3.1-8b") +
                                " --gpu A100-SXM4-80GB --tokens 64 --decode 64 --context 2048");
   CHECK(decode["ops"][3]["class"] == "decode_attention");
-  const auto chunk = ops_json("--workload " + model("llama3.1-8b") +
+  const auto chunk = ops_json("--workload " + model_path("llama3.1-8b") +
                               " --gpu A100-SXM4-80GB --tokens 512 --context 3584");
   const auto fresh =
-      ops_json("--workload " + model("llama3.1-8b") + " --gpu A100-SXM4-80GB --tokens 512");
+      ops_json("--workload " + model_path("llama3.1-8b") + " --gpu A100-SXM4-80GB --tokens 512");
   // The chunk's queries see 3584 more keys: more attention FLOPs, same GEMMs.
   CHECK(chunk["ops"][3]["flops"].get<double>() > 5 * fresh["ops"][3]["flops"].get<double>());
   CHECK(chunk["ops"][1]["time_s"] == fresh["ops"][1]["time_s"]);
   const auto bwd =
-      ops_json("--workload " + model("llama3.1-8b") + " --tokens 2048 --pass backward");
+      ops_json("--workload " + model_path("llama3.1-8b") + " --tokens 2048 --pass backward");
   bool dgrad = false, wgrad = false;
   for (const auto& op : bwd["ops"]) {
     dgrad |= op["pass"] == "dgrad";
     wgrad |= op["pass"] == "wgrad";
   }
   CHECK((dgrad && wgrad));
-  const auto bf16 = ops_json("--workload " + model("llama3.1-70b") + " --tokens 8192 --tp 4");
+  const auto bf16 = ops_json("--workload " + model_path("llama3.1-70b") + " --tokens 8192 --tp 4");
   const auto fp8 =
-      ops_json("--workload " + model("llama3.1-70b") + " --tokens 8192 --tp 4 --dtype fp8");
+      ops_json("--workload " + model_path("llama3.1-70b") + " --tokens 8192 --tp 4 --dtype fp8");
   CHECK(fp8["ops"][7]["time_s"].get<double>() < bf16["ops"][7]["time_s"].get<double>());
   const auto b200 =
-      ops_json("--workload " + model("llama3.1-8b") + " --gpu B200-SXM-180GB --tokens 1024");
+      ops_json("--workload " + model_path("llama3.1-8b") + " --gpu B200-SXM-180GB --tokens 1024");
   CHECK(b200["kernel_model"].get<std::string>().find("scaled to B200") != std::string::npos);
-  const auto cluster = ops_json("--workload " + model("llama3.1-8b") + " --topology " +
+  const auto cluster = ops_json("--workload " + model_path("llama3.1-8b") + " --topology " +
                                 source_path("topologies/dgx-a100.json") + " --tokens 1024");
   CHECK(cluster["gpu"] == "A100-SXM4-80GB");
   // A profile with half the 16-bit GEMM fraction slows the big GEMMs.
-  const auto with = ops_json("--workload " + model("llama3.1-8b") + " --gpu H100-SXM5-80GB " +
+  const auto with = ops_json("--workload " + model_path("llama3.1-8b") + " --gpu H100-SXM5-80GB " +
                              "--tokens 8192 --calibration " +
                              source_path("tests/compute/data/half-gemm-h100.json"));
   const auto plain =
-      ops_json("--workload " + model("llama3.1-8b") + " --gpu H100-SXM5-80GB --tokens 8192");
+      ops_json("--workload " + model_path("llama3.1-8b") + " --gpu H100-SXM5-80GB --tokens 8192");
   CHECK(with["ops"][7]["time_s"].get<double>() > 1.5 * plain["ops"][7]["time_s"].get<double>());
 }
 
 TEST_CASE("ops: bad input is one error line and exit 2") {
-  const auto base = "ops --workload " + model("llama3.1-8b") + " ";
+  const auto base = "ops --workload " + model_path("llama3.1-8b") + " ";
   const std::pair<std::string, std::string> cases[] = {
       {"--tokens 0", "error: --tokens: must be a positive integer"},
       {"--tokens 8 --tp 3", "error: --tp: 3 does not divide the model's 32 attention heads"},
@@ -121,7 +119,7 @@ TEST_CASE("ops: bad input is one error line and exit 2") {
     CHECK(r.err.starts_with(message));
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
-  const auto r = run_cli("ops --workload " + model("dense-70b") + " --tokens 8");
+  const auto r = run_cli("ops --workload " + model_path("dense-70b") + " --tokens 8");
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("no architecture") != std::string::npos);
 }

@@ -31,7 +31,7 @@ struct FitArgs {
   bool include_unfused = false, json = false, no_points = false;
 };
 
-struct TopoArgs {
+struct CalibrateTopoArgs {
   std::string xml, out, gpu, name = "nccl-topo-node";
   bool json = false;
 };
@@ -111,7 +111,7 @@ int run_fit(const FitArgs& a) {
   return 0;
 }
 
-int run_nccl_topo(const TopoArgs& a) {
+int run_nccl_topo(const CalibrateTopoArgs& a) {
   if (a.out.empty()) throw Error("", "--out", "give the cluster file to write");
   NcclTopoOptions opt;
   opt.name = a.name;
@@ -279,7 +279,7 @@ Runner add_calibrate_command(CLI::App& app) {
   f->add_option("--out", fit->out, "Profile to write")->required();
   f->add_option("--topology-out", fit->topology_out, "Also write the raw file's node topology");
   f->add_flag("--json", fit->json, "Print one JSON document (the fits and the written profile)");
-  auto topo = std::make_shared<TopoArgs>();
+  auto topo = std::make_shared<CalibrateTopoArgs>();
   auto* t = cmd->add_subcommand("nccl-topo", "NCCL topology XML -> meshsim cluster file");
   t->add_option("--xml", topo->xml, "NCCL_TOPO_DUMP_FILE output")->required();
   t->add_option("--out", topo->out, "Cluster file to write")->required();

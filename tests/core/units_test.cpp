@@ -42,3 +42,9 @@ TEST_CASE("from_seconds_ceil does not add a tick for floating-point noise") {
   CHECK(Time::from_seconds_ceil(500e-9) == Time::ns(500));
   CHECK(Time::from_seconds_ceil(100.4e-12) == Time::ps(101));
 }
+
+TEST_CASE("as_double converts a count exactly below 2^53") {
+  CHECK(meshsim::as_double(0) == 0.0);
+  CHECK(meshsim::as_double(-3) == -3.0);
+  CHECK(meshsim::as_double(std::int64_t{1} << 52) == 4503599627370496.0);
+}

@@ -1,10 +1,11 @@
 #pragma once
 // HTML text escaping for the reports.
 #include <string>
+#include <string_view>
 
 namespace meshsim {
 
-inline std::string html_escape(const std::string& s) {
+inline std::string html_escape(std::string_view s) {
   std::string o;
   o.reserve(s.size());
   for (char c : s) {

@@ -95,7 +95,7 @@ std::string timeline(const Trace& trace, const ReplayResult& replay) {
     const auto kind = std::string(stream_kind_name(g.stream(op.stream).kind));
     s += fmt::format(
         R"(<rect class="op" x="{:.2f}" y="{:.0f}" width="{:.2f}" height="{:.0f}" fill="{}"><title>{}</title></rect>)",
-        x0, it->second, w, lane_h - 4, component_color(kind), html_escape(std::string(op.name)));
+        x0, it->second, w, lane_h - 4, component_color(kind), html_escape(op.name));
   }
   s += x_axis(ticks, left, width, base, fmt::format("time in the step ({})", unit.name));
   s += y_axis_title(12, (top + base) / 2, "rank, stream");

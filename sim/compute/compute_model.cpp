@@ -9,14 +9,6 @@
 
 namespace meshsim {
 
-GpuSpec gpu_with_sms_taken(const GpuSpec& gpu, std::int32_t taken) {
-  GpuSpec g = gpu;
-  if (gpu.sm_count <= 1 || taken <= 0) return g;
-  g.sm_count = std::max(1, gpu.sm_count - taken);
-  const double share = static_cast<double>(g.sm_count) / static_cast<double>(gpu.sm_count);
-  for (auto& [dtype, flops] : g.peak_flops) flops *= share;
-  return g;
-}
 namespace {
 
 double log2d(std::int64_t v) {
@@ -65,8 +57,8 @@ struct LocalIdw {
 
 }  // namespace
 
-ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profile)
-    : gpu_(std::move(gpu)), profile_(std::move(profile)) {
+ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profile, SmsTaken taken)
+    : gpu_(std::move(gpu)), taken_(taken), profile_(std::move(profile)) {
   if (gpu_.sm_count <= 0) throw Error(gpu_.model, "sm_count", "must be greater than zero");
   if (gpu_.hbm_Bps <= 0) throw Error(gpu_.model, "hbm_GBps", "must be greater than zero");
   params_ = bundled_kernel_params(gpu_);
@@ -92,17 +84,18 @@ ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profil
   if (!fitted_memory && profile_->launch_overhead)
     for (const auto c : {MemoryClass::elementwise, MemoryClass::optimizer})
       params_.of(c).fixed_s = params_.of(c).floor_s = profile_->launch_overhead->seconds();
+  // Corrections against the whole GPU's model, so a model with SMs taken keeps its ratio to it.
+  const auto whole_gpu = [this](const Kernel& k) { return kernel_seconds(k, gpu_, params_); };
   std::vector<MeasuredPoint> gemm, attention;
   for (const auto& p : profile_->gemm) {
     const auto k = gemm_kernel(p.shape, p.dtype);
-    gemm.push_back({gemm_coords(p.shape), std::log(k.flops / p.flops_per_s / model_seconds(k)),
+    gemm.push_back({gemm_coords(p.shape), std::log(k.flops / p.flops_per_s / whole_gpu(k)),
                     gemm_tag(p.dtype)});
   }
   for (const auto& p : profile_->attention) {
     const auto k = attention_kernel(p.shape, p.dtype);
     attention.push_back({attention_coords(p.shape),
-                         std::log(k.flops / p.flops_per_s / model_seconds(k)),
-                         attention_tag(p.shape)});
+                         std::log(k.flops / p.flops_per_s / whole_gpu(k)), attention_tag(p.shape)});
   }
   gemm_points_ = MeasuredPoints(std::move(gemm), kCorrectionRadius);
   attention_points_ = MeasuredPoints(std::move(attention), kCorrectionRadius);
@@ -113,7 +106,7 @@ double ComputeModel::peak_flops(DType dtype) const {
 }
 
 double ComputeModel::model_seconds(const Kernel& k) const {
-  return kernel_seconds(k, gpu_, params_);
+  return kernel_seconds(k, gpu_, params_, taken_);
 }
 
 double ComputeModel::correction(const Kernel& k) const {

@@ -12,6 +12,7 @@
 #include "compute/calibration_profile.hpp"
 #include "compute/kernel.hpp"
 #include "compute/kernel_params.hpp"
+#include "compute/kernel_time.hpp"
 #include "compute/measured_points.hpp"
 #include "core/units.hpp"
 #include "topology/gpu_spec.hpp"
@@ -21,13 +22,13 @@ namespace meshsim {
 // How far (in log2 units of the shape coordinates) a measured point corrects its neighbours.
 inline constexpr double kCorrectionRadius = 1.5;
 
-// The GPU with `taken` SMs held by another kernel (a collective's CTAs): the SMs left, with the
-// peak FLOP/s of those SMs; HBM bandwidth unchanged. At least one SM is left.
-GpuSpec gpu_with_sms_taken(const GpuSpec& gpu, std::int32_t taken);
-
 class ComputeModel {
  public:
-  explicit ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profile = std::nullopt);
+  // `taken`: SMs another kernel holds while these kernels run (a collective's CTAs beside
+  // them, compute/kernel_time.hpp); its HBM bandwidth is unchanged. Measured points correct
+  // the model of the whole GPU.
+  explicit ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profile = std::nullopt,
+                        SmsTaken taken = {});
 
   Time time(const Kernel& k) const;
   double seconds(const Kernel& k) const;
@@ -49,6 +50,7 @@ class ComputeModel {
   double correction(const Kernel& k) const;
 
   GpuSpec gpu_;
+  SmsTaken taken_;
   KernelParams params_;
   std::optional<CalibrationProfile> profile_;
   MeasuredPoints gemm_points_, attention_points_;

@@ -53,41 +53,66 @@ double gemm_fraction(const GemmParams& p, DType dtype) {
   return dtype == DType::fp8 ? p.fraction_fp8 : p.fraction_16bit;
 }
 
-GemmTileUse gemm_tile_use(const GemmShape& s, std::int32_t sm_count) {
+GemmTileUse gemm_tile_use(const GemmShape& s, std::int32_t sm_count, SmsTaken taken) {
   GemmTileUse use{};
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) {
     use.fill(1.0);
     return use;
   }
   const double M = static_cast<double>(s.m), N = static_cast<double>(s.n),
-               K = static_cast<double>(s.k), B = static_cast<double>(s.batch),
-               sms = static_cast<double>(sm_count);
+               K = static_cast<double>(s.k), B = static_cast<double>(s.batch);
+  // The SMs the kernel is launched for (its grid and split) and those it runs on.
+  const double all = static_cast<double>(sm_count);
+  const double left = std::max(1.0, all - static_cast<double>(std::max(taken.count, 0)));
+  const double sms = taken.planned_for_all ? all : left;
+  const double iters = ceil_div(K, kTileK);
   for (std::size_t i = 0; i < kTiles.size(); ++i) {
     const auto& t = kTiles[i];
     const double tiles = ceil_div(M, t.m) * ceil_div(N, t.n) * B;
     const double padding = M * N * B / (tiles * t.m * t.n);
-    // Whole waves of output tiles, or (fewer tiles than SMs) stream-K: every SM takes an even
-    // share of the tiles' K iterations, so a partial wave never idles SMs for a whole tile.
-    const double busy =
-        tiles >= sms ? spread(tiles, sms) : spread(tiles * ceil_div(K, kTileK), sms);
-    use[i] = padding * busy;
+    // Stream-K's hybrid schedule (Osama et al., "Stream-K: Work-centric Parallel Decomposition
+    // for Dense Matrix-Matrix Multiplication", PPoPP 2023, §5 "DP + one-tile SK"; CUTLASS's
+    // stream-K tile scheduler): all but the last one or two waves' tiles run as whole data-
+    // parallel waves, and the rest are split evenly, in main-loop iterations, over one CTA per
+    // SM, so no SM idles for a partial wave (fewer tiles than SMs is the same rule). On the SMs
+    // left beside another kernel, the data-parallel tiles fill them wave by wave and the
+    // stream-K CTAs, one per planned SM, take ⌈planned / left⌉ rounds. Time in iterations of
+    // the busiest SM.
+    const double dp_tiles = tiles >= 2 * sms ? (std::floor(tiles / sms) - 1) * sms : 0.0;
+    const double time = ceil_div(dp_tiles, left) * iters +
+                        ceil_div(sms, left) * ceil_div((tiles - dp_tiles) * iters, sms);
+    use[i] = padding * tiles * iters / (time * all);
   }
   return use;
 }
 
 double gemm_occupancy(const GemmTileUse& use, double intensity_half) {
-  const double best_reuse = intensity(128, 256) / (intensity(128, 256) + intensity_half);
-  double best = 0;
-  for (std::size_t i = 0; i < kTiles.size(); ++i) {
-    const double reuse = intensity(kTiles[i].m, kTiles[i].n) /
-                         (intensity(kTiles[i].m, kTiles[i].n) + intensity_half);
-    best = std::max(best, use[i] * reuse / best_reuse);
-  }
-  return best;
+  return gemm_occupancy(use, use, intensity_half);
 }
 
-double gemm_occupancy(const GemmShape& s, std::int32_t sm_count, double intensity_half) {
-  return gemm_occupancy(gemm_tile_use(s, sm_count), intensity_half);
+double gemm_occupancy(const GemmTileUse& chosen_by, const GemmTileUse& runs_at,
+                      double intensity_half) {
+  const double best_reuse = intensity(128, 256) / (intensity(128, 256) + intensity_half);
+  double best = -1, occupancy = 0;
+  for (std::size_t i = 0; i < kTiles.size(); ++i) {
+    const double reuse = intensity(kTiles[i].m, kTiles[i].n) /
+                         (intensity(kTiles[i].m, kTiles[i].n) + intensity_half) / best_reuse;
+    if (chosen_by[i] * reuse > best) {
+      best = chosen_by[i] * reuse;
+      occupancy = runs_at[i] * reuse;
+    }
+  }
+  return occupancy;
+}
+
+double gemm_occupancy(const GemmShape& s, std::int32_t sm_count, double intensity_half,
+                      SmsTaken taken) {
+  // A kernel launched for the whole GPU was chosen for it (the library does not see the
+  // collective beside it) and runs at that tile's use of the SMs left.
+  if (taken.count > 0 && taken.planned_for_all)
+    return gemm_occupancy(gemm_tile_use(s, sm_count), gemm_tile_use(s, sm_count, taken),
+                          intensity_half);
+  return gemm_occupancy(gemm_tile_use(s, sm_count, taken), intensity_half);
 }
 
 double gemm_seconds(const Kernel& k, double occupancy, const GpuSpec& gpu, const GemmParams& g) {
@@ -123,13 +148,13 @@ AttentionWork attention_work(const AttentionShape& s, std::int32_t sm_count,
   return w;
 }
 
-double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p) {
+double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p, SmsTaken taken) {
   switch (k.kind) {
     case KernelKind::none:
       return 0.0;
     case KernelKind::gemm:
-      return gemm_seconds(k, gemm_occupancy(k.gemm, gpu.sm_count, p.gemm.intensity_half), gpu,
-                          p.gemm);
+      return gemm_seconds(k, gemm_occupancy(k.gemm, gpu.sm_count, p.gemm.intensity_half, taken),
+                          gpu, p.gemm);
     case KernelKind::attention: {
       const auto& s = k.attention;
       if (is_decode(s)) {
@@ -139,8 +164,12 @@ double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p
       }
       const auto& a = p.attention;
       const double skv = static_cast<double>(std::max<std::int64_t>(s.seq_kv, 1));
-      const auto work = attention_work(s, gpu.sm_count, a.split_min_keys);
-      double eff = a.fraction * skv / (skv + a.kv_half) * work.occupancy;
+      // Beside another kernel, FlashAttention's blocks (one grid, no persistent split) fill the
+      // SMs left wave by wave: the occupancy of those SMs at their share of the peak.
+      const std::int32_t left = std::max(1, gpu.sm_count - std::max(taken.count, 0));
+      const auto work = attention_work(s, left, a.split_min_keys);
+      double eff = a.fraction * skv / (skv + a.kv_half) * work.occupancy *
+                   static_cast<double>(left) / static_cast<double>(gpu.sm_count);
       if (s.backward) eff *= a.backward_ratio;
       // FlashAttention runs its GEMMs in bf16/fp16 even in FP8 recipes (Transformer Engine's
       // default DotProductAttention), so the 16-bit peak applies.

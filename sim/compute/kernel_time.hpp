@@ -4,10 +4,10 @@
 //  - GEMM: max(FLOPs / (peak · fraction · occupancy · K/(K + k_half)),
 //              bytes / (HBM · memory_fraction)) + fixed.
 //    Occupancy is that of the best tile of a small menu a library would launch (128×256,
-//    256×128, 128×128, 64×128, 128×64, 64×64): the useful share of the padded tiles, times
-//    whole-wave quantization when there are at least as many tiles as SMs, or stream-K's even
-//    split of the K loop over all SMs when there are fewer (Osama et al. 2023, cuBLAS and
-//    CUTLASS on Hopper) — at every M and N, so there is no split-K cliff.
+//    256×128, 128×128, 64×128, 128×64, 64×64): the useful share of the padded tiles, times the
+//    busy share of the SMs under stream-K's hybrid schedule (Osama et al. 2023, cuBLAS and
+//    CUTLASS): whole data-parallel waves, the last one or two waves' tiles split evenly along
+//    the K loop over every SM — at every M and N, so there is no split-K cliff.
 //  - Prefill attention: FLOPs / (16-bit peak · fraction · s_kv/(s_kv + kv_half) · occupancy),
 //    occupancy with FlashDecoding-style split-KV when the query blocks do not fill the SMs, and
 //    never less than the busiest SM's tile units × the per-tile time;
@@ -30,14 +30,30 @@ double peak_flops_of(const GpuSpec& gpu, DType dtype);
 // The GEMM fraction of the dtype's class: fp8, or 16-bit for everything else.
 double gemm_fraction(const GemmParams& p, DType dtype);
 
-// Per tile of the menu: the useful share of its padded tiles times the share of SM time busy.
+// SMs another kernel holds while a kernel runs (a collective's CTAs beside it).
+struct SmsTaken {
+  std::int32_t count = 0;
+  // true: the kernel was launched for every SM of the GPU (a library sizes its grid and its
+  // stream-K split by the device's SM count) and runs on the SMs left, so a grid of one full
+  // wave needs two rounds (the NVIDIA forum case of ../shared/reference/software-stacks.md
+  // §2.2); false: it was launched for the SMs left (Transformer Engine's pipelined reduce-
+  // scatter sets the GEMM's SM count target to SMs − num_sm, comm_gemm_overlap.cpp).
+  bool planned_for_all = true;
+};
+
+// Per tile of the menu: the useful share of its padded tiles times the share of SM time busy
+// (of all `sm_count` SMs, whatever `taken` holds).
 inline constexpr std::size_t kGemmTileMenu = 6;
 using GemmTileUse = std::array<double, kGemmTileMenu>;
-GemmTileUse gemm_tile_use(const GemmShape& shape, std::int32_t sm_count);
+GemmTileUse gemm_tile_use(const GemmShape& shape, std::int32_t sm_count, SmsTaken taken = {});
 // Useful fraction of the SMs' work for the best tile of the menu, with the per-tile efficiency
 // I/(I + intensity_half) relative to 128×256.
 double gemm_occupancy(const GemmTileUse& use, double intensity_half);
-double gemm_occupancy(const GemmShape& shape, std::int32_t sm_count, double intensity_half);
+// The tile that is best by `chosen_by`, at its use in `runs_at`.
+double gemm_occupancy(const GemmTileUse& chosen_by, const GemmTileUse& runs_at,
+                      double intensity_half);
+double gemm_occupancy(const GemmShape& shape, std::int32_t sm_count, double intensity_half,
+                      SmsTaken taken = {});
 // The GEMM roofline at a given occupancy.
 double gemm_seconds(const Kernel& k, double occupancy, const GpuSpec& gpu, const GemmParams& p);
 
@@ -52,6 +68,7 @@ struct AttentionWork {
 AttentionWork attention_work(const AttentionShape& shape, std::int32_t sm_count,
                              double split_min_keys);
 
-double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p);
+double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p,
+                      SmsTaken taken = {});
 
 }  // namespace meshsim

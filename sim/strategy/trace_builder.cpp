@@ -305,13 +305,15 @@ void Builder::compute_costs() {
   const Sharding sh{mesh_.tp, cfg_.sp, mesh_.cp, mesh_.ep};
   const auto& st = opt_.stack;
   const auto& gpu = cm_.gpu();
+  // The GPU with a collective's SMs taken, priced as if its kernels were launched for the SMs
+  // left.
   if (st.interference.on && st.interference.nccl_sms > 0)
-    cm_nccl_.emplace(gpu_with_sms_taken(gpu, st.interference.nccl_sms), cm_.profile());
+    cm_nccl_.emplace(gpu, cm_.profile(), SmsTaken{st.interference.nccl_sms, false});
   const auto& ov = st.tp_overlap;
   overlap_ = tp_overlap_active(opt_, cfg_);
   if (overlap_) {
-    if (ov.rs_sms > 0) cm_rs_.emplace(gpu_with_sms_taken(gpu, ov.rs_sms), cm_.profile());
-    if (ov.bulk_sms > 0) cm_bulk_.emplace(gpu_with_sms_taken(gpu, ov.bulk_sms), cm_.profile());
+    if (ov.rs_sms > 0) cm_rs_.emplace(gpu, cm_.profile(), SmsTaken{ov.rs_sms, false});
+    if (ov.bulk_sms > 0) cm_bulk_.emplace(gpu, cm_.profile(), SmsTaken{ov.bulk_sms, false});
   }
   grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
   bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));

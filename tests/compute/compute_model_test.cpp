@@ -60,13 +60,18 @@ TEST_CASE("kernel FLOPs and bytes") {
   CHECK(memory_kernel(MemoryClass::norm, 1e6).memory_class == MemoryClass::norm);
 }
 
-TEST_CASE("GEMM occupancy: tile menu, whole waves, stream-K") {
+TEST_CASE("GEMM occupancy: tile menu, stream-K over the K loop") {
   // 8192² on 132 SMs with every tile equally efficient (intensity_half 0): 64×64 tiles,
-  // 128·128 = 16384 of them in ⌈16384/132⌉ = 125 waves: 16384 / (125·132).
-  CHECK(gemm_occupancy({8192, 8192, 8192, 1}, 132, 0) == doctest::Approx(16384.0 / (125 * 132)));
-  // With reuse mattering, 128×256 wins: 2048 tiles, 16 waves, 2048/2112 busy.
+  // 128·128 = 16384 of them × 128 K-iterations = 2,097,152 units, ⌈…/132⌉ = 15,888 per SM.
+  CHECK(gemm_occupancy({8192, 8192, 8192, 1}, 132, 0) ==
+        doctest::Approx(2097152.0 / (15888.0 * 132)));
+  // With reuse mattering, 128×256 wins: 2048 tiles (15.5 waves; whole waves alone would leave
+  // the last one half empty, 2048/2112) × 128 K-iterations = 262,144 units, 1,986 per SM.
   const auto big = gemm_occupancy({8192, 8192, 8192, 1}, 132, 1e6);
-  CHECK(big == doctest::Approx(2048.0 / 2112).epsilon(1e-4));
+  CHECK(big == doctest::Approx(262144.0 / (1986.0 * 132)).epsilon(1e-4));
+  // 1024 × 1024 × 256: 128×256 tiles, 32 of them × 4 K-iterations = 128 units on 132 SMs.
+  CHECK(gemm_occupancy({1024, 1024, 256, 1}, 132, 1e6) ==
+        doctest::Approx(128.0 / 132).epsilon(1e-4));
   // Decode GEMM 1×4096×4096: 64 tiles of 64×64 (padding 1/64) under stream-K: 64 tiles ×
   // 64 K-iterations = 4096 units over 132 SMs, ⌈4096/132⌉ = 32 per SM: busy 4096/(32·132).
   CHECK(gemm_occupancy({1, 4096, 4096, 1}, 132, 0) == doctest::Approx(4096.0 / (32 * 132) / 64));
@@ -75,7 +80,7 @@ TEST_CASE("GEMM occupancy: tile menu, whole waves, stream-K") {
 TEST_CASE("GEMM time: softened roofline plus fixed cost, H100 bf16 8192³") {
   const auto p = test_params();
   const auto k = gemm_kernel({8192, 8192, 8192, 1}, DType::bf16);
-  const double occ = 16384.0 / (125 * 132);
+  const double occ = 2097152.0 / (15888.0 * 132);
   const double eff = 0.8 * occ * 8192.0 / (8192 + 64);
   const double c = k.flops / (989e12 * eff), m = k.bytes / (3.35e12 * 0.9);
   const double expected = std::pow(std::pow(c, 4) + std::pow(m, 4), 0.25) + 3e-6;

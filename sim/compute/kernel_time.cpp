@@ -66,10 +66,12 @@ GemmTileUse gemm_tile_use(const GemmShape& s, std::int32_t sm_count, SmsTaken ta
   const double left = std::max(1.0, all - static_cast<double>(std::max(taken.count, 0)));
   const double sms = taken.planned_for_all ? all : left;
   const double iters = ceil_div(K, kTileK);
+  // Useful work (unpadded tile area × iterations) over the SMs' capacity: use = padding ·
+  // tiles · iters / (time · all) with padding = M·N·B / (tiles · tile area).
+  const double useful = M * N * B * iters / all;
   for (std::size_t i = 0; i < kTiles.size(); ++i) {
     const auto& t = kTiles[i];
     const double tiles = ceil_div(M, t.m) * ceil_div(N, t.n) * B;
-    const double padding = M * N * B / (tiles * t.m * t.n);
     // Stream-K's hybrid schedule (Osama et al., "Stream-K: Work-centric Parallel Decomposition
     // for Dense Matrix-Matrix Multiplication", PPoPP 2023, §5 "DP + one-tile SK"; CUTLASS's
     // stream-K tile scheduler): all but the last one or two waves' tiles run as whole data-
@@ -77,11 +79,15 @@ GemmTileUse gemm_tile_use(const GemmShape& s, std::int32_t sm_count, SmsTaken ta
     // SM, so no SM idles for a partial wave (fewer tiles than SMs is the same rule). On the SMs
     // left beside another kernel, the data-parallel tiles fill them wave by wave and the
     // stream-K CTAs, one per planned SM, take ⌈planned / left⌉ rounds. Time in iterations of
-    // the busiest SM.
-    const double dp_tiles = tiles >= 2 * sms ? (std::floor(tiles / sms) - 1) * sms : 0.0;
-    const double time = ceil_div(dp_tiles, left) * iters +
-                        ceil_div(sms, left) * ceil_div((tiles - dp_tiles) * iters, sms);
-    use[i] = padding * tiles * iters / (time * all);
+    // the busiest SM; on every SM (left == sms) that is ⌈tiles · iters / sms⌉, since the
+    // data-parallel waves are whole.
+    double time = ceil_div(tiles * iters, sms);
+    if (left < sms) {
+      const double dp_tiles = tiles >= 2 * sms ? (std::floor(tiles / sms) - 1) * sms : 0.0;
+      time = ceil_div(dp_tiles, left) * iters +
+             ceil_div(sms, left) * ceil_div((tiles - dp_tiles) * iters, sms);
+    }
+    use[i] = useful / (t.m * t.n * time);
   }
   return use;
 }

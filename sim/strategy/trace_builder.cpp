@@ -190,6 +190,9 @@ class Builder {
   Time gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass, std::int64_t chunks,
                   const ComputeModel* fewer_sms) const;
   OpId fixed_compute(RankState& rs, const std::string& name, Time t);
+  // The column-parallel GEMMs of `pass` (1 dgrad, 2 wgrad) beside TE's bulk collective.
+  OpId bulk_gemm(RankState& rs, const std::string& name, const std::vector<TpGemm>& gemms,
+                 int pass);
   void overlapped_segment(RankState& rs, const std::string& name, const SegmentCost& seg,
                           const std::vector<TpGemm>& gemms, const Overlap& o, bool recompute,
                           std::uint64_t inst);
@@ -305,15 +308,15 @@ void Builder::compute_costs() {
   const Sharding sh{mesh_.tp, cfg_.sp, mesh_.cp, mesh_.ep};
   const auto& st = opt_.stack;
   const auto& gpu = cm_.gpu();
-  // The GPU with a collective's SMs taken, priced as if its kernels were launched for the SMs
-  // left.
+  // A plain NCCL collective and TE's bulk overlap take SMs from GEMMs launched for the whole
+  // GPU; TE's pipelined reduce-scatter launches its GEMM chunks for the SMs it leaves.
   if (st.interference.on && st.interference.nccl_sms > 0)
-    cm_nccl_.emplace(gpu, cm_.profile(), SmsTaken{st.interference.nccl_sms, false});
+    cm_nccl_.emplace(gpu, cm_.profile(), SmsTaken{st.interference.nccl_sms, true});
   const auto& ov = st.tp_overlap;
   overlap_ = tp_overlap_active(opt_, cfg_);
   if (overlap_) {
     if (ov.rs_sms > 0) cm_rs_.emplace(gpu, cm_.profile(), SmsTaken{ov.rs_sms, false});
-    if (ov.bulk_sms > 0) cm_bulk_.emplace(gpu, cm_.profile(), SmsTaken{ov.bulk_sms, false});
+    if (ov.bulk_sms > 0) cm_bulk_.emplace(gpu, cm_.profile(), SmsTaken{ov.bulk_sms, true});
   }
   grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
   bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));
@@ -356,7 +359,7 @@ OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost&
   info.model_flops = c.model_flops;
   info.hardware_flops = c.hardware_flops;
   info.recompute = recompute;
-  if (cm_nccl_ && c.time > Time::zero())
+  if (c.time > Time::zero() && c.interfered > c.time)
     info.slowdown = static_cast<float>(c.interfered.seconds() / c.time.seconds());
   if (c.time > Time::zero())
     info.hbm_fraction = static_cast<float>(std::min(1.0, c.hbm_s / c.time.seconds()));
@@ -393,6 +396,20 @@ OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t) {
   SegmentCost c;
   c.time = t;
   c.interfered = t;  // priced with the SMs its own collective takes
+  return compute(rs, name, c, false);
+}
+
+OpId Builder::bulk_gemm(RankState& rs, const std::string& name, const std::vector<TpGemm>& gemms,
+                        int pass) {
+  // The GEMM keeps every SM but shares bulk_sms of them with the collective while it runs
+  // (software-stacks.md §1: "all (no margin)"): with the stack's interference on, the replay
+  // slows it for that time only, as it does beside any collective; without, the whole GEMM is
+  // priced beside it.
+  SegmentCost c;
+  c.time = gemms_time(gemms, TpRole::column_parallel, pass, 1, nullptr);
+  c.interfered =
+      gemms_time(gemms, TpRole::column_parallel, pass, 1, cm_bulk_ ? &*cm_bulk_ : nullptr);
+  if (!opt_.stack.interference.on) return fixed_compute(rs, name, c.interfered);
   return compute(rs, name, c, false);
 }
 
@@ -441,10 +458,8 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   if (o.bulk_dgrad_ag) {
     regathered = comm(rs, rs.tp, name + ".ag_bulk", GroupKind::tp, CollectiveOp::all_gather, group,
                       costs_.tp_bytes, {*rs.last_compute}, inst + 300);
-    trace_.info.back().holds_sms = false;  // its SMs are priced into the dgrad below
-    fixed_compute(
-        rs, name + ".dgrad",
-        gemms_time(gemms, TpRole::column_parallel, 1, 1, cm_bulk_ ? &*cm_bulk_ : nullptr));
+    trace_.info.back().holds_sms = opt_.stack.interference.on;  // else priced into the dgrad
+    bulk_gemm(rs, name + ".dgrad", gemms, 1);
     if (!o.bulk_wgrad) rs.pending.push_back(*regathered);
   }
   if (o.rs_role) {
@@ -467,11 +482,9 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     // qkv/fc1 wgrad), which keeps every SM but shares them with the collective's bulk_sms.
     const auto id = comm(rs, rs.tp, name + ".rs_bulk", GroupKind::tp, CollectiveOp::reduce_scatter,
                          group, costs_.tp_bytes, {*rs.last_compute}, inst + 200);
-    trace_.info.back().holds_sms = false;               // its SMs are priced into the wgrad below
-    if (regathered) rs.pending.push_back(*regathered);  // the wgrad's input
-    fixed_compute(
-        rs, name + ".wgrad",
-        gemms_time(gemms, TpRole::column_parallel, 2, 1, cm_bulk_ ? &*cm_bulk_ : nullptr));
+    trace_.info.back().holds_sms = opt_.stack.interference.on;  // else priced into the wgrad
+    if (regathered) rs.pending.push_back(*regathered);          // the wgrad's input
+    bulk_gemm(rs, name + ".wgrad", gemms, 2);
     rs.pending.push_back(id);
   }
 }

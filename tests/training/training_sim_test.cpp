@@ -411,6 +411,57 @@ const OpSpec& op_named(const std::vector<OpSpec>& ops, const std::string& name) 
 
 }  // namespace
 
+TEST_CASE("interference: a GEMM beside a plain NCCL collective was launched for every SM") {
+  // Megatron's stack: a plain NCCL collective takes 24 SMs; cuBLAS sized the GEMM's grid for
+  // all 132, so it runs at that grid's use of the 108 left (compute/kernel_time.hpp).
+  TpCase c;
+  StrategyOptions opt;  // megatron, --tp-comm-overlap off, interference on
+  REQUIRE(opt.stack.interference.nccl_sms == 24);
+  const auto trace = c.trace(opt);
+  const auto ops = layer_ops(c.m, 0, {1, 4096, DType::bf16, true, true}, {2, true, 1, 1});
+  const auto& wgrad = op_named(ops, "mlp_up").backward_weight;
+  const ComputeModel beside(c.topo.gpu, std::nullopt, SmsTaken{24, true});
+  const double factor = beside.model_seconds(wgrad) / c.cm.model_seconds(wgrad);
+  CHECK(factor > 132.0 / 108);  // more than the SM share: the grid's last round
+  int found = 0;
+  for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i)
+    if (trace.graph.op(OpId{i}).name == "B0.L31.mlp.wgrad") {
+      ++found;
+      CHECK(trace.info[i].slowdown == doctest::Approx(factor).epsilon(1e-6));
+    }
+  CHECK(found == 1);
+}
+
+TEST_CASE("TE's bulk overlap: the wgrad GEMM keeps every SM and is slowed while the RS runs") {
+  TpCase c;
+  StrategyOptions opt;  // megatron: bulk RS of the dgrad output beside the wgrad, on 16 SMs
+  opt.tp_overlap = true;
+  REQUIRE(opt.stack.tp_overlap.bulk_sms == 16);
+  const auto trace = c.trace(opt);
+  const auto ops = layer_ops(c.m, 0, {1, 4096, DType::bf16, true, true}, {2, true, 1, 1});
+  // FC1's wgrad (the column-parallel GEMM of the MLP segment), alone and launched for all 132
+  // SMs with 16 of them held by the userbuffers kernel.
+  const auto& wgrad = op_named(ops, "mlp_up").backward_weight;
+  const ComputeModel beside(c.topo.gpu, std::nullopt, SmsTaken{16, true});
+  const double factor = beside.model_seconds(wgrad) / c.cm.model_seconds(wgrad);
+  CHECK(factor > 1.0);
+  int found = 0;
+  for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i) {
+    const auto op = trace.graph.op(OpId{i});
+    if (op.name == "B0.L31.mlp.wgrad") {
+      ++found;
+      // Priced alone; the replay stretches it only while an SM-holding collective runs.
+      CHECK(op.duration == c.cm.time(wgrad));
+      CHECK(trace.info[i].slowdown == doctest::Approx(factor).epsilon(1e-6));
+    }
+    if (op.name == "B0.L31.mlp.rs_bulk") {
+      ++found;
+      CHECK(trace.info[i].holds_sms);
+    }
+  }
+  CHECK(found == 2);
+}
+
 TEST_CASE(
     "Megatron's TP backward: the input re-gathered beside the dgrad, reduced beside the wgrad") {
   TpCase c;

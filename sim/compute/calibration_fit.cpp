@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
 #include "compute/bundled_profiles.hpp"
+#include "compute/kernel_time.hpp"
 #include "core/enum_names.hpp"
 #include "core/median.hpp"
 #include "network/nccl_tests_log.hpp"
@@ -27,6 +29,39 @@ std::string fmt_regimes(const std::vector<AlphaBetaRegime>& regimes) {
                      s.empty() ? "" : "; ", r.min_bytes, r.alpha_s * 1e6, r.bandwidth_Bps / 1e9,
                      100 * r.max_relative_error);
   return s;
+}
+
+// A GEMM timed alone and beside a kernel holding `held` of the GPU's `sms` SMs (the harness's
+// `interference` section), planned by cuBLASLt for `planned_for` SMs.
+struct InterferenceRow {
+  GemmShape shape;
+  std::int64_t sms = 0, held = 0, planned_for = 0;
+  double alone_s = 0, beside_s = 0;
+};
+
+InterferenceRow read_interference_row(const JsonRef& e) {
+  ObjectReader r(e);
+  InterferenceRow row;
+  const auto dt = r.required("dtype");
+  if (const auto d = dtype_at(dt); d == DType::fp8 || d == DType::fp32)
+    dt.fail("expected a 16-bit dtype (bf16 or fp16)");
+  row.shape.m = r.required("m").positive_integer();
+  row.shape.n = r.required("n").positive_integer();
+  row.shape.k = r.required("k").positive_integer();
+  const auto sms = r.required("sms");
+  row.sms = sms.positive_integer();
+  if (row.sms > 100000) sms.fail("must be at most 100000");
+  const auto held = r.required("held_sms");
+  row.held = held.positive_integer();
+  if (row.held >= row.sms) held.fail("must be fewer than sms");
+  const auto planned = r.required("planned_for");
+  row.planned_for = planned.positive_integer();
+  if (row.planned_for != row.sms && row.planned_for != row.sms - row.held)
+    planned.fail("must be sms or sms − held_sms");
+  row.alone_s = r.required("alone_us").positive_number() * 1e-6;
+  row.beside_s = r.required("beside_us").positive_number() * 1e-6;
+  r.finish();
+  return row;
 }
 
 // Optional labels of a measured row: what it was measured on, which layer, which op.
@@ -234,17 +269,69 @@ FitResult fit_calibration(const JsonRef& raw, const FitOptions& options) {
       p.links.collectives.push_back(std::move(c));
     }
   }
+  std::vector<InterferenceRow> interference;
+  if (auto v = r.optional("interference"))
+    for (const auto& e : v->array()) interference.push_back(read_interference_row(e));
   if (auto t = r.optional("topology"))
     if (!t->raw().is_object()) t->fail("must be a meshsim topology object");
   r.finish();
-  if (!out.measured.empty() && options.fit_model) {
+  const auto catalogue_gpu = [&] {
     const auto gpu = find_gpu(p.gpu);
     if (!gpu) r.self().fail("GPU '" + p.gpu + "' is not in the catalogue; give it with --gpu");
-    auto fit = fit_kernel_params(out.measured, *gpu,
-                                 options.base ? *options.base : bundled_kernel_params(*gpu));
+    return *gpu;
+  };
+  std::optional<KernelParams> fitted;
+  if (!out.measured.empty() && options.fit_model) {
+    const auto gpu = catalogue_gpu();
+    auto fit = fit_kernel_params(out.measured, gpu,
+                                 options.base ? *options.base : bundled_kernel_params(gpu));
     p.model = options.base_model ? *options.base_model : Json::object();
     p.model->merge_patch(fit.model);
     for (auto& l : fit.lines) out.lines.push_back("model " + l);
+    fitted = fit.params;
+  }
+  if (!interference.empty()) {
+    // Which launch model predicts the measured slowdowns of the GEMMs cuBLASLt planned for the
+    // whole GPU: a grid for every SM running on those left, or a plan for the SMs left.
+    auto gpu = catalogue_gpu();
+    const KernelParams params = fitted         ? *fitted
+                                : options.base ? *options.base
+                                               : bundled_kernel_params(gpu);
+    double err_all = 0, err_left = 0;
+    int whole = 0;
+    for (const auto& row : interference) {
+      gpu.sm_count = static_cast<std::int32_t>(row.sms);
+      const auto k = gemm_kernel(row.shape, DType::bf16);
+      const double alone = kernel_seconds(k, gpu, params);
+      const auto held = static_cast<std::int32_t>(row.held);
+      const double measured = row.beside_s / row.alone_s;
+      const auto shape = fmt::format("{}×{}×{}, {} of {} SMs held", row.shape.m, row.shape.n,
+                                     row.shape.k, row.held, row.sms);
+      if (row.planned_for == row.sms) {
+        const double all = kernel_seconds(k, gpu, params, {held, true}) / alone;
+        const double left = kernel_seconds(k, gpu, params, {held, false}) / alone;
+        err_all += std::abs(std::log(measured / all));
+        err_left += std::abs(std::log(measured / left));
+        ++whole;
+        out.lines.push_back(fmt::format(
+            "interference: {}: measured {:.2f}×; model {:.2f}× launched for all SMs, {:.2f}× "
+            "planned for the SMs left",
+            shape, measured, all, left));
+      } else {
+        out.lines.push_back(fmt::format(
+            "interference: {}, planned for the {} left: measured {:.2f}× of the same plan alone "
+            "(model 1.00×: it runs on the SMs it was planned for)",
+            shape, row.planned_for, measured));
+      }
+    }
+    if (whole > 0) {
+      p.gemm_launched_for_all_sms = err_all <= err_left;
+      out.lines.push_back(fmt::format(
+          "interference: GEMMs beside a collective priced as {} (mean |log error| {:.3f} "
+          "launched for all SMs, {:.3f} planned for the SMs left, {} rows)",
+          *p.gemm_launched_for_all_sms ? kLaunchedForAllSms : kPlannedForSmsLeft, err_all / whole,
+          err_left / whole, whole));
+    }
   }
   if (!options.keep_points) {
     p.gemm.clear();

@@ -64,6 +64,13 @@ CalibrationProfile read_calibration_profile(const JsonRef& root) {
     p.launch_overhead = Time::from_seconds_ceil(v->number_in(0, kMaxLatency_s * 1e6) * 1e-6);
   if (auto v = r.optional("memory_bandwidth_GBps"))
     p.memory_bandwidth_Bps = v->positive_at_most(kMaxBandwidth_GBps) * 1e9;
+  if (auto v = r.optional("gemm_beside_collective")) {
+    const auto s = v->string();
+    if (s != kLaunchedForAllSms && s != kPlannedForSmsLeft)
+      v->fail("expected '" + std::string(kLaunchedForAllSms) + "' or '" +
+              std::string(kPlannedForSmsLeft) + "'");
+    p.gemm_launched_for_all_sms = s == kLaunchedForAllSms;
+  }
   if (auto g = r.optional("gemm"))
     for (const auto& e : g->array()) p.gemm.push_back(read_gemm_point(e));
   if (auto l = r.optional("links")) p.links = read_link_calibration(*l);
@@ -86,6 +93,9 @@ Json to_json(const CalibrationProfile& p) {
   Json j = {{"gpu", p.gpu}, {"source", p.source}};
   if (p.launch_overhead) j["launch_overhead_us"] = p.launch_overhead->seconds() * 1e6;
   if (p.memory_bandwidth_Bps) j["memory_bandwidth_GBps"] = *p.memory_bandwidth_Bps / 1e9;
+  if (p.gemm_launched_for_all_sms)
+    j["gemm_beside_collective"] =
+        *p.gemm_launched_for_all_sms ? kLaunchedForAllSms : kPlannedForSmsLeft;
   if (!p.gemm.empty()) {
     Json g = Json::array();
     for (const auto& e : p.gemm)

@@ -31,6 +31,10 @@ struct CalibrationProfile {
   std::string file;
   std::optional<Time> launch_overhead;
   std::optional<double> memory_bandwidth_Bps;  // achieved streaming bandwidth
+  // How a GEMM beside a collective's CTAs ran on this GPU (harness `interference` section):
+  // as launched for every SM (true) or as if planned for the SMs left (false); unset: the
+  // model's assumption (launched for every SM, compute/kernel_time.hpp SmsTaken).
+  std::optional<bool> gemm_launched_for_all_sms;
   std::vector<GemmPoint> gemm;
   std::vector<AttentionPoint> attention;
   // Fitted kernel parameters (compute/kernel_params.hpp), laid over the GPU's bundled ones;
@@ -40,10 +44,13 @@ struct CalibrationProfile {
 };
 
 // {gpu, source, launch_overhead_us?, memory_bandwidth_GBps?,
+//  gemm_beside_collective?: "launched_for_all_sms" | "planned_for_sms_left",
 //  gemm: [{dtype, m, n, k, batch?, tflops}], attention: [{dtype, batch, seq_q, seq_kv?, heads,
 //  kv_heads?, head_dim, causal, direction: forward|backward, tflops}],
 //  model?: {gemm?, memory?, attention?, decode?} (compute/kernel_params.hpp),
 //  links?: {p2p: [...], collectives: [...]} (network/link_calibration.hpp)}
+inline constexpr const char* kLaunchedForAllSms = "launched_for_all_sms";
+inline constexpr const char* kPlannedForSmsLeft = "planned_for_sms_left";
 CalibrationProfile read_calibration_profile(const JsonRef& root);
 CalibrationProfile load_calibration_profile(const std::string& path);
 Json to_json(const CalibrationProfile& p);

@@ -309,14 +309,17 @@ void Builder::compute_costs() {
   const auto& st = opt_.stack;
   const auto& gpu = cm_.gpu();
   // A plain NCCL collective and TE's bulk overlap take SMs from GEMMs launched for the whole
-  // GPU; TE's pipelined reduce-scatter launches its GEMM chunks for the SMs it leaves.
+  // GPU (unless a calibration profile measured otherwise); TE's pipelined reduce-scatter
+  // launches its GEMM chunks for the SMs it leaves.
+  const auto& profile = cm_.profile();
+  const bool for_all = !profile || profile->gemm_launched_for_all_sms.value_or(true);
   if (st.interference.on && st.interference.nccl_sms > 0)
-    cm_nccl_.emplace(gpu, cm_.profile(), SmsTaken{st.interference.nccl_sms, true});
+    cm_nccl_.emplace(gpu, profile, SmsTaken{st.interference.nccl_sms, for_all});
   const auto& ov = st.tp_overlap;
   overlap_ = tp_overlap_active(opt_, cfg_);
   if (overlap_) {
     if (ov.rs_sms > 0) cm_rs_.emplace(gpu, cm_.profile(), SmsTaken{ov.rs_sms, false});
-    if (ov.bulk_sms > 0) cm_bulk_.emplace(gpu, cm_.profile(), SmsTaken{ov.bulk_sms, true});
+    if (ov.bulk_sms > 0) cm_bulk_.emplace(gpu, cm_.profile(), SmsTaken{ov.bulk_sms, for_all});
   }
   grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
   bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));

@@ -1,10 +1,12 @@
 #include "compute/calibration_fit.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 
 #include "compute/compute_model.hpp"
+#include "compute/kernel_time.hpp"
 #include "compute/kineto_trace.hpp"
 #include "json_near.hpp"
 #include "test_paths.hpp"
@@ -149,4 +151,78 @@ TEST_CASE("Kineto GEMM dimensions: floats are not shapes, huge integers are erro
                        "t.json:/traceEvents/0/args/Input Dims: GEMM 1099511627776×64×64 (batch 1) "
                        "has a dimension past 2^24",
                        Error);
+}
+
+TEST_CASE("calibrate fit: interference rows decide how a GEMM beside a collective is priced") {
+  // A one-wave GEMM (132 tiles of 128×256) beside 24 held SMs, and 8192³ beside 16; the rows'
+  // slowdowns made by one launch model or the other must be recognised as that model.
+  const auto gpu = *find_gpu("H100-SXM5-80GB");
+  const auto params = ComputeModel(gpu).params();
+  const auto factor = [&](GemmShape s, int held, bool for_all) {
+    const auto k = gemm_kernel(s, DType::bf16);
+    return kernel_seconds(k, gpu, params, {held, for_all}) / kernel_seconds(k, gpu, params);
+  };
+  const GemmShape wave{1536, 2816, 8192}, square{8192, 8192, 8192};
+  const auto raw = [&](bool for_all) {
+    Json doc = {{"harness", "meshsim-calibrate 1"},
+                {"environment", {{"gpus", {{{"name", "NVIDIA H100 80GB HBM3"}}}}}},
+                {"interference", Json::array()}};
+    for (const auto& [s, held] : {std::pair{wave, 24}, std::pair{square, 16}})
+      doc["interference"].push_back({{"dtype", "bf16"},
+                                     {"m", s.m},
+                                     {"n", s.n},
+                                     {"k", s.k},
+                                     {"sms", 132},
+                                     {"held_sms", held},
+                                     {"planned_for", 132},
+                                     {"alone_us", 100.0},
+                                     {"beside_us", 100.0 * factor(s, held, for_all)}});
+    // A GEMM planned for the SMs left (TE's margin) is reported, not used to decide.
+    doc["interference"].push_back({{"dtype", "bf16"},
+                                   {"m", 8192},
+                                   {"n", 8192},
+                                   {"k", 8192},
+                                   {"sms", 132},
+                                   {"held_sms", 24},
+                                   {"planned_for", 108},
+                                   {"alone_us", 100.0},
+                                   {"beside_us", 103.0}});
+    return doc;
+  };
+  for (const bool for_all : {true, false}) {
+    const Json doc = raw(for_all);
+    const auto fit = fit_calibration(JsonRef::root(doc, "raw.json"), {});
+    REQUIRE(fit.profile.gemm_launched_for_all_sms);
+    CHECK(*fit.profile.gemm_launched_for_all_sms == for_all);
+    // The one-wave grid: two rounds of its 132 CTAs on 108 SMs when launched for all.
+    if (for_all) CHECK(factor(wave, 24, true) > 1.6);
+    std::string said;
+    for (const auto& l : fit.lines) said += l + "\n";
+    CHECK(said.find("1536×2816×8192, 24 of 132 SMs held: measured " +
+                    fmt::format("{:.2f}", factor(wave, 24, for_all))) != std::string::npos);
+    CHECK(said.find("planned for the 108 left: measured 1.03×") != std::string::npos);
+    // The profile says it, and reads back.
+    const Json written = to_json(fit.profile);
+    CHECK(written["gemm_beside_collective"] ==
+          (for_all ? "launched_for_all_sms" : "planned_for_sms_left"));
+    CHECK(read_calibration_profile(JsonRef::root(written, "p.json")).gemm_launched_for_all_sms ==
+          for_all);
+  }
+  // Bad rows name their path.
+  Json bad = raw(true);
+  bad["interference"][0]["held_sms"] = 132;
+  CHECK(fit_error(bad).find("/interference/0/held_sms") != std::string::npos);
+  bad = raw(true);
+  bad["interference"][1]["planned_for"] = 100;
+  CHECK(fit_error(bad).find("/interference/1/planned_for") != std::string::npos);
+  bad = raw(true);
+  bad["interference"][0]["dtype"] = "fp8";
+  CHECK(fit_error(bad).find("/interference/0/dtype") != std::string::npos);
+  bad = raw(true);
+  bad["interference"][0]["beside"] = 1;
+  CHECK(fit_error(bad).find("beside") != std::string::npos);
+  Json profile = to_json(fit_calibration(JsonRef::root(raw(true), "raw.json"), {}).profile);
+  profile["gemm_beside_collective"] = "sometimes";
+  CHECK_THROWS_WITH_AS(read_calibration_profile(JsonRef::root(profile, "p.json")),
+                       doctest::Contains("/gemm_beside_collective"), Error);
 }

@@ -2,21 +2,13 @@
 // projection, MLP up and down at TP 1, 2, 4, 8 and token counts from decode to long prefill) and
 // square sizes, in bf16 and, where the GPU has it (compute capability 8.9+), fp8 (E4M3 inputs,
 // bf16 output, the "TN" layout cuBLASLt requires for fp8).
-#include <cublasLt.h>
-#include <cuda_fp8.h>
-
 #include <set>
 #include <tuple>
 
-#include "harness.hpp"
+#include "lt_gemm.hpp"
 
 namespace calib {
 namespace {
-
-void lt_check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw CudaError(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
-}
 
 struct Shape {
   long m, n, k;
@@ -67,50 +59,23 @@ void bench_gemm(const Options& o, Json& out, std::vector<std::string>& notes) {
   Json rows = out.value("gemm", Json::array());
   for (const bool use_fp8 : {false, true}) {
     if (use_fp8 && !fp8) continue;
-    const cudaDataType_t in = use_fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
     for (const auto& s : shapes) {
-      cublasLtMatmulDesc_t desc;
-      cublasLtMatrixLayout_t la, lb, lc;
-      lt_check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
-      const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
-      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
-      // C (m×n, column-major) = Aᵀ (A stored k×m) · B (k×n).
-      lt_check(cublasLtMatrixLayoutCreate(&la, in, s.k, s.m, s.k), "layout A");
-      lt_check(cublasLtMatrixLayoutCreate(&lb, in, s.k, s.n, s.k), "layout B");
-      lt_check(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, s.m, s.n, s.m), "layout C");
-      cublasLtMatmulPreference_t pref;
-      lt_check(cublasLtMatmulPreferenceCreate(&pref), "preference");
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                           &ws_bytes, sizeof(ws_bytes));
-      cublasLtMatmulHeuristicResult_t heur{};
-      int found = 0;
-      const auto hs =
-          cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &heur, &found);
-      if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
-        const float alpha = 1.f, beta = 0.f;
-        const double us = time_us(st, o, [&] {
-          lt_check(cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &heur.algo,
-                                  ws, ws_bytes, st),
-                   "cublasLtMatmul");
-        });
-        const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
-                             static_cast<double>(s.k);
-        rows.push_back({{"dtype", use_fp8 ? "fp8" : "bf16"},
-                        {"m", s.m},
-                        {"n", s.n},
-                        {"k", s.k},
-                        {"time_us", us},
-                        {"tflops", flops / (us * 1e-6) / 1e12}});
-      } else {
-        notes.push_back("gemm: no cuBLASLt algorithm for " + std::string(use_fp8 ? "fp8 " : "bf16 ") +
-                        std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+      const LtGemm gemm(lt, s.m, s.n, s.k, use_fp8, ws_bytes);
+      if (!gemm.ok()) {
+        notes.push_back("gemm: no cuBLASLt algorithm for " +
+                        std::string(use_fp8 ? "fp8 " : "bf16 ") + std::to_string(s.m) + "x" +
+                        std::to_string(s.n) + "x" + std::to_string(s.k));
+        continue;
       }
-      cublasLtMatmulPreferenceDestroy(pref);
-      cublasLtMatrixLayoutDestroy(la);
-      cublasLtMatrixLayoutDestroy(lb);
-      cublasLtMatrixLayoutDestroy(lc);
-      cublasLtMatmulDescDestroy(desc);
+      const double us = time_us(st, o, [&] { gemm.run(a, b, c, ws, st); });
+      const double flops =
+          2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+      rows.push_back({{"dtype", use_fp8 ? "fp8" : "bf16"},
+                      {"m", s.m},
+                      {"n", s.n},
+                      {"k", s.k},
+                      {"time_us", us},
+                      {"tflops", flops / (us * 1e-6) / 1e12}});
     }
   }
   out["gemm"] = rows;

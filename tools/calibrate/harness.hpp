@@ -61,6 +61,7 @@ void bench_attention(const Options& o, Json& out, std::vector<std::string>& note
 void bench_membw(const Options& o, Json& out, std::vector<std::string>& notes);
 void bench_p2p(const Options& o, Json& out, std::vector<std::string>& notes);
 void bench_nccl(const Options& o, Json& out, std::vector<std::string>& notes);
+void bench_interference(const Options& o, Json& out, std::vector<std::string>& notes);
 void node_topology(Json& out, std::vector<std::string>& notes);
 // NVML, loaded at run time (libnvidia-ml.so.1 ships with the driver, not the toolkit): whether
 // two CUDA devices share NVLinks. False without NVML.
@@ -74,5 +75,8 @@ void launch_fill(void* p, size_t bytes, cudaStream_t st);
 void launch_softmax(void* scores, long rows, long cols, bool causal, cudaStream_t st);
 // dS = P ⊙ (dP − rowsum(dP ⊙ P)), in place on dP (bf16).
 void launch_softmax_backward(const void* p, void* dp, long rows, long cols, cudaStream_t st);
+// `blocks` blocks that each hold a whole SM (its maximum shared memory) and spin for `cycles`
+// clock cycles; each adds 1 to `*started` (host-mapped) once resident.
+void launch_hold_sms(int blocks, long long cycles, int* started, cudaStream_t st);
 
 }  // namespace calib

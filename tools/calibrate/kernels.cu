@@ -1,5 +1,5 @@
-// Device kernels of the harness: STREAM triad, buffer fill, and the softmax of the unfused
-// attention fallback.
+// Device kernels of the harness: STREAM triad, buffer fill, the softmax of the unfused
+// attention fallback, and SM-holding blocks for the interference section.
 #include <cuda_bf16.h>
 
 #include "harness.hpp"
@@ -73,6 +73,17 @@ __global__ void softmax_rows_backward(const __nv_bfloat16* p, __nv_bfloat16* dp,
     dr[j] = __float2bfloat16(__bfloat162float(pr[j]) * (__bfloat162float(dr[j]) - dot));
 }
 
+__global__ void hold_sm(long long cycles, int* started) {
+  extern __shared__ unsigned char held[];
+  if (threadIdx.x == 0) {
+    atomicAdd_system(started, 1);
+    held[0] = 1;
+  }
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
 unsigned blocks_for(size_t n) {
   const size_t b = (n + 255) / 256;
   return static_cast<unsigned>(b < 65535 * 8 ? b : 65535 * 8);
@@ -90,9 +101,20 @@ void launch_fill(void* p, size_t bytes, cudaStream_t st) {
   check(cudaGetLastError(), "fill kernel");
 }
 
+void launch_hold_sms(int blocks, long long cycles, int* started, cudaStream_t st) {
+  int device = 0, smem = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        "max shared memory per block");
+  check(cudaFuncSetAttribute(hold_sm, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+        "hold_sm shared memory");
+  hold_sm<<<blocks, 32, static_cast<size_t>(smem), st>>>(cycles, started);
+  check(cudaGetLastError(), "hold_sm kernel");
+}
+
 void launch_softmax(void* scores, long rows, long cols, bool causal, cudaStream_t st) {
-  softmax_rows<<<static_cast<unsigned>(rows), 256, 0, st>>>(
-      static_cast<__nv_bfloat16*>(scores), cols, causal, cols);
+  softmax_rows<<<static_cast<unsigned>(rows), 256, 0, st>>>(static_cast<__nv_bfloat16*>(scores),
+                                                            cols, causal, cols);
   check(cudaGetLastError(), "softmax kernel");
 }
 

@@ -1,4 +1,4 @@
-// meshsim-calibrate --out RAW.json [gemm|attention|membw|p2p|nccl|topo ...]
+// meshsim-calibrate --out RAW.json [gemm|attention|membw|p2p|nccl|interference|topo ...]
 // Runs the chosen microbenchmarks (all of them by default) on the GPUs of this machine and
 // writes meshsim's raw calibration JSON (tools/calibrate/README.md), merged into RAW.json when
 // it already exists, so sections can be measured one at a time. A section that cannot run here
@@ -19,10 +19,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> sections;
   Options o;
   app.add_option("--out", out_path, "Raw JSON to write (merged if it exists)")->required();
-  app.add_option("sections", sections, "gemm attention membw p2p nccl topo (default: all)")
-      ->check(CLI::IsMember({"gemm", "attention", "membw", "p2p", "nccl", "topo"}));
+  app.add_option("sections", sections,
+                 "gemm attention membw p2p nccl interference topo (default: all)")
+      ->check(CLI::IsMember({"gemm", "attention", "membw", "p2p", "nccl", "interference", "topo"}));
   app.add_option("--warmup", o.warmup, "Warm-up runs per point")->check(CLI::Range(0, 1000));
-  app.add_option("--repeats", o.repeats, "Timed runs per point (median)")->check(CLI::Range(1, 10000));
+  app.add_option("--repeats", o.repeats, "Timed runs per point (median)")
+      ->check(CLI::Range(1, 10000));
   app.add_option("--hidden", o.hidden, "Model hidden size for the GEMM shapes");
   app.add_option("--ffn", o.ffn, "Model MLP size");
   app.add_option("--heads", o.heads, "Attention heads");
@@ -30,7 +32,8 @@ int main(int argc, char** argv) {
   app.add_option("--head-dim", o.head_dim, "Head dimension");
   app.add_option("--max-bytes", o.max_bytes, "Largest buffer or message of the sweeps");
   CLI11_PARSE(app, argc, argv);
-  if (sections.empty()) sections = {"gemm", "attention", "membw", "p2p", "nccl", "topo"};
+  if (sections.empty())
+    sections = {"gemm", "attention", "membw", "p2p", "nccl", "interference", "topo"};
 
   Json out = Json::object();
   if (std::filesystem::exists(out_path)) {
@@ -56,8 +59,8 @@ int main(int argc, char** argv) {
     status = 3;
   } else {
     const std::map<std::string, void (*)(const Options&, Json&, std::vector<std::string>&)> run = {
-        {"gemm", bench_gemm},   {"attention", bench_attention}, {"membw", bench_membw},
-        {"p2p", bench_p2p},     {"nccl", bench_nccl}};
+        {"gemm", bench_gemm}, {"attention", bench_attention}, {"membw", bench_membw},
+        {"p2p", bench_p2p},   {"nccl", bench_nccl},           {"interference", bench_interference}};
     for (const auto& s : sections) {
       std::cerr << "meshsim-calibrate: " << s << "\n";
       try {

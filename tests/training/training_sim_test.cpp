@@ -341,12 +341,17 @@ struct TpCase {
   }
 };
 
-// The replayed timing of the op named `name` (a FAIL when there is none).
-OpTiming timing_of(const Trace& trace, const ReplayResult& r, const std::string& name) {
+// The op named `name` (a FAIL when there is none).
+OpId op_id(const Trace& trace, const std::string& name) {
   for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i)
-    if (trace.graph.op(OpId{i}).name == name) return r.ops[i];
+    if (trace.graph.op(OpId{i}).name == name) return OpId{i};
   FAIL("no op " << name);
-  return OpTiming{};
+  return OpId{0};
+}
+
+// The replayed timing of the op named `name`.
+OpTiming timing_of(const Trace& trace, const ReplayResult& r, const std::string& name) {
+  return r.ops[op_id(trace, name).value];
 }
 
 }  // namespace
@@ -409,6 +414,17 @@ const OpSpec& op_named(const std::vector<OpSpec>& ops, const std::string& name) 
   return ops.front();
 }
 
+// FC1's wgrad GEMM (mlp_up, column-parallel) of TpCase's layer.
+Kernel fc1_wgrad(const TpCase& c) {
+  const auto ops = layer_ops(c.m, 0, {1, 4096, DType::bf16, true, true}, {2, true, 1, 1});
+  return op_named(ops, "mlp_up").backward_weight;
+}
+
+// How much longer `k` runs with `taken` SMs held beside it than alone.
+double slowed(const TpCase& c, const Kernel& k, SmsTaken taken) {
+  return ComputeModel(c.topo.gpu, std::nullopt, taken).model_seconds(k) / c.cm.model_seconds(k);
+}
+
 }  // namespace
 
 TEST_CASE("interference: a GEMM beside a plain NCCL collective was launched for every SM") {
@@ -418,16 +434,11 @@ TEST_CASE("interference: a GEMM beside a plain NCCL collective was launched for 
   StrategyOptions opt;  // megatron, --tp-comm-overlap off, interference on
   REQUIRE(opt.stack.interference.nccl_sms == 24);
   const auto trace = c.trace(opt);
-  const auto ops = layer_ops(c.m, 0, {1, 4096, DType::bf16, true, true}, {2, true, 1, 1});
-  const auto& wgrad = op_named(ops, "mlp_up").backward_weight;
-  const ComputeModel beside(c.topo.gpu, std::nullopt, SmsTaken{24, true});
-  const double factor = beside.model_seconds(wgrad) / c.cm.model_seconds(wgrad);
+  const auto wgrad = fc1_wgrad(c);
+  const double factor = slowed(c, wgrad, {24, true});
   CHECK(factor > 132.0 / 108);  // more than the SM share: the grid's last round
   const auto slowdown_of = [](const Trace& t, const std::string& name) {
-    for (std::uint32_t i = 0; i < t.graph.op_count(); ++i)
-      if (t.graph.op(OpId{i}).name == name) return static_cast<double>(t.info[i].slowdown);
-    FAIL("no op " << name);
-    return 0.0;
+    return static_cast<double>(t.info[op_id(t, name).value].slowdown);
   };
   CHECK(slowdown_of(trace, "B0.L31.mlp.wgrad") == doctest::Approx(factor).epsilon(1e-6));
   // A calibration profile whose harness run measured GEMMs that behave as planned for the SMs
@@ -437,8 +448,7 @@ TEST_CASE("interference: a GEMM beside a plain NCCL collective was launched for 
   measured.source = "test";
   measured.gemm_launched_for_all_sms = false;
   c.cm = ComputeModel(c.topo.gpu, measured);
-  const ComputeModel left(c.topo.gpu, std::nullopt, SmsTaken{24, false});
-  const double share = left.model_seconds(wgrad) / c.cm.model_seconds(wgrad);
+  const double share = slowed(c, wgrad, {24, false});
   CHECK(share < factor);
   CHECK(slowdown_of(c.trace(opt), "B0.L31.mlp.wgrad") == doctest::Approx(share).epsilon(1e-6));
 }
@@ -449,28 +459,15 @@ TEST_CASE("TE's bulk overlap: the wgrad GEMM keeps every SM and is slowed while 
   opt.tp_overlap = true;
   REQUIRE(opt.stack.tp_overlap.bulk_sms == 16);
   const auto trace = c.trace(opt);
-  const auto ops = layer_ops(c.m, 0, {1, 4096, DType::bf16, true, true}, {2, true, 1, 1});
-  // FC1's wgrad (the column-parallel GEMM of the MLP segment), alone and launched for all 132
-  // SMs with 16 of them held by the userbuffers kernel.
-  const auto& wgrad = op_named(ops, "mlp_up").backward_weight;
-  const ComputeModel beside(c.topo.gpu, std::nullopt, SmsTaken{16, true});
-  const double factor = beside.model_seconds(wgrad) / c.cm.model_seconds(wgrad);
+  // FC1's wgrad, alone and launched for all 132 SMs with 16 held by the userbuffers kernel.
+  const auto wgrad = fc1_wgrad(c);
+  const double factor = slowed(c, wgrad, {16, true});
   CHECK(factor > 1.0);
-  int found = 0;
-  for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i) {
-    const auto op = trace.graph.op(OpId{i});
-    if (op.name == "B0.L31.mlp.wgrad") {
-      ++found;
-      // Priced alone; the replay stretches it only while an SM-holding collective runs.
-      CHECK(op.duration == c.cm.time(wgrad));
-      CHECK(trace.info[i].slowdown == doctest::Approx(factor).epsilon(1e-6));
-    }
-    if (op.name == "B0.L31.mlp.rs_bulk") {
-      ++found;
-      CHECK(trace.info[i].holds_sms);
-    }
-  }
-  CHECK(found == 2);
+  // Priced alone; the replay stretches it only while an SM-holding collective runs.
+  const auto g = op_id(trace, "B0.L31.mlp.wgrad");
+  CHECK(trace.graph.op(g).duration == c.cm.time(wgrad));
+  CHECK(trace.info[g.value].slowdown == doctest::Approx(factor).epsilon(1e-6));
+  CHECK(trace.info[op_id(trace, "B0.L31.mlp.rs_bulk").value].holds_sms);
 }
 
 TEST_CASE(

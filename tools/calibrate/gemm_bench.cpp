@@ -46,14 +46,8 @@ void bench_gemm(const Options& o, Json& out, std::vector<std::string>& notes) {
   }
   cudaStream_t st;
   check(cudaStreamCreate(&st), "cudaStreamCreate");
-  void *a = nullptr, *b = nullptr, *c = nullptr, *ws = nullptr;
-  const size_t ws_bytes = 64ull << 20;
-  check(cudaMalloc(&a, max_a * 2), "cudaMalloc A");
-  check(cudaMalloc(&b, max_b * 2), "cudaMalloc B");
-  check(cudaMalloc(&c, max_c * 2), "cudaMalloc C");
-  check(cudaMalloc(&ws, ws_bytes), "cudaMalloc workspace");
-  launch_fill(a, max_a * 2, st);
-  launch_fill(b, max_b * 2, st);
+  const GemmBuffers buf(max_a, max_b, max_c, st);
+  const size_t ws_bytes = GemmBuffers::kWorkspaceBytes;
   cublasLtHandle_t lt;
   lt_check(cublasLtCreate(&lt), "cublasLtCreate");
   Json rows = out.value("gemm", Json::array());
@@ -67,7 +61,7 @@ void bench_gemm(const Options& o, Json& out, std::vector<std::string>& notes) {
                         std::to_string(s.n) + "x" + std::to_string(s.k));
         continue;
       }
-      const double us = time_us(st, o, [&] { gemm.run(a, b, c, ws, st); });
+      const double us = time_us(st, o, [&] { gemm.run(buf.a, buf.b, buf.c, buf.ws, st); });
       const double flops =
           2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
       rows.push_back({{"dtype", use_fp8 ? "fp8" : "bf16"},
@@ -80,10 +74,6 @@ void bench_gemm(const Options& o, Json& out, std::vector<std::string>& notes) {
   }
   out["gemm"] = rows;
   cublasLtDestroy(lt);
-  cudaFree(a);
-  cudaFree(b);
-  cudaFree(c);
-  cudaFree(ws);
   cudaStreamDestroy(st);
 }
 

@@ -41,14 +41,8 @@ void bench_interference(const Options& o, Json& out, std::vector<std::string>& n
   cudaStream_t gs, hs;
   check(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking), "cudaStreamCreate");
   check(cudaStreamCreateWithFlags(&hs, cudaStreamNonBlocking), "cudaStreamCreate");
-  void *a = nullptr, *b = nullptr, *c = nullptr, *ws = nullptr;
-  const size_t ws_bytes = 64ull << 20;
-  check(cudaMalloc(&a, max_a * 2), "cudaMalloc A");
-  check(cudaMalloc(&b, max_b * 2), "cudaMalloc B");
-  check(cudaMalloc(&c, max_c * 2), "cudaMalloc C");
-  check(cudaMalloc(&ws, ws_bytes), "cudaMalloc workspace");
-  launch_fill(a, max_a * 2, gs);
-  launch_fill(b, max_b * 2, gs);
+  const GemmBuffers buf(max_a, max_b, max_c, gs);
+  const size_t ws_bytes = GemmBuffers::kWorkspaceBytes;
   int* started = nullptr;  // host-mapped: how many holding blocks are resident
   check(cudaHostAlloc(reinterpret_cast<void**>(&started), sizeof(int), cudaHostAllocMapped),
         "cudaHostAlloc");
@@ -77,7 +71,7 @@ void bench_interference(const Options& o, Json& out, std::vector<std::string>& n
       std::this_thread::yield();
     }
     check(cudaEventRecord(e0, gs), "cudaEventRecord");
-    g.run(a, b, c, ws, gs);
+    g.run(buf.a, buf.b, buf.c, buf.ws, gs);
     check(cudaEventRecord(e1, gs), "cudaEventRecord");
     check(cudaEventSynchronize(e1), "cudaEventSynchronize");
     const bool holder_running = cudaStreamQuery(hs) == cudaErrorNotReady;
@@ -94,7 +88,7 @@ void bench_interference(const Options& o, Json& out, std::vector<std::string>& n
                       std::to_string(s.n) + "x" + std::to_string(s.k));
       continue;
     }
-    const double alone_us = time_us(gs, o, [&] { whole.run(a, b, c, ws, gs); });
+    const double alone_us = time_us(gs, o, [&] { whole.run(buf.a, buf.b, buf.c, buf.ws, gs); });
     for (const int held : {8, 16, 24, 32}) {
       if (held >= sms) continue;
       const LtGemm margin(lt, s.m, s.n, s.k, false, ws_bytes, sms - held);
@@ -102,7 +96,8 @@ void bench_interference(const Options& o, Json& out, std::vector<std::string>& n
         const LtGemm& g = planned_for_all ? whole : margin;
         if (!g.ok()) continue;
         const double own_alone =
-            planned_for_all ? alone_us : time_us(gs, o, [&] { g.run(a, b, c, ws, gs); });
+            planned_for_all ? alone_us
+                            : time_us(gs, o, [&] { g.run(buf.a, buf.b, buf.c, buf.ws, gs); });
         std::vector<double> t;
         double hold_us = 3 * own_alone + 200;
         for (int i = 0; i < o.warmup + o.repeats && hold_us < 1e7; ++i) {
@@ -133,10 +128,6 @@ void bench_interference(const Options& o, Json& out, std::vector<std::string>& n
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   cudaFreeHost(started);
-  cudaFree(a);
-  cudaFree(b);
-  cudaFree(c);
-  cudaFree(ws);
   cudaStreamDestroy(gs);
   cudaStreamDestroy(hs);
 }

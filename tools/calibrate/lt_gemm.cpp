@@ -9,6 +9,22 @@ void lt_check(cublasStatus_t s, const char* what) {
     throw CudaError(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
 }
 
+GemmBuffers::GemmBuffers(size_t a_elems, size_t b_elems, size_t c_elems, cudaStream_t st) {
+  check(cudaMalloc(&a, a_elems * 2), "cudaMalloc A");
+  check(cudaMalloc(&b, b_elems * 2), "cudaMalloc B");
+  check(cudaMalloc(&c, c_elems * 2), "cudaMalloc C");
+  check(cudaMalloc(&ws, kWorkspaceBytes), "cudaMalloc workspace");
+  launch_fill(a, a_elems * 2, st);
+  launch_fill(b, b_elems * 2, st);
+}
+
+GemmBuffers::~GemmBuffers() {
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  cudaFree(ws);
+}
+
 LtGemm::LtGemm(cublasLtHandle_t lt, long m, long n, long k, bool fp8, size_t workspace_bytes,
                int sm_count_target)
     : lt_(lt), ws_bytes_(workspace_bytes) {

@@ -12,6 +12,17 @@ namespace calib {
 
 void lt_check(cublasStatus_t s, const char* what);
 
+// Device buffers for GEMMs of up to `a`, `b` and `c` elements (2 bytes each; A and B filled
+// with small values) and a 64 MiB workspace; freed on destruction.
+struct GemmBuffers {
+  GemmBuffers(size_t a_elems, size_t b_elems, size_t c_elems, cudaStream_t st);
+  ~GemmBuffers();
+  GemmBuffers(const GemmBuffers&) = delete;
+  GemmBuffers& operator=(const GemmBuffers&) = delete;
+  void *a = nullptr, *b = nullptr, *c = nullptr, *ws = nullptr;
+  static constexpr size_t kWorkspaceBytes = 64ull << 20;
+};
+
 class LtGemm {
  public:
   LtGemm(cublasLtHandle_t lt, long m, long n, long k, bool fp8, size_t workspace_bytes,

@@ -328,7 +328,7 @@ FitResult fit_calibration(const JsonRef& raw, const FitOptions& options) {
       p.gemm_launched_for_all_sms = err_all <= err_left;
       out.lines.push_back(fmt::format(
           "interference: GEMMs beside a collective priced as {} (mean |log error| {:.3f} "
-          "launched for all SMs, {:.3f} planned for the SMs left, {} rows)",
+          "launched for all SMs, {:.3f} planned for the SMs left; rows: {})",
           *p.gemm_launched_for_all_sms ? kLaunchedForAllSms : kPlannedForSmsLeft, err_all / whole,
           err_left / whole, whole));
     }

@@ -1,8 +1,9 @@
 #pragma once
 // The time of one kernel on one GPU from its FLOPs, bytes and shape and the GPU's kernel
 // parameters (compute/kernel_params.hpp), before any measured-point correction:
-//  - GEMM: max(FLOPs / (peak · fraction · occupancy · K/(K + k_half)),
-//              bytes / (HBM · memory_fraction)) + fixed.
+//  - GEMM: (c^p + m^p)^(1/p) + fixed, a roofline softened by p, with compute time
+//    c = FLOPs / (peak · fraction · occupancy · K/(K + k_half)) and memory time
+//    m = bytes / (HBM · memory_fraction).
 //    Occupancy is that of the best tile of a small menu a library would launch (128×256,
 //    256×128, 128×128, 64×128, 128×64, 64×64): the useful share of the padded tiles, times the
 //    busy share of the SMs under stream-K's hybrid schedule (Osama et al. 2023, cuBLAS and

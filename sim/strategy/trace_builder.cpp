@@ -409,10 +409,10 @@ OpId Builder::bulk_gemm(RankState& rs, const std::string& name, const std::vecto
   // slows it for that time only, as it does beside any collective; without, the whole GEMM is
   // priced beside it.
   SegmentCost c;
-  c.time = gemms_time(gemms, TpRole::column_parallel, pass, 1, nullptr);
   c.interfered =
       gemms_time(gemms, TpRole::column_parallel, pass, 1, cm_bulk_ ? &*cm_bulk_ : nullptr);
   if (!opt_.stack.interference.on) return fixed_compute(rs, name, c.interfered);
+  c.time = gemms_time(gemms, TpRole::column_parallel, pass, 1, nullptr);
   return compute(rs, name, c, false);
 }
 

@@ -31,6 +31,12 @@ struct Options {
   double max_bytes = 8.0 * (1ull << 30);  // largest message / buffer of the sweeps
 };
 
+// The middle of `t` (the upper one of an even count), as every harness section reports it.
+inline double median_us(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 // Median of `repeats` timings of `body` on `stream` after `warmup` runs, in microseconds.
 inline double time_us(cudaStream_t stream, const Options& o, const std::function<void()>& body) {
   cudaEvent_t a, b;
@@ -50,8 +56,7 @@ inline double time_us(cudaStream_t stream, const Options& o, const std::function
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median_us(std::move(t));
 }
 
 // Each section appends its rows to `out[section]` and any skipped capability to `notes`.

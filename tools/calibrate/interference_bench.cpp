@@ -100,17 +100,15 @@ void bench_interference(const Options& o, Json& out, std::vector<std::string>& n
                             : time_us(gs, o, [&] { g.run(buf.a, buf.b, buf.c, buf.ws, gs); });
         std::vector<double> t;
         double hold_us = 3 * own_alone + 200;
-        for (int i = 0; i < o.warmup + o.repeats && hold_us < 1e7; ++i) {
+        for (int runs = 0; runs < o.warmup + o.repeats && hold_us < 1e7;) {
           const double us = beside(g, held, hold_us);
           if (us < 0) {
-            hold_us *= 4;
-            --i;
+            hold_us *= 4;  // the holder ended first: hold longer and run again
             continue;
           }
-          if (i >= o.warmup) t.push_back(us);
+          if (runs++ >= o.warmup) t.push_back(us);
         }
         if (t.empty()) continue;
-        std::sort(t.begin(), t.end());
         rows.push_back({{"dtype", "bf16"},
                         {"m", s.m},
                         {"n", s.n},
@@ -119,7 +117,7 @@ void bench_interference(const Options& o, Json& out, std::vector<std::string>& n
                         {"held_sms", held},
                         {"planned_for", planned_for_all ? sms : sms - held},
                         {"alone_us", own_alone},
-                        {"beside_us", t[t.size() / 2]}});
+                        {"beside_us", median_us(std::move(t))}});
       }
     }
   }

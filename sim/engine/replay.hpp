@@ -24,6 +24,9 @@ struct OpTiming {
 struct ReplayResult {
   std::vector<OpTiming> ops;  // indexed by OpId
   Time makespan;
+  // Per communication op (indexed by OpId; empty without HBM demands): the time it ran slowed by
+  // HBM sharing, weighted by the share it lost, Σ dt·(1 − 1/D) (see ReplayInterference).
+  std::vector<float> hbm_wait_ps;
 };
 
 // Compute/communication interference: while at least one op that holds SMs runs on a rank's
@@ -36,9 +39,15 @@ struct ReplayResult {
 // as a fraction of the achievable HBM bandwidth B); a compute op streams HBM for `hbm_fraction`
 // of its time. While the demands on a rank add up past B (f·B + ΣC > B), the kernel's memory
 // traffic gets its proportional share, so that part of its time stretches by (f + ΣC/B):
-// rate = 1 / (1 + f·max(0, f + ΣC/B − 1)). Assumption (README): the collective keeps its own
-// rate (NCCL's CTAs are few and its copies are not modelled as losing bandwidth), and a kernel's
-// traffic is spread evenly over its time.
+// rate = 1 / (1 + f·max(0, f + ΣC/B − 1)). A fixed-duration collective's traffic gets its
+// proportional share too: with D = f + ΣC/B over the rank's running kernel and collectives, it
+// progresses at 1/max(1, D) (its copies are all HBM traffic). This is the "shared HBM bandwidth"
+// part of the collective's own slowdown (software-stacks.md §2.2, which names it but quantifies
+// nothing; the rates are the spec-derived demands, no fitted constant). Assumptions (README):
+// proportional sharing (neither side is favoured: NCCL has fewer CTAs but streams without
+// compute), demands at the nominal rates even while a collective is slowed by link sharing, and a
+// kernel's traffic spread evenly over its time. Collectives priced by a network model
+// (asynchronous ops, `--full`) keep their network rate.
 //
 // Link sharing between collectives (the folded replay, whose collectives have fixed prices):
 // a fixed-duration communication op with a share key >= 0 progresses, while other such ops run
@@ -93,12 +102,15 @@ class Replay {
       sharing_.assign(ranks.size(), {});
       comm_active_.assign(ranks.size(), 0);
       hbm_load_.assign(ranks.size(), 0.0);
+      kernel_hbm_.assign(ranks.size(), 0.0);
+      comm_streams_.assign(ranks.size(), {});
+      if (!inter_->hbm_demand.empty()) hbm_wait_ps_.assign(g_.op_count(), 0.0F);
       for (std::uint32_t i = 0; i < g_.stream_count(); ++i) {
         const auto& st = g_.stream(StreamId{i});
         const auto r = static_cast<std::size_t>(
             std::lower_bound(ranks.begin(), ranks.end(), st.rank) - ranks.begin());
         rank_of_stream_[i] = r;
-        if (st.kind == StreamKind::compute) compute_streams_[r].push_back(i);
+        (st.kind == StreamKind::compute ? compute_streams_ : comm_streams_)[r].push_back(i);
       }
       running_.assign(g_.stream_count(), Running{});
     }
@@ -114,7 +126,7 @@ class Replay {
       }
       if (timing_[i].end - start_time_ > makespan) makespan = timing_[i].end - start_time_;
     }
-    return ReplayResult{std::move(timing_), makespan};
+    return ReplayResult{std::move(timing_), makespan, std::move(hbm_wait_ps_)};
   }
 
  private:
@@ -132,9 +144,11 @@ class Replay {
       if (const double d = demand(id, st); d > 0) change_hbm(s, d);
     if (op.start) {
       (*op.start)(id, [this, id] { finish(id); });
-    } else if (inter_ && (slowable(id, st) || shares(id, st))) {
+    } else if (inter_ && (slowable(id, st) || shares(id, st) || demand(id, st) > 0)) {
+      if (st.kind == StreamKind::compute)
+        if (const double f = hbm_fraction(id); f > 0) change_kernel_hbm(s, f);
       auto& run = running_[s.value];
-      run = Running{id, static_cast<double>(op.duration.picoseconds()), sim_.now(), 1.0, {}};
+      run = Running{id, static_cast<double>(op.duration.picoseconds()), sim_.now(), 1.0, 1.0, {}};
       if (shares(id, st)) {
         auto& on_rank = sharing_[rank_of_stream_[s.value]];
         on_rank.push_back(s.value);
@@ -153,6 +167,7 @@ class Replay {
     double remaining_ps = 0;  // nominal work left
     Time since;               // when `remaining_ps` was last brought up to date
     double rate = 1.0;        // nominal picoseconds done per picosecond
+    double hbm_share = 1.0;   // a collective's part of `rate` lost to HBM sharing: 1/max(1, D)
     EventHandle event;
     bool active() const { return op.value != std::numeric_limits<std::uint32_t>::max(); }
   };
@@ -188,19 +203,30 @@ class Replay {
       if (f > 0 && hbm_load_[r] > 0) rate /= 1.0 + f * std::max(0.0, f + hbm_load_[r] - 1.0);
       return rate;
     }
+    double rate = hbm_share_of(s);
+    if (!shares(run.op, g_.stream(s))) return rate;
     std::vector<std::int32_t> others;
     for (auto other : sharing_[r])
       if (other != s.value) others.push_back(inter_->share_key[running_[other].op.value]);
-    return others.empty() ? 1.0 : inter_->share(inter_->share_key[run.op.value], std::move(others));
+    if (!others.empty()) rate *= inter_->share(inter_->share_key[run.op.value], std::move(others));
+    return rate;
+  }
+  // A running collective's HBM share, 1/max(1, D).
+  double hbm_share_of(StreamId s) const {
+    const auto r = rank_of_stream_[s.value];
+    if (demand(running_[s.value].op, g_.stream(s)) <= 0) return 1.0;
+    return 1.0 / std::max(1.0, kernel_hbm_[r] + hbm_load_[r]);
   }
   void reschedule(StreamId s) {
     auto& run = running_[s.value];
     run.rate = rate_of(s);
+    if (g_.stream(s).kind != StreamKind::compute) run.hbm_share = hbm_share_of(s);
     run.since = sim_.now();
     const auto left =
         static_cast<std::int64_t>(std::ceil(std::max(0.0, run.remaining_ps) / run.rate));
     const OpId id = run.op;
     run.event = sim_.schedule_after(Time::ps(left), [this, id, s] {
+      account_hbm_wait(s);
       running_[s.value] = Running{};
       if (shares(id, g_.stream(s))) {
         auto& on_rank = sharing_[rank_of_stream_[s.value]];
@@ -213,18 +239,43 @@ class Replay {
   // Brings a running op's remaining work up to now and reschedules it at its current rate.
   void refresh(StreamId s) {
     auto& run = running_[s.value];
+    account_hbm_wait(s);
     run.remaining_ps -= static_cast<double>((sim_.now() - run.since).picoseconds()) * run.rate;
     sim_.cancel(run.event);
     reschedule(s);
+  }
+  void account_hbm_wait(StreamId s) {
+    const auto& run = running_[s.value];
+    if (run.hbm_share < 1.0 && !hbm_wait_ps_.empty())
+      hbm_wait_ps_[run.op.value] += static_cast<float>(
+          static_cast<double>((sim_.now() - run.since).picoseconds()) * (1.0 - run.hbm_share));
+  }
+  // Re-times the running ops of rank r whose rate an HBM change moved (most demands still fit).
+  void retime_hbm(std::size_t r, std::uint32_t except) {
+    for (auto cs : compute_streams_[r])
+      if (cs != except && running_[cs].active() && rate_of(StreamId{cs}) != running_[cs].rate)
+        refresh(StreamId{cs});
+    retime_comm_hbm(r, except);
+  }
+  // Only the HBM part of a collective's rate moves here (link sharing re-rates on its own).
+  void retime_comm_hbm(std::size_t r, std::uint32_t except) {
+    for (auto cs : comm_streams_[r])
+      if (cs != except && running_[cs].active() &&
+          hbm_share_of(StreamId{cs}) != running_[cs].hbm_share)
+        refresh(StreamId{cs});
+  }
+  // The running kernel's HBM fraction on a compute stream starts (+f) or ends (−f).
+  void change_kernel_hbm(StreamId compute_stream, double delta) {
+    const auto r = rank_of_stream_[compute_stream.value];
+    kernel_hbm_[r] = std::max(0.0, kernel_hbm_[r] + delta);
+    if (kernel_hbm_[r] < 1e-12) kernel_hbm_[r] = 0;
+    retime_comm_hbm(r, compute_stream.value);
   }
   void change_hbm(StreamId comm_stream, double delta) {
     const auto r = rank_of_stream_[comm_stream.value];
     hbm_load_[r] = std::max(0.0, hbm_load_[r] + delta);
     if (hbm_load_[r] < 1e-12) hbm_load_[r] = 0;  // no drift once every collective has ended
-    // Only a kernel whose rate changes is re-timed (most kernels' demands still fit).
-    for (auto cs : compute_streams_[r])
-      if (running_[cs].active() && rate_of(StreamId{cs}) != running_[cs].rate)
-        refresh(StreamId{cs});
+    retime_hbm(r, comm_stream.value);
   }
   void change_load(StreamId comm_stream, int delta) {
     const auto r = rank_of_stream_[comm_stream.value];
@@ -245,6 +296,8 @@ class Replay {
     if (inter_ && holds(id, g_.stream(op.stream))) change_load(op.stream, -1);
     if (inter_)
       if (const double d = demand(id, g_.stream(op.stream)); d > 0) change_hbm(op.stream, -d);
+    if (inter_ && !op.start && g_.stream(op.stream).kind == StreamKind::compute)
+      if (const double f = hbm_fraction(id); f > 0) change_kernel_hbm(op.stream, -f);
     busy_[op.stream.value] = false;
     ++head_[op.stream.value];
     for (auto k = dependents_.begin[id.value]; k < dependents_.begin[id.value + 1]; ++k) {
@@ -271,7 +324,10 @@ class Replay {
   std::vector<std::vector<std::uint32_t>> compute_streams_;
   std::vector<std::vector<std::uint32_t>> sharing_;  // per rank: streams running a shared op
   std::vector<int> comm_active_;
-  std::vector<double> hbm_load_;  // per rank: Σ hbm_demand of the collectives running
+  std::vector<double> hbm_load_;    // per rank: Σ hbm_demand of the collectives running
+  std::vector<double> kernel_hbm_;  // per rank: hbm_fraction of the kernel running
+  std::vector<std::vector<std::uint32_t>> comm_streams_;
+  std::vector<float> hbm_wait_ps_;  // per op
   std::vector<Running> running_;
 };
 

@@ -283,6 +283,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     // Compute time lost to interference: how much longer the compute ops ran than alone.
     for (const auto i : ops_of[rank]) {
       const auto& info = r.trace.info[i];
+      if (info.comm && i < r.replay.hbm_wait_ps.size())
+        b.comm_interference_s += static_cast<double>(r.replay.hbm_wait_ps[i]) * 1e-12;  // ps → s
       if (info.comm || (info.slowdown <= 1.0F && info.hbm_fraction <= 0.0F)) continue;
       const auto& t = r.replay.ops[i];
       const Time nominal = r.trace.graph.op(OpId{i}).duration;
@@ -295,6 +297,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     r.compute_s += b.compute_s / n;
     r.bubble_s += b.bubble_s / n;
     r.interference_s += b.interference_s / n;
+    r.comm_interference_s += b.comm_interference_s / n;
     for (const auto& [k, v] : b.exposed_s) r.exposed_comm_s[k] += v / n;
     for (const auto& [k, v] : b.exposed_by_op_s) r.exposed_comm_by_op_s[k] += v / n;
     for (const auto& [k, v] : b.comm_bytes) r.comm_bytes_per_gpu[k] += v / n;

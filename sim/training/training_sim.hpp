@@ -51,6 +51,8 @@ struct RankBreakdown {
   std::int64_t stage = 0;
   double compute_s = 0, bubble_s = 0;
   double interference_s = 0;  // of compute_s: compute slowed by collectives beside it
+  // Collective time lost to HBM sharing with the kernels beside it (folded replay), Σ dt·(1 − 1/D)
+  double comm_interference_s = 0;
   std::map<std::string, double> exposed_s, exposed_by_op_s, comm_bytes;
 };
 
@@ -60,9 +62,10 @@ struct TrainingResult {
   double model_flops_per_step = 0;
   double model_tflops_per_gpu = 0, mfu = 0, hfu = 0;
   double compute_s = 0, bubble_s = 0, bubble_fraction = 0;
-  double interference_s = 0;  // compute time lost to compute/communication interference
-  std::string stack;          // the software stack's name
-  bool tp_overlap = false;    // whether TP communication overlap ran
+  double interference_s = 0;       // compute time lost to compute/communication interference
+  double comm_interference_s = 0;  // collective time lost to HBM sharing (RankBreakdown's)
+  std::string stack;               // the software stack's name
+  bool tp_overlap = false;         // whether TP communication overlap ran
   std::map<std::string, double> exposed_comm_s, exposed_comm_by_op_s, comm_bytes_per_gpu;
   std::vector<RankBreakdown> ranks;  // one per simulated rank
   MemoryBreakdown memory;

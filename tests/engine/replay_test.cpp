@@ -141,11 +141,12 @@ TEST_CASE("interference: a collective starting mid-kernel slows only the overlap
   CHECK(r.ops[k.value].end.seconds() == doctest::Approx(32.0 / 3.0 * 1e-6).epsilon(1e-9));
 }
 
-TEST_CASE("HBM sharing: a memory-bound kernel slows by its share of the bandwidth it lost") {
+TEST_CASE("HBM sharing: a memory-bound kernel and a collective each get their share") {
   // m: 10 µs, streaming HBM for 80 % of its time (f = 0.8); c: 5 µs on a comm stream, holding
-  // no SMs, demanding 0.4 of the achievable bandwidth. Together 0.8 + 0.4 = 1.2 > 1, so m's
-  // traffic gets 0.8/1.2 of its need: rate 1 / (1 + 0.8 · 0.2) = 1/1.16. 0..5 µs: 5/1.16 µs
-  // done; the 10 − 5/1.16 left at full rate → ends at 15 − 5/1.16 µs.
+  // no SMs, demanding 0.4 of the achievable bandwidth. Together D = 0.8 + 0.4 = 1.2 > 1, so each
+  // gets 1/1.2 of what it asks: m's traffic stretches, rate 1 / (1 + 0.8 · 0.2) = 1/1.16; the
+  // collective (all HBM traffic) runs at 1/1.2 and ends at 6 µs. m: 6/1.16 µs done by then, the
+  // rest at full rate → ends at 16 − 6/1.16 µs. c lost 6 · (1 − 1/1.2) = 1 µs to HBM sharing.
   OpGraph g;
   auto cs = g.add_stream(0, StreamKind::compute);
   auto ts = g.add_stream(0, StreamKind::dp);
@@ -156,33 +157,90 @@ TEST_CASE("HBM sharing: a memory-bound kernel slows by its share of the bandwidt
   in.hbm_demand = {0.0F, 0.4F};
   Simulator sim;
   auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
-  CHECK(r.ops[c.value].end == Time::us(5));  // the collective keeps its rate (assumption)
   const double f = static_cast<double>(0.8F), d = static_cast<double>(0.4F);
   const double rate = 1.0 / (1.0 + f * (f + d - 1.0));
-  CHECK(r.ops[m.value].end.seconds() == doctest::Approx((15.0 - 5.0 * rate) * 1e-6).epsilon(1e-6));
+  CHECK(r.ops[c.value].end.seconds() == doctest::Approx(5.0 * (f + d) * 1e-6).epsilon(1e-6));
+  CHECK(r.ops[m.value].end.seconds() ==
+        doctest::Approx((10.0 + 5.0 * (f + d) * (1.0 - rate)) * 1e-6).epsilon(1e-6));
+  REQUIRE(r.hbm_wait_ps.size() == 2);
+  CHECK(r.hbm_wait_ps[m.value] == 0.0F);  // kernels' losses are interference_s, not this
+  CHECK(static_cast<double>(r.hbm_wait_ps[c.value]) ==
+        doctest::Approx(5.0 * (f + d) * (1.0 - 1.0 / (f + d)) * 1e6).epsilon(1e-5));
 
   // Demands that fit in the bandwidth together slow nothing: a GEMM streaming 20 % of its time.
   in.hbm_fraction = {0.2F, 0.0F};
   Simulator sim2;
   auto r2 = Replay<Simulator>(g, sim2, nullptr, &in).run();
   CHECK(r2.ops[m.value].end == Time::us(10));
+  CHECK(r2.ops[c.value].end == Time::us(5));
+  CHECK(r2.hbm_wait_ps[c.value] == 0.0F);
 
-  // Two collectives add their demands: 0.8 + 0.4 + 0.4 = 1.6 → rate 1 / (1 + 0.8 · 0.6).
+  // Two collectives add their demands: D = 0.8 + 0.4 + 0.4 = 1.6 → m at 1 / (1 + 0.8 · 0.6),
+  // each collective at 1/1.6, both ending at 8 µs; m ends at 18 − 8 · rate3 µs.
   OpGraph g3;
   auto cs3 = g3.add_stream(0, StreamKind::compute);
   auto a3 = g3.add_stream(0, StreamKind::dp);
   auto b3 = g3.add_stream(0, StreamKind::tp);
   auto m3 = g3.add_op(cs3, "m", Time::us(10));
-  g3.add_op(a3, "c1", Time::us(5));
-  g3.add_op(b3, "c2", Time::us(5));
+  auto c31 = g3.add_op(a3, "c1", Time::us(5));
+  auto c32 = g3.add_op(b3, "c2", Time::us(5));
   ReplayInterference in3;
   in3.hbm_fraction = {0.8F, 0.0F, 0.0F};
   in3.hbm_demand = {0.0F, 0.4F, 0.4F};
   Simulator sim3;
   auto r3 = Replay<Simulator>(g3, sim3, nullptr, &in3).run();
-  const double rate3 = 1.0 / (1.0 + f * (f + 2 * d - 1.0));
+  const double d3 = f + 2 * d;
+  const double rate3 = 1.0 / (1.0 + f * (d3 - 1.0));
+  CHECK(r3.ops[c31.value].end.seconds() == doctest::Approx(5.0 * d3 * 1e-6).epsilon(1e-6));
+  CHECK(r3.ops[c32.value].end.seconds() == doctest::Approx(5.0 * d3 * 1e-6).epsilon(1e-6));
   CHECK(r3.ops[m3.value].end.seconds() ==
-        doctest::Approx((15.0 - 5.0 * rate3) * 1e-6).epsilon(1e-6));
+        doctest::Approx((10.0 + 5.0 * d3 * (1.0 - rate3)) * 1e-6).epsilon(1e-6));
+}
+
+TEST_CASE("HBM sharing: a collective speeds up again when the kernel beside it ends") {
+  // m: 2 µs of work at f = 0.8, c: 5 µs at demand 0.4; D = 1.2 while both run. m at 1/1.16
+  // ends at 2.32 µs; c has done 2.32/1.2 µs by then and runs the rest at full rate → ends at
+  // 5 + 2.32 · (1 − 1/1.2) µs, having lost 2.32 · (1 − 1/1.2) µs to HBM sharing.
+  OpGraph g;
+  auto cs = g.add_stream(0, StreamKind::compute);
+  auto ts = g.add_stream(0, StreamKind::tp);
+  auto m = g.add_op(cs, "m", Time::us(2));
+  auto c = g.add_op(ts, "c", Time::us(5));
+  ReplayInterference in;
+  in.hbm_fraction = {0.8F, 0.0F};
+  in.hbm_demand = {0.0F, 0.4F};
+  Simulator sim;
+  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  const double f = static_cast<double>(0.8F), d = static_cast<double>(0.4F);
+  const double m_end_us = 2.0 * (1.0 + f * (f + d - 1.0));
+  const double lost_us = m_end_us * (1.0 - 1.0 / (f + d));
+  CHECK(r.ops[m.value].end.seconds() == doctest::Approx(m_end_us * 1e-6).epsilon(1e-6));
+  CHECK(r.ops[c.value].end.seconds() == doctest::Approx((5.0 + lost_us) * 1e-6).epsilon(1e-6));
+  CHECK(static_cast<double>(r.hbm_wait_ps[c.value]) ==
+        doctest::Approx(lost_us * 1e6).epsilon(1e-5));
+}
+
+TEST_CASE("HBM and link sharing multiply") {
+  // a and b (4 µs each, keys 0 and 1) share links at ½ and each demands 0.25 of HBM beside a
+  // kernel m streaming HBM for f = 1 of its 20 µs: D = 1 + 0.5 = 1.5, so each collective runs at
+  // ½ · 1/1.5 = 1/3 and both end at 12 µs. Their HBM loss: 12 · (1 − 1/1.5) = 4 µs each.
+  OpGraph g;
+  auto cs = g.add_stream(0, StreamKind::compute);
+  auto dp = g.add_stream(0, StreamKind::dp);
+  auto tp = g.add_stream(0, StreamKind::tp);
+  g.add_op(cs, "m", Time::us(20));
+  auto a = g.add_op(dp, "a", Time::us(4));
+  auto b = g.add_op(tp, "b", Time::us(4));
+  ReplayInterference in;
+  in.hbm_fraction = {1.0F, 0.0F, 0.0F};
+  in.hbm_demand = {0.0F, 0.25F, 0.25F};
+  in.share_key = {-1, 0, 1};
+  in.share = [](std::int32_t, std::vector<std::int32_t>) { return 0.5; };
+  Simulator sim;
+  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  CHECK(r.ops[a.value].end.seconds() == doctest::Approx(12e-6).epsilon(1e-6));
+  CHECK(r.ops[b.value].end.seconds() == doctest::Approx(12e-6).epsilon(1e-6));
+  CHECK(static_cast<double>(r.hbm_wait_ps[a.value]) == doctest::Approx(4e6).epsilon(1e-5));
 }
 
 TEST_CASE("link sharing: overlapping collectives run at the rate the model gives each") {

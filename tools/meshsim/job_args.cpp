@@ -114,6 +114,7 @@ Json training_json(const TrainingResult& r) {
   j["hfu"] = r.hfu;
   j["compute_s"] = r.compute_s;
   j["interference_s"] = r.interference_s;
+  j["comm_interference_s"] = r.comm_interference_s;
   j["stack"] = r.stack;
   j["tp_overlap"] = r.tp_overlap;
   j["bubble_s"] = r.bubble_s;

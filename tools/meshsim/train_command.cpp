@@ -230,6 +230,9 @@ int run_train(const TrainArgs& a) {
   cli_out() << fmt::format("{:<22}{:.4f} s ({})\n", "compute", r.compute_s, pct(r.compute_s, step));
   if (r.interference_s > 0)
     cli_out() << fmt::format("{:<22}{:.4f} s of it\n", "  slowed by comm", r.interference_s);
+  if (r.comm_interference_s > 0)
+    cli_out() << fmt::format("{:<22}{:.4f} s lost by collectives to HBM sharing\n", "  comm slowed",
+                             r.comm_interference_s);
   cli_out() << fmt::format("{:<22}{:.4f} s ({})\n", "bubble / waiting", r.bubble_s,
                            pct(r.bubble_s, step));
   for (const auto& [g, v] : r.exposed_comm_s)

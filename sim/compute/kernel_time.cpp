@@ -14,16 +14,27 @@ double ceil_div(double a, double b) {
 }
 
 // A tile's operand reuse: MACs per element loaded, tm·tn/(tm + tn).
-double intensity(double tm, double tn) {
+constexpr double intensity(double tm, double tn) {
   return tm * tn / (tm + tn);
 }
 
+// Tile sizes are powers of two, so x · (1/size) is exactly x / size (the price is computed
+// thousands of times per trace; a multiply is several times cheaper than a divide).
 struct Tile {
   double m, n;
+  double inv_m = 1 / m, inv_n = 1 / n, reuse = intensity(m, n);
 };
 constexpr std::array<Tile, 6> kTiles{
     {{128, 256}, {256, 128}, {128, 128}, {64, 128}, {128, 64}, {64, 64}}};
 constexpr double kTileK = 64;  // K depth of one main-loop iteration (the stream-K work unit)
+constexpr double kInvTileK = 1 / kTileK;
+constexpr bool power_of_two(double x) {
+  while (x > 1) x /= 2;
+  return x == 1;
+}
+static_assert(std::all_of(kTiles.begin(), kTiles.end(),
+                          [](const Tile& t) { return power_of_two(t.m) && power_of_two(t.n); }) &&
+              power_of_two(kTileK));
 
 // Units of `per_sm`-sized work spread over `sms` SMs: the busiest SM sets the time.
 double spread(double units, double sms) {
@@ -40,7 +51,7 @@ double soft_max(double a, double b, double p) {
 }  // namespace
 
 double peak_flops_of(const GpuSpec& gpu, DType dtype) {
-  const auto it = gpu.peak_flops.find(std::string(name_of(dtype)));
+  const auto it = gpu.peak_flops.find(name_of(dtype));
   if (it != gpu.peak_flops.end()) return it->second;
   // FP32 GEMMs in training run on tensor cores as TF32 (PyTorch allow_tf32 for matmul).
   if (dtype == DType::fp32)
@@ -65,13 +76,13 @@ GemmTileUse gemm_tile_use(const GemmShape& s, std::int32_t sm_count, SmsTaken ta
   const double all = static_cast<double>(sm_count);
   const double left = std::max(1.0, all - static_cast<double>(std::max(taken.count, 0)));
   const double sms = taken.planned_for_all ? all : left;
-  const double iters = ceil_div(K, kTileK);
+  const double iters = std::ceil(K * kInvTileK);
   // Useful work (unpadded tile area × iterations) over the SMs' capacity: use = padding ·
   // tiles · iters / (time · all) with padding = M·N·B / (tiles · tile area).
   const double useful = M * N * B * iters / all;
   for (std::size_t i = 0; i < kTiles.size(); ++i) {
     const auto& t = kTiles[i];
-    const double tiles = ceil_div(M, t.m) * ceil_div(N, t.n) * B;
+    const double tiles = std::ceil(M * t.inv_m) * std::ceil(N * t.inv_n) * B;
     // Stream-K's hybrid schedule (Osama et al., "Stream-K: Work-centric Parallel Decomposition
     // for Dense Matrix-Matrix Multiplication", PPoPP 2023, §5 "DP + one-tile SK"; CUTLASS's
     // stream-K tile scheduler): all but the last one or two waves' tiles run as whole data-
@@ -98,11 +109,11 @@ double gemm_occupancy(const GemmTileUse& use, double intensity_half) {
 
 double gemm_occupancy(const GemmTileUse& chosen_by, const GemmTileUse& runs_at,
                       double intensity_half) {
-  const double best_reuse = intensity(128, 256) / (intensity(128, 256) + intensity_half);
+  constexpr double kBest = intensity(128, 256);
+  const double best_reuse = kBest / (kBest + intensity_half);
   double best = -1, occupancy = 0;
   for (std::size_t i = 0; i < kTiles.size(); ++i) {
-    const double reuse = intensity(kTiles[i].m, kTiles[i].n) /
-                         (intensity(kTiles[i].m, kTiles[i].n) + intensity_half) / best_reuse;
+    const double reuse = kTiles[i].reuse / (kTiles[i].reuse + intensity_half) / best_reuse;
     if (chosen_by[i] * reuse > best) {
       best = chosen_by[i] * reuse;
       occupancy = runs_at[i] * reuse;

@@ -15,7 +15,7 @@ struct GpuSpec {
   std::string model;
   // Dense (non-sparse) peak FLOP/s per dtype ("bf16", "fp16", "fp8", "tf32"), as NVIDIA uses
   // for MFU (validation/hardware.md C1, C2).
-  std::map<std::string, double> peak_flops;
+  std::map<std::string, double, std::less<>> peak_flops;  // by dtype name; find() takes a view
   Bytes hbm_bytes;
   double hbm_Bps = 0;
   // NVLink SHARP (NVLS): in-switch reduction and multicast, Hopper and later with NVSwitch

@@ -64,6 +64,32 @@ InterferenceRow read_interference_row(const JsonRef& e) {
   return row;
 }
 
+// The harness's `launch` rows: kernels of `kernel_us` back to back in one stream (`eager`:
+// launched one by one; `graph`: one CUDA graph), or the host's CPU time per launch (`host`).
+struct LaunchRows {
+  std::vector<double> eager_gap_s, graph_gap_s, host_s;
+};
+
+void read_launch_row(const JsonRef& e, LaunchRows& rows) {
+  ObjectReader r(e);
+  const auto mode = r.required("mode");
+  const auto m = mode.string();
+  if (m != "eager" && m != "graph" && m != "host") mode.fail("expected 'eager', 'graph' or 'host'");
+  (void)r.required("kernels").positive_integer();
+  if (m == "host") {
+    rows.host_s.push_back(r.required("per_launch_us").positive_number() * 1e-6);
+  } else {
+    const double kernel = r.required("kernel_us").positive_number();
+    const auto per = r.required("per_kernel_us");
+    const double per_kernel = per.positive_number();
+    // The kernels of one stream cannot overlap: each takes at least its own length.
+    if (per_kernel < kernel)
+      per.fail("must be at least kernel_us (kernels in one stream run one after another)");
+    (m == "eager" ? rows.eager_gap_s : rows.graph_gap_s).push_back((per_kernel - kernel) * 1e-6);
+  }
+  r.finish();
+}
+
 // Optional labels of a measured row: what it was measured on, which layer, which op.
 void read_tags(ObjectReader& r, MeasuredKernel& mk) {
   if (auto v = r.optional("group")) mk.group = v->string();
@@ -272,9 +298,29 @@ FitResult fit_calibration(const JsonRef& raw, const FitOptions& options) {
   std::vector<InterferenceRow> interference;
   if (auto v = r.optional("interference"))
     for (const auto& e : v->array()) interference.push_back(read_interference_row(e));
+  LaunchRows launch;
+  if (auto v = r.optional("launch"))
+    for (const auto& e : v->array()) read_launch_row(e, launch);
   if (auto t = r.optional("topology"))
     if (!t->raw().is_object()) t->fail("must be a meshsim topology object");
   r.finish();
+  // The median over the measured kernel lengths (the gap should not depend on them).
+  const auto median_if = [](const std::vector<double>& v) {
+    return v.empty() ? std::optional<double>{} : std::optional<double>{median_of(v)};
+  };
+  p.kernel_gap_s = median_if(launch.eager_gap_s);
+  p.graph_kernel_gap_s = median_if(launch.graph_gap_s);
+  p.host_launch_s = median_if(launch.host_s);
+  if (p.kernel_gap_s || p.graph_kernel_gap_s || p.host_launch_s) {
+    const auto us = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.2f} µs", *v * 1e6) : std::string("not measured");
+    };
+    out.lines.push_back(fmt::format(
+        "launch: {} between kernels launched one by one, {} in a CUDA graph; host {} per launch "
+        "(rows: {})",
+        us(p.kernel_gap_s), us(p.graph_kernel_gap_s), us(p.host_launch_s),
+        launch.eager_gap_s.size() + launch.graph_gap_s.size() + launch.host_s.size()));
+  }
   const auto catalogue_gpu = [&] {
     const auto gpu = find_gpu(p.gpu);
     if (!gpu) r.self().fail("GPU '" + p.gpu + "' is not in the catalogue; give it with --gpu");

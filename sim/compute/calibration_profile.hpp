@@ -35,6 +35,11 @@ struct CalibrationProfile {
   // as launched for every SM (true) or as if planned for the SMs left (false); unset: the
   // model's assumption (launched for every SM, compute/kernel_time.hpp SmsTaken).
   std::optional<bool> gemm_launched_for_all_sms;
+  // What a kernel costs a stream beyond its own duration (harness `launch` section): the gap
+  // between back-to-back kernels launched one by one with the host ahead, and replayed as a CUDA
+  // graph; and the host's CPU time per launch (a lower bound on a framework's per-op host cost).
+  // Unset: not measured, and not modelled.
+  std::optional<double> kernel_gap_s, graph_kernel_gap_s, host_launch_s;
   std::vector<GemmPoint> gemm;
   std::vector<AttentionPoint> attention;
   // Fitted kernel parameters (compute/kernel_params.hpp), laid over the GPU's bundled ones;
@@ -45,6 +50,7 @@ struct CalibrationProfile {
 
 // {gpu, source, launch_overhead_us?, memory_bandwidth_GBps?,
 //  gemm_beside_collective?: "launched_for_all_sms" | "planned_for_sms_left",
+//  kernel_gap_us?, graph_kernel_gap_us?, host_launch_us?,
 //  gemm: [{dtype, m, n, k, batch?, tflops}], attention: [{dtype, batch, seq_q, seq_kv?, heads,
 //  kv_heads?, head_dim, causal, direction: forward|backward, tflops}],
 //  model?: {gemm?, memory?, attention?, decode?} (compute/kernel_params.hpp),

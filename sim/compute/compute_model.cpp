@@ -1,5 +1,7 @@
 #include "compute/compute_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -139,9 +141,12 @@ Time ComputeModel::time(const Kernel& k) const {
 
 std::string ComputeModel::describe() const {
   const std::string base = bundled_kernel_source(gpu_);
-  if (profile_)
-    return "calibration profile " + profile_->file + " (" + profile_->source + ") over " + base;
-  return base;
+  if (!profile_) return base;
+  std::string s =
+      "calibration profile " + profile_->file + " (" + profile_->source + ") over " + base;
+  if (profile_->kernel_gap_s)
+    s += fmt::format("; {:.2f} µs measured between kernels", *profile_->kernel_gap_s * 1e6);
+  return s;
 }
 
 }  // namespace meshsim

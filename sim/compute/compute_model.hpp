@@ -34,6 +34,12 @@ class ComputeModel {
   double seconds(const Kernel& k) const;
   // The model alone, without the measured-point correction.
   double model_seconds(const Kernel& k) const;
+  // What each kernel costs its stream beyond its own duration when kernels run back to back,
+  // launched one by one (the profile's measured `kernel_gap_us`); 0 when no profile measured it
+  // (then not modelled: the bundled profiles come from kernel durations alone).
+  double kernel_gap_s() const {
+    return profile_ && profile_->kernel_gap_s ? *profile_->kernel_gap_s : 0.0;
+  }
 
   // Peak dense FLOP/s of `dtype`; an Error when this GPU has no tensor-core rate for it.
   double peak_flops(DType dtype) const;

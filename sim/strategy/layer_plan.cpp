@@ -62,8 +62,10 @@ void add_kernel(SegmentCost& s, const Kernel& k, const PlanPricing& p, double sl
     const double alone = p.cm.model_seconds(k);
     if (alone > 0) ti = t * std::max(1.0, p.interfered->model_seconds(k) / alone);
   }
-  s.time += Time::from_seconds_ceil(t);
-  s.interfered += Time::from_seconds_ceil(ti);
+  // The measured gap before the next kernel of the stream (0 unless a profile measured it).
+  const double gap = p.cm.kernel_gap_s();
+  s.time += Time::from_seconds_ceil(t + gap);
+  s.interfered += Time::from_seconds_ceil(ti + gap);
   s.hardware_flops += k.flops;
   s.hbm_s += k.bytes * slowdown / hbm_achievable_Bps(p.cm);
 }

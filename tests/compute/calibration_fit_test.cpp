@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "compute/compute_model.hpp"
 #include "compute/kernel_time.hpp"
@@ -225,4 +226,63 @@ TEST_CASE("calibrate fit: interference rows decide how a GEMM beside a collectiv
   profile["gemm_beside_collective"] = "sometimes";
   CHECK_THROWS_WITH_AS(read_calibration_profile(JsonRef::root(profile, "p.json")),
                        doctest::Contains("/gemm_beside_collective"), Error);
+}
+
+TEST_CASE("calibrate fit: launch rows give the gap between kernels and the host's launch cost") {
+  // Spinning kernels of 20 and 50 µs back to back: 21.2 and 51.4 µs per kernel launched one by
+  // one (gaps 1.2 and 1.4 µs: median 1.3), 20.6 and 50.6 in a graph (0.6), host 2.5 µs a launch.
+  const auto raw = [] {
+    Json doc = {{"harness", "meshsim-calibrate 1"},
+                {"environment", {{"gpus", {{{"name", "NVIDIA H100 80GB HBM3"}}}}}},
+                {"launch", Json::array()}};
+    for (const auto& [mode, kernel, per] : {std::tuple{"eager", 20.0, 21.2},
+                                            {"graph", 20.0, 20.6},
+                                            {"eager", 50.0, 51.4},
+                                            {"graph", 50.0, 50.6}})
+      doc["launch"].push_back(
+          {{"mode", mode}, {"kernels", 500}, {"kernel_us", kernel}, {"per_kernel_us", per}});
+    doc["launch"].push_back({{"mode", "host"}, {"kernels", 500}, {"per_launch_us", 2.5}});
+    return doc;
+  };
+  const auto fit = fit_calibration(JsonRef::root(raw(), "raw.json"), {});
+  const auto& p = fit.profile;
+  REQUIRE(p.kernel_gap_s);
+  REQUIRE(p.graph_kernel_gap_s);
+  REQUIRE(p.host_launch_s);
+  CHECK(*p.kernel_gap_s == doctest::Approx(1.3e-6));
+  CHECK(*p.graph_kernel_gap_s == doctest::Approx(0.6e-6));
+  CHECK(*p.host_launch_s == doctest::Approx(2.5e-6));
+  std::string said;
+  for (const auto& l : fit.lines) said += l + "\n";
+  CHECK(said.find("launch: 1.30 µs between kernels launched one by one, 0.60 µs in a CUDA graph; "
+                  "host 2.50 µs per launch (rows: 5)") != std::string::npos);
+  // The profile says it, and reads back.
+  const Json written = to_json(p);
+  CHECK(written["kernel_gap_us"].get<double>() == doctest::Approx(1.3));
+  const auto back = read_calibration_profile(JsonRef::root(written, "p.json"));
+  REQUIRE(back.kernel_gap_s);
+  CHECK(*back.kernel_gap_s == doctest::Approx(1.3e-6));
+  CHECK(*back.host_launch_s == doctest::Approx(2.5e-6));
+  // A raw file without the section leaves them unset.
+  Json none = raw();
+  none.erase("launch");
+  CHECK_FALSE(fit_calibration(JsonRef::root(none, "raw.json"), {}).profile.kernel_gap_s);
+  // Bad rows name their path.
+  Json bad = raw();
+  bad["launch"][0]["per_kernel_us"] = 19.0;  // faster than the kernel itself
+  CHECK(fit_error(bad).find("/launch/0/per_kernel_us: must be at least kernel_us") !=
+        std::string::npos);
+  bad = raw();
+  bad["launch"][1]["mode"] = "async";
+  CHECK(fit_error(bad).find("/launch/1/mode") != std::string::npos);
+  bad = raw();
+  bad["launch"][4].erase("per_launch_us");
+  CHECK(fit_error(bad).find("/launch/4") != std::string::npos);
+  bad = raw();
+  bad["launch"][2]["extra"] = 1;
+  CHECK(fit_error(bad).find("extra") != std::string::npos);
+  Json profile = written;
+  profile["kernel_gap_us"] = -1;
+  CHECK_THROWS_WITH_AS(read_calibration_profile(JsonRef::root(profile, "p.json")),
+                       doctest::Contains("/kernel_gap_us"), Error);
 }

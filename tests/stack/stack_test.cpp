@@ -215,6 +215,39 @@ TEST_CASE("an eager RMSNorm is priced as its kernels") {
   CHECK(parts.forward.time.seconds() == doctest::Approx(sum).epsilon(1e-6));
 }
 
+TEST_CASE("a measured launch gap is paid once per kernel") {
+  // A profile whose harness `launch` section measured 1.5 µs between kernels launched one by one:
+  // torchtitan's eager RMSNorm (8 kernels) pays it 8 times, its separate wq, wk, wv 3 times,
+  // Megatron's fused norm once. Without the measurement nothing is added.
+  const auto m = model("llama3.1-8b");
+  LayerShape shape;
+  shape.seq = 4096;
+  const auto ops = layer_ops(m, 0, shape, {});
+  const OpSpec& norm = ops[0];
+  const OpSpec& qkv = ops[1];
+  REQUIRE(qkv.name == "qkv_proj");
+  const auto gpu = *find_gpu("H100-SXM5-80GB");
+  const ComputeModel plain(gpu);
+  CHECK(plain.kernel_gap_s() == 0);
+  CalibrationProfile measured;
+  measured.gpu = gpu.model;
+  measured.source = "test";
+  measured.kernel_gap_s = 1.5e-6;
+  const ComputeModel gapped(gpu, measured);
+  CHECK(gapped.kernel_gap_s() == 1.5e-6);
+  const auto added = [&](const OpSpec& op, const char* stack) {
+    const auto& st = *bundled_stack(stack);
+    return (price_op(op, {gapped, st, nullptr, {}}).forward.time -
+            price_op(op, {plain, st, nullptr, {}}).forward.time)
+        .seconds();
+  };
+  // Each kernel's time is rounded up to a picosecond on its own: a few ps of slack.
+  CHECK(added(norm, "torchtitan") == doctest::Approx(8 * 1.5e-6).epsilon(1e-6));
+  CHECK(added(qkv, "torchtitan") == doctest::Approx(3 * 1.5e-6).epsilon(1e-6));
+  CHECK(added(norm, "megatron") == doctest::Approx(1.5e-6).epsilon(1e-6));
+  CHECK(added(qkv, "megatron") == doctest::Approx(1.5e-6).epsilon(1e-6));
+}
+
 TEST_CASE("a GEMM beside a collective is slowed by the SMs its CTAs take") {
   // One wave: 132 tiles of 128×256 (K = 8192: 128 main-loop iterations each) on a 132-SM H100.
   // Launched for all 132 SMs, its stream-K split gives each of 132 CTAs 128 iterations. An

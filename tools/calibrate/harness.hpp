@@ -67,6 +67,7 @@ void bench_membw(const Options& o, Json& out, std::vector<std::string>& notes);
 void bench_p2p(const Options& o, Json& out, std::vector<std::string>& notes);
 void bench_nccl(const Options& o, Json& out, std::vector<std::string>& notes);
 void bench_interference(const Options& o, Json& out, std::vector<std::string>& notes);
+void bench_launch(const Options& o, Json& out, std::vector<std::string>& notes);
 void node_topology(Json& out, std::vector<std::string>& notes);
 // NVML, loaded at run time (libnvidia-ml.so.1 ships with the driver, not the toolkit): whether
 // two CUDA devices share NVLinks. False without NVML.
@@ -75,6 +76,9 @@ int nvlinks_between(int a, int b);
 // Device kernels (kernels.cu).
 void launch_triad(float* a, const float* b, const float* c, float s, size_t n, cudaStream_t st);
 void launch_fill(void* p, size_t bytes, cudaStream_t st);
+// One warp spinning for `ns` nanoseconds of the GPU's global timer; an empty kernel.
+void launch_spin(long long ns, cudaStream_t st);
+void launch_empty(cudaStream_t st);
 // Row-wise softmax of `rows` rows of `cols` bf16 scores in place; with `causal`, row r of a
 // (seq × seq) block masks columns > r.
 void launch_softmax(void* scores, long rows, long cols, bool causal, cudaStream_t st);

@@ -84,6 +84,18 @@ __global__ void hold_sm(long long cycles, int* started) {
   }
 }
 
+// Spins one warp until the global timer (ns, PTX %globaltimer) has advanced `ns` since it
+// started: a kernel of known length, whatever the clocks do.
+__global__ void spin_ns(long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (static_cast<long long>(now - start) < ns);
+}
+
+__global__ void empty_kernel() {}
+
 unsigned blocks_for(size_t n) {
   const size_t b = (n + 255) / 256;
   return static_cast<unsigned>(b < 65535 * 8 ? b : 65535 * 8);
@@ -110,6 +122,16 @@ void launch_hold_sms(int blocks, long long cycles, int* started, cudaStream_t st
         "hold_sm shared memory");
   hold_sm<<<blocks, 32, static_cast<size_t>(smem), st>>>(cycles, started);
   check(cudaGetLastError(), "hold_sm kernel");
+}
+
+void launch_spin(long long ns, cudaStream_t st) {
+  spin_ns<<<1, 32, 0, st>>>(ns);
+  check(cudaGetLastError(), "spin kernel");
+}
+
+void launch_empty(cudaStream_t st) {
+  empty_kernel<<<1, 32, 0, st>>>();
+  check(cudaGetLastError(), "empty kernel");
 }
 
 void launch_softmax(void* scores, long rows, long cols, bool causal, cudaStream_t st) {

@@ -1,4 +1,4 @@
-// meshsim-calibrate --out RAW.json [gemm|attention|membw|p2p|nccl|interference|topo ...]
+// meshsim-calibrate --out RAW.json [gemm|attention|membw|p2p|nccl|interference|launch|topo ...]
 // Runs the chosen microbenchmarks (all of them by default) on the GPUs of this machine and
 // writes meshsim's raw calibration JSON (tools/calibrate/README.md), merged into RAW.json when
 // it already exists, so sections can be measured one at a time. A section that cannot run here
@@ -20,8 +20,9 @@ int main(int argc, char** argv) {
   Options o;
   app.add_option("--out", out_path, "Raw JSON to write (merged if it exists)")->required();
   app.add_option("sections", sections,
-                 "gemm attention membw p2p nccl interference topo (default: all)")
-      ->check(CLI::IsMember({"gemm", "attention", "membw", "p2p", "nccl", "interference", "topo"}));
+                 "gemm attention membw p2p nccl interference launch topo (default: all)")
+      ->check(CLI::IsMember(
+          {"gemm", "attention", "membw", "p2p", "nccl", "interference", "launch", "topo"}));
   app.add_option("--warmup", o.warmup, "Warm-up runs per point")->check(CLI::Range(0, 1000));
   app.add_option("--repeats", o.repeats, "Timed runs per point (median)")
       ->check(CLI::Range(1, 10000));
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-bytes", o.max_bytes, "Largest buffer or message of the sweeps");
   CLI11_PARSE(app, argc, argv);
   if (sections.empty())
-    sections = {"gemm", "attention", "membw", "p2p", "nccl", "interference", "topo"};
+    sections = {"gemm", "attention", "membw", "p2p", "nccl", "interference", "launch", "topo"};
 
   Json out = Json::object();
   if (std::filesystem::exists(out_path)) {
@@ -59,8 +60,10 @@ int main(int argc, char** argv) {
     status = 3;
   } else {
     const std::map<std::string, void (*)(const Options&, Json&, std::vector<std::string>&)> run = {
-        {"gemm", bench_gemm}, {"attention", bench_attention}, {"membw", bench_membw},
-        {"p2p", bench_p2p},   {"nccl", bench_nccl},           {"interference", bench_interference}};
+        {"gemm", bench_gemm},    {"attention", bench_attention},
+        {"membw", bench_membw},  {"p2p", bench_p2p},
+        {"nccl", bench_nccl},    {"interference", bench_interference},
+        {"launch", bench_launch}};
     for (const auto& s : sections) {
       std::cerr << "meshsim-calibrate: " << s << "\n";
       try {

@@ -28,8 +28,7 @@ double busbw_factor(const std::string& op, int n) {
 void bench_nccl(const Options& o, Json& out, std::vector<std::string>& notes) {
   int n = 0;
   check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
-  if (n == 1)
-    notes.push_back("nccl: one GPU visible; collectives on one rank are local copies");
+  if (n == 1) notes.push_back("nccl: one GPU visible; collectives on one rank are local copies");
   std::vector<int> devs(static_cast<size_t>(n));
   for (int d = 0; d < n; ++d) devs[static_cast<size_t>(d)] = d;
   std::vector<ncclComm_t> comms(static_cast<size_t>(n));
@@ -64,7 +63,8 @@ void bench_nccl(const Options& o, Json& out, std::vector<std::string>& notes) {
           auto* c = comms[i];
           auto* s = streams[i];
           if (op == "all_reduce") {
-            nccl_check(ncclAllReduce(send[i], recv[i], count, ncclFloat, ncclSum, c, s), op.c_str());
+            nccl_check(ncclAllReduce(send[i], recv[i], count, ncclFloat, ncclSum, c, s),
+                       op.c_str());
           } else if (op == "all_gather") {
             nccl_check(ncclAllGather(send[i], recv[i], per_rank, ncclFloat, c, s), op.c_str());
           } else if (op == "reduce_scatter") {
@@ -73,10 +73,12 @@ void bench_nccl(const Options& o, Json& out, std::vector<std::string>& notes) {
           } else if (op == "all_to_all") {
             for (int peer = 0; peer < n; ++peer) {
               const size_t off = static_cast<size_t>(peer) * per_rank * sizeof(float);
-              nccl_check(ncclSend(static_cast<char*>(send[i]) + off, per_rank, ncclFloat, peer, c, s),
-                         "ncclSend");
-              nccl_check(ncclRecv(static_cast<char*>(recv[i]) + off, per_rank, ncclFloat, peer, c, s),
-                         "ncclRecv");
+              nccl_check(
+                  ncclSend(static_cast<char*>(send[i]) + off, per_rank, ncclFloat, peer, c, s),
+                  "ncclSend");
+              nccl_check(
+                  ncclRecv(static_cast<char*>(recv[i]) + off, per_rank, ncclFloat, peer, c, s),
+                  "ncclRecv");
             }
           } else {
             nccl_check(ncclSend(send[i], count, ncclFloat, (d + 1) % n, c, s), "ncclSend");

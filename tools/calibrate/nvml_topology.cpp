@@ -9,7 +9,6 @@
 #include <strings.h>
 
 #include <cctype>
-
 #include <map>
 #include <set>
 
@@ -171,8 +170,11 @@ void node_topology(Json& out, std::vector<std::string>& notes) {
     const double gts = gen < 7 ? kGts[gen] : 64;
     const double pcie_GBps = gts * width / 8.0 * (gen >= 3 ? 128.0 / 130.0 : 0.8);
     if (pcie_GBps > 0)
-      links.push_back({{"a", gpu}, {"b", "cpu" + std::to_string(numa)}, {"kind", "pcie"},
-                       {"bandwidth_GBps", pcie_GBps}, {"latency_ns", 250}});
+      links.push_back({{"a", gpu},
+                       {"b", "cpu" + std::to_string(numa)},
+                       {"kind", "pcie"},
+                       {"bandwidth_GBps", pcie_GBps},
+                       {"latency_ns", 250}});
     else
       notes.push_back("topo: no PCIe link width for GPU " + std::to_string(d));
     if (!h || !nv.link_state || !nv.remote_pci) continue;
@@ -189,13 +191,19 @@ void node_topology(Json& out, std::vector<std::string>& notes) {
       if (auto peer = gpu_by_bus.find(bus); peer != gpu_by_bus.end()) {
         const auto key = std::minmax(d, peer->second);
         if (direct.insert(key).second)
-          links.push_back({{"a", gpu}, {"b", "gpu" + std::to_string(peer->second)},
-                           {"kind", "nvlink"}, {"bandwidth_GBps", bw}, {"latency_ns", 100}});
+          links.push_back({{"a", gpu},
+                           {"b", "gpu" + std::to_string(peer->second)},
+                           {"kind", "nvlink"},
+                           {"bandwidth_GBps", bw},
+                           {"latency_ns", 100}});
       } else {
         auto [it, fresh] = switches.emplace(bus, "nvswitch" + std::to_string(switches.size()));
         if (fresh) vertices.push_back({{"name", it->second}, {"kind", "nvswitch"}, {"node", 0}});
-        links.push_back({{"a", gpu}, {"b", it->second}, {"kind", "nvlink"},
-                         {"bandwidth_GBps", bw}, {"latency_ns", 100}});
+        links.push_back({{"a", gpu},
+                         {"b", it->second},
+                         {"kind", "nvlink"},
+                         {"bandwidth_GBps", bw},
+                         {"latency_ns", 100}});
       }
     }
   }
@@ -203,11 +211,15 @@ void node_topology(Json& out, std::vector<std::string>& notes) {
     vertices.push_back({{"name", "cpu" + std::to_string(s)}, {"kind", "cpu"}, {"node", 0}});
   for (auto i = sockets.begin(); i != sockets.end(); ++i)
     for (auto j = std::next(i); j != sockets.end(); ++j)
-      links.push_back({{"a", "cpu" + std::to_string(*i)}, {"b", "cpu" + std::to_string(*j)},
-                       {"kind", "cpu_interconnect"}, {"bandwidth_GBps", 10}, {"latency_ns", 300}});
+      links.push_back({{"a", "cpu" + std::to_string(*i)},
+                       {"b", "cpu" + std::to_string(*j)},
+                       {"kind", "cpu_interconnect"},
+                       {"bandwidth_GBps", 10},
+                       {"latency_ns", 300}});
   std::string gpu = meshsim::catalogue_gpu_name(device_name);
   if (gpu.empty()) {
-    notes.push_back("topo: '" + device_name + "' is not in meshsim's GPU catalogue; replace the "
+    notes.push_back("topo: '" + device_name +
+                    "' is not in meshsim's GPU catalogue; replace the "
                     "gpu field with a spec object");
     gpu = device_name;
   }

@@ -12,7 +12,7 @@ cmake --preset cuda >/dev/null
 cmake --build build/cuda -j "$(nproc)" --target meshsim-calibrate meshsim
 h=build/cuda/tools/calibrate/meshsim-calibrate
 # Fast sections first, so a time limit still leaves something to fit.
-for s in membw gemm interference attention p2p nccl topo; do
+for s in launch membw gemm interference attention p2p nccl topo; do
   timeout 240 "$h" --out "$out/raw.json" "$s" || echo "section $s: exit $?" >&2
 done
 build/cuda/tools/meshsim/meshsim calibrate fit --raw "$out/raw.json" --out "$out/profile.json" \

@@ -47,7 +47,9 @@ struct ReplayResult {
 // proportional sharing (neither side is favoured: NCCL has fewer CTAs but streams without
 // compute), demands at the nominal rates even while a collective is slowed by link sharing, and a
 // kernel's traffic spread evenly over its time. Collectives priced by a network model
-// (asynchronous ops, `--full`) keep their network rate.
+// (asynchronous ops, `--full`) are slowed by that model: `on_hbm` hears every change of a rank's
+// D (the full replay scales the flows at that GPU by 1/max(1, D), network/flow_network.hpp), and
+// their `hbm_wait_ps` is charged from the rank's D as above.
 //
 // Link sharing between collectives (the folded replay, whose collectives have fixed prices):
 // a fixed-duration communication op with a share key >= 0 progresses, while other such ops run
@@ -60,6 +62,7 @@ struct ReplayInterference {
   std::vector<float> hbm_fraction;      // compute ops (absent: 0)
   std::vector<float> hbm_demand;        // communication ops (absent: 0)
   std::function<double(std::int32_t self, std::vector<std::int32_t> others)> share;
+  std::function<void(std::int32_t rank, double demand)> on_hbm;  // D after each change
 };
 
 template <class Sim>
@@ -104,6 +107,9 @@ class Replay {
       hbm_load_.assign(ranks.size(), 0.0);
       kernel_hbm_.assign(ranks.size(), 0.0);
       comm_streams_.assign(ranks.size(), {});
+      async_hbm_.assign(ranks.size(), {});
+      hbm_since_.assign(ranks.size(), sim_.now());
+      rank_ids_ = ranks;
       if (!inter_->hbm_demand.empty()) hbm_wait_ps_.assign(g_.op_count(), 0.0F);
       for (std::uint32_t i = 0; i < g_.stream_count(); ++i) {
         const auto& st = g_.stream(StreamId{i});
@@ -143,6 +149,8 @@ class Replay {
     if (inter_)
       if (const double d = demand(id, st); d > 0) change_hbm(s, d);
     if (op.start) {
+      if (inter_ && !hbm_wait_ps_.empty() && demand(id, st) > 0)
+        async_hbm_[rank_of_stream_[s.value]].push_back(id.value);
       (*op.start)(id, [this, id] { finish(id); });
     } else if (inter_ && (slowable(id, st) || shares(id, st) || demand(id, st) > 0)) {
       if (st.kind == StreamKind::compute)
@@ -267,15 +275,32 @@ class Replay {
   // The running kernel's HBM fraction on a compute stream starts (+f) or ends (−f).
   void change_kernel_hbm(StreamId compute_stream, double delta) {
     const auto r = rank_of_stream_[compute_stream.value];
+    charge_async(r);
     kernel_hbm_[r] = std::max(0.0, kernel_hbm_[r] + delta);
     if (kernel_hbm_[r] < 1e-12) kernel_hbm_[r] = 0;
     retime_comm_hbm(r, compute_stream.value);
+    if (inter_->on_hbm) inter_->on_hbm(rank_ids_[r], kernel_hbm_[r] + hbm_load_[r]);
   }
   void change_hbm(StreamId comm_stream, double delta) {
     const auto r = rank_of_stream_[comm_stream.value];
+    charge_async(r);
     hbm_load_[r] = std::max(0.0, hbm_load_[r] + delta);
     if (hbm_load_[r] < 1e-12) hbm_load_[r] = 0;  // no drift once every collective has ended
     retime_hbm(r, comm_stream.value);
+    if (inter_->on_hbm) inter_->on_hbm(rank_ids_[r], kernel_hbm_[r] + hbm_load_[r]);
+  }
+  // Before rank r's D changes: the asynchronous collectives in flight on it lost 1 − 1/max(1, D)
+  // of the time since the last change.
+  void charge_async(std::size_t r) {
+    const Time now = sim_.now();
+    if (!async_hbm_[r].empty()) {
+      const double lost = 1.0 - 1.0 / std::max(1.0, kernel_hbm_[r] + hbm_load_[r]);
+      if (lost > 0)
+        for (auto op : async_hbm_[r])
+          hbm_wait_ps_[op] +=
+              static_cast<float>(static_cast<double>((now - hbm_since_[r]).picoseconds()) * lost);
+    }
+    hbm_since_[r] = now;
   }
   void change_load(StreamId comm_stream, int delta) {
     const auto r = rank_of_stream_[comm_stream.value];
@@ -295,7 +320,13 @@ class Replay {
     const Op op = g_.op(id);
     if (inter_ && holds(id, g_.stream(op.stream))) change_load(op.stream, -1);
     if (inter_)
-      if (const double d = demand(id, g_.stream(op.stream)); d > 0) change_hbm(op.stream, -d);
+      if (const double d = demand(id, g_.stream(op.stream)); d > 0) {
+        change_hbm(op.stream, -d);  // charges this op's wait if it is asynchronous
+        if (op.start && !hbm_wait_ps_.empty()) {
+          auto& v = async_hbm_[rank_of_stream_[op.stream.value]];
+          v.erase(std::find(v.begin(), v.end(), id.value));
+        }
+      }
     if (inter_ && !op.start && g_.stream(op.stream).kind == StreamKind::compute)
       if (const double f = hbm_fraction(id); f > 0) change_kernel_hbm(op.stream, -f);
     busy_[op.stream.value] = false;
@@ -327,7 +358,10 @@ class Replay {
   std::vector<double> hbm_load_;    // per rank: Σ hbm_demand of the collectives running
   std::vector<double> kernel_hbm_;  // per rank: hbm_fraction of the kernel running
   std::vector<std::vector<std::uint32_t>> comm_streams_;
-  std::vector<float> hbm_wait_ps_;  // per op
+  std::vector<float> hbm_wait_ps_;                     // per op
+  std::vector<std::vector<std::uint32_t>> async_hbm_;  // per rank: asynchronous ops with demand
+  std::vector<Time> hbm_since_;                        // per rank: when D last changed
+  std::vector<std::int32_t> rank_ids_;                 // dense rank index → rank
   std::vector<Running> running_;
 };
 

@@ -33,6 +33,10 @@ std::uint32_t FlowNetwork::new_flow(FlowLinks links, double bytes, std::function
     flows_.emplace_back();
     flow_links_.emplace_back();
     rate_.push_back(0.0);
+    if (!gpu_scale_.empty()) {
+      base_rate_.push_back(0.0);
+      flow_gpus_.emplace_back();
+    }
     flow_mark_.push_back(0);
   }
   Flow& f = flows_[id];
@@ -42,6 +46,13 @@ std::uint32_t FlowNetwork::new_flow(FlowLinks links, double bytes, std::function
   for (const auto& u : links) {
     flows_on_link_[u.link].push_back(id);
     stats_.bytes_on_link[u.link] += bytes * u.weight;
+  }
+  if (!gpu_scale_.empty()) {
+    auto& gpus = flow_gpus_[id];
+    for (const auto& u : links)
+      for (auto g : {link_src_gpu_[u.link], link_dst_gpu_[u.link]})
+        if (g >= 0 && std::find(gpus.begin(), gpus.end(), g) == gpus.end()) gpus.push_back(g);
+    for (auto g : gpus) flows_on_gpu_[static_cast<std::size_t>(g)].push_back(id);
   }
   flow_links_[id] = std::move(links);
   f.handle = heap_.push(HeapItem{Time::max(), id});
@@ -128,18 +139,68 @@ void FlowNetwork::resolve(const std::vector<std::uint32_t>& seed_links) {
   solver_.solve(component, flow_links_, capacity_, rate_);
   ++stats_.resolves;
   stats_.flows_resolved += component.size();
-  const Time now = sim_.now();
   for (auto f : component) {
-    const double r = rate_[f];
-    const Time left = r > 0.0 ? Time::from_seconds_ceil(flows_[f].remaining / r) : Time::max();
-    // Past the end of integer time: said as an input out of range (Simulator::schedule_after).
-    if (r > 0.0 && left > Time::max() - now)
-      throw Error("", "",
-                  "a transfer would finish past 2^63 ps (about 106 days): a link this "
-                  "slow is beyond what meshsim can time");
-    const Time finish = r > 0.0 ? now + left : Time::max();
-    heap_.update(flows_[f].handle, HeapItem{finish, f});
+    if (!gpu_scale_.empty()) {
+      base_rate_[f] = rate_[f];
+      rescale(f);
+    }
+    heap_.update(flows_[f].handle, HeapItem{finish_of(f), f});
   }
+}
+
+Time FlowNetwork::finish_of(std::uint32_t flow) const {
+  const double r = rate_[flow];
+  if (!(r > 0.0)) return Time::max();
+  const Time now = sim_.now();
+  const Time left = Time::from_seconds_ceil(flows_[flow].remaining / r);
+  // Past the end of integer time: said as an input out of range (Simulator::schedule_after).
+  if (left > Time::max() - now)
+    throw Error("", "",
+                "a transfer would finish past 2^63 ps (about 106 days): a link this "
+                "slow is beyond what meshsim can time");
+  return now + left;
+}
+
+void FlowNetwork::rescale(std::uint32_t flow) {
+  double s = 1.0;
+  for (auto g : flow_gpus_[flow]) s = std::min(s, gpu_scale_[static_cast<std::size_t>(g)]);
+  rate_[flow] = base_rate_[flow] * s;
+}
+
+void FlowNetwork::enable_gpu_rate_scales(const Topology& topo) {
+  if (!gpu_scale_.empty()) return;
+  if (active_ != 0) throw std::logic_error("flow network: enabling GPU scales with flows active");
+  gpu_of_vertex_.assign(topo.vertex_count(), -1);
+  for (std::size_t i = 0; i < topo.gpus().size(); ++i)
+    gpu_of_vertex_[topo.gpus()[i]] = static_cast<std::int32_t>(i);
+  link_src_gpu_.resize(capacity_.size());
+  link_dst_gpu_.resize(capacity_.size());
+  for (std::uint32_t l = 0; l < capacity_.size(); ++l) {
+    const auto e = topo.edge(l);
+    link_src_gpu_[l] = gpu_of_vertex_[boost::source(e, topo.graph())];
+    link_dst_gpu_[l] = gpu_of_vertex_[boost::target(e, topo.graph())];
+  }
+  gpu_scale_.assign(topo.gpus().size(), 1.0);
+  flows_on_gpu_.assign(topo.gpus().size(), {});
+  flow_gpus_.assign(flows_.size(), {});
+  base_rate_.assign(flows_.size(), 0.0);
+}
+
+void FlowNetwork::set_gpu_rate_scale(VertexId gpu, double scale) {
+  if (gpu_scale_.empty()) throw std::logic_error("flow network: GPU scales not enabled");
+  const auto g = static_cast<std::size_t>(gpu_of_vertex_.at(gpu));
+  if (gpu_scale_[g] == scale) return;
+  gpu_scale_[g] = scale;
+  bool moved = false;
+  for (auto f : flows_on_gpu_[g]) {
+    advance(f);  // the bytes moved at the old rate
+    const double before = rate_[f];
+    rescale(f);
+    if (rate_[f] == before) continue;
+    heap_.update(flows_[f].handle, HeapItem{finish_of(f), f});
+    moved = true;
+  }
+  if (moved) reschedule();
 }
 
 void FlowNetwork::reschedule() {
@@ -170,6 +231,15 @@ void FlowNetwork::on_completion() {
     }
     flow_links_[id].clear();
     rate_[id] = 0.0;
+    if (!gpu_scale_.empty()) {
+      for (auto g : flow_gpus_[id]) {
+        auto& v = flows_on_gpu_[static_cast<std::size_t>(g)];
+        *std::find(v.begin(), v.end(), id) = v.back();
+        v.pop_back();
+      }
+      flow_gpus_[id].clear();
+      base_rate_[id] = 0.0;
+    }
     free_flows_.push_back(id);
     finished.push_back(std::move(f.done));
     f.done = nullptr;

@@ -61,6 +61,15 @@ class FlowNetwork {
   };
   void transfer_batch(std::vector<FlowRequest> requests);
 
+  // HBM sharing with the kernels beside a collective (engine/replay.hpp's ReplayInterference):
+  // a flow reads and writes the memory of the GPUs at its links' ends, so while a GPU's HBM is
+  // oversubscribed its flows run at `scale` (1/D) of their max-min rate; a flow touching several
+  // such GPUs is paced by the most throttled. Approximation (README): a throttled flow keeps its
+  // max-min share of every link (what it leaves unused is not handed to other flows), as the
+  // folded replay keeps a slowed collective's link share. Off until enabled (no cost).
+  void enable_gpu_rate_scales(const Topology& topo);
+  void set_gpu_rate_scale(VertexId gpu, double scale);
+
  private:
   struct HeapItem {
     Time finish;
@@ -105,6 +114,16 @@ class FlowNetwork {
   std::uint32_t epoch_ = 0;
   std::vector<std::uint32_t> pending_seeds_;  // links changed at this instant, not yet solved
   bool settle_queued_ = false;
+  // GPU rate scales (empty until enable_gpu_rate_scales): GPU index of each vertex (-1: not a
+  // GPU) and of each directed link's ends, each GPU's scale and flows, each flow's GPUs and its
+  // unscaled max-min rate.
+  void rescale(std::uint32_t flow);
+  Time finish_of(std::uint32_t flow) const;
+  std::vector<std::int32_t> gpu_of_vertex_, link_src_gpu_, link_dst_gpu_;
+  std::vector<double> gpu_scale_;
+  std::vector<std::vector<std::uint32_t>> flows_on_gpu_;
+  std::vector<std::vector<std::int32_t>> flow_gpus_;
+  std::vector<double> base_rate_;
   FlowNetworkStats stats_;
 };
 

@@ -251,6 +251,14 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
                               : info.wire_bytes > 0 ? demand(info.rank, info.group)
                                                     : info.hbm_demand);
     }
+    // The full replay's collectives are flows: their GPUs' HBM share scales them.
+    if (net) {
+      net->enable_gpu_rate_scales(topo);
+      in.on_hbm = [&net, &topo, &placement](std::int32_t rank, double d) {
+        net->set_gpu_rate_scale(topo.gpus()[static_cast<std::size_t>(placement.gpu_of(rank))],
+                                1.0 / std::max(1.0, d));
+      };
+    }
   }
   // Folded collectives that overlap on a rank share links as the full replay's flows do (a
   // property of the network, so on in every stack).

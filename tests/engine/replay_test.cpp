@@ -220,6 +220,38 @@ TEST_CASE("HBM sharing: a collective speeds up again when the kernel beside it e
         doctest::Approx(lost_us * 1e6).epsilon(1e-5));
 }
 
+TEST_CASE("HBM sharing: an asynchronous collective hears its rank's demand and is charged") {
+  // A collective priced by a network model (asynchronous: it ends when the model says, here
+  // after 5 µs) beside m (f = 0.8, 10 µs): the replay tells the model each change of the rank's D
+  // (it scales its flows, network/flow_network.hpp) and charges the op 5 · (1 − 1/1.2) µs.
+  OpGraph g;
+  auto cs = g.add_stream(3, StreamKind::compute);
+  auto ts = g.add_stream(3, StreamKind::dp);
+  Simulator sim;
+  auto m = g.add_op(cs, "m", Time::us(10));
+  auto c = g.add_async_op(
+      ts, "c", [&sim](OpId, OpDone done) { sim.schedule_after(Time::us(5), std::move(done)); });
+  ReplayInterference in;
+  in.hbm_fraction = {0.8F, 0.0F};
+  in.hbm_demand = {0.0F, 0.4F};
+  std::vector<std::pair<std::int32_t, double>> heard;
+  in.on_hbm = [&](std::int32_t rank, double d) { heard.emplace_back(rank, d); };
+  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  const double f = static_cast<double>(0.8F), d = static_cast<double>(0.4F);
+  CHECK(r.ops[c.value].end == Time::us(5));  // the network model decides
+  REQUIRE(heard.size() == 4);
+  CHECK(heard[0].first == 3);
+  CHECK(heard[0].second == doctest::Approx(f));      // m starts
+  CHECK(heard[1].second == doctest::Approx(f + d));  // c starts
+  CHECK(heard[2].second == doctest::Approx(f));      // c ends
+  CHECK(heard[3].second == doctest::Approx(0.0));    // m ends
+  CHECK(static_cast<double>(r.hbm_wait_ps[c.value]) ==
+        doctest::Approx(5.0 * (1.0 - 1.0 / (f + d)) * 1e6).epsilon(1e-5));
+  // m's traffic was squeezed while c ran: 5/1.16 µs done by 5 µs, the rest alone.
+  CHECK(r.ops[m.value].end.seconds() ==
+        doctest::Approx((15.0 - 5.0 / (1.0 + f * (f + d - 1.0))) * 1e-6).epsilon(1e-6));
+}
+
 TEST_CASE("HBM and link sharing multiply") {
   // a and b (4 µs each, keys 0 and 1) share links at ½ and each demands 0.25 of HBM beside a
   // kernel m streaming HBM for f = 1 of its 20 µs: D = 1 + 0.5 = 1.5, so each collective runs at

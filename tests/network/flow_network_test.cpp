@@ -157,3 +157,52 @@ TEST_CASE("changes at one instant are re-solved once, with the rates of solving 
   // One solve at t = 0, one at 150 ms (a's end and d's start together), one at 300 ms.
   CHECK(net.stats().resolves == 3);
 }
+
+TEST_CASE("a GPU's HBM scale paces the flows at that GPU from the moment it changes") {
+  // F1: 8 GB a→b and F2: 8 GB c→b, each alone on its link (80 GB/s). Both touch b; F1 also
+  // touches a, and is paced by the more throttled of its two GPUs.
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  net.enable_gpu_rate_scales(l.topo);
+  const auto a = *l.topo.find("a"), b = *l.topo.find("b");
+  Time f1, f2;
+  net.transfer(test::on_links({0}), 8e9, [&] { f1 = sim.now(); });
+  net.transfer(test::on_links({3}), 8e9, [&] { f2 = sim.now(); });
+  // 0–50 ms at 80 GB/s: 4 GB each done. 50–100 ms: b at ½ → 40 GB/s, 2 GB each done; a at ¼
+  // from 50 ms too → F1 (touches a and b) at 20 GB/s: 1 GB done. 100 ms: b back to 1, a stays ¼:
+  // F1 at 20 GB/s with 3 GB left → 150 ms more, ends at 250 ms; F2 at 80 GB/s with 2 GB left →
+  // 25 ms more, ends at 125 ms.
+  sim.schedule_at(Time::ms(50), [&] {
+    net.set_gpu_rate_scale(a, 0.25);
+    net.set_gpu_rate_scale(b, 0.5);
+  });
+  sim.schedule_at(Time::ms(100), [&] { net.set_gpu_rate_scale(b, 1.0); });
+  sim.run();
+  CHECK(f2 == Time::ms(125));
+  CHECK(f1 == Time::ms(250));
+  CHECK(net.active_flows() == 0);
+}
+
+TEST_CASE("GPU HBM scales: a flow started while a GPU is throttled starts slowed") {
+  // b at ½ from the start: an 8 GB flow a→b runs at 40 GB/s (200 ms); one on the other direction
+  // of the other link (c→b) too; a flow between a and b started after b recovers is not.
+  Line l;
+  Simulator sim;
+  FlowNetwork net(l.topo, sim);
+  net.enable_gpu_rate_scales(l.topo);
+  net.set_gpu_rate_scale(*l.topo.find("b"), 0.5);
+  Time f1;
+  net.transfer(test::on_links({0}), 8e9, [&] { f1 = sim.now(); });
+  sim.run();
+  CHECK(f1 == Time::ms(200));
+  net.set_gpu_rate_scale(*l.topo.find("b"), 1.0);
+  Time f2;
+  const Time start = sim.now();
+  net.transfer(test::on_links({1}), 8e9, [&] { f2 = sim.now(); });
+  sim.run();
+  CHECK(f2 - start == Time::ms(100));
+  // Without enabling, setting a scale is a programming error, not a silent no-op.
+  FlowNetwork plain(l.topo, sim);
+  CHECK_THROWS_AS(plain.set_gpu_rate_scale(*l.topo.find("a"), 0.5), std::logic_error);
+}

@@ -155,7 +155,7 @@ TEST_CASE("folded and full simulations agree on a small cluster") {
     s.full = true;
     const auto full = simulate_training(topo, m, s);
     CHECK(full.simulated_ranks == 16);
-    CHECK(folded.step_time_s == doctest::Approx(full.step_time_s).epsilon(0.01));
+    CHECK(folded.step_time_s == doctest::Approx(full.step_time_s).epsilon(0.01).scale(0));
   }
 }
 
@@ -185,8 +185,11 @@ TEST_CASE("training accuracy: folded and full agree where DP, TP and PP traffic 
     const char* mesh;
     std::int32_t zero;
     bool tp_overlap;
+    const char* stack = "megatron";
   };
   const std::string superpod = topology_path("dgx-h100-superpod.json");
+  // The torchtitan case: eager elementwise kernels beside NVLink FSDP, TP and CP collectives,
+  // whose HBM share slows the folded replay's collectives and the full replay's flows.
   for (const auto& c : {Case{superpod, 8, "dp=8,tp=4,pp=2", 3, false},
                         Case{superpod, 8, "dp=16,tp=2,pp=2", 3, false},
                         Case{superpod, 8, "dp=16,tp=2,pp=2,fsdp=4", 3, false},
@@ -194,16 +197,18 @@ TEST_CASE("training accuracy: folded and full agree where DP, TP and PP traffic 
                         Case{superpod, 16, "dp=8,tp=2,pp=4,cp=2", 3, false},
                         Case{small_leaves, 16, "dp=16,tp=2,pp=4", 3, false},
                         Case{small_leaves, 16, "dp=8,tp=4,pp=4", 3, false},
-                        Case{small_leaves, 16, "dp=16,tp=4,pp=2", 1, true}}) {
-    INFO(c.topology << " × " << c.nodes << " " << c.mesh << " zero " << c.zero);
+                        Case{small_leaves, 16, "dp=16,tp=4,pp=2", 1, true},
+                        Case{superpod, 8, "dp=16,tp=2,cp=2", 3, false, "torchtitan"}}) {
+    INFO(c.topology << " × " << c.nodes << " " << c.mesh << " zero " << c.zero << " " << c.stack);
     const auto topo = load_topology(c.topology, {.nodes = c.nodes});
-    auto s = setup(c.mesh, 4096, 64, c.zero, "megatron");
+    auto s = setup(c.mesh, 4096, 64, c.zero, c.stack);
     s.strategy.tp_overlap = c.tp_overlap;
     const auto folded = simulate_training(topo, m, s);
     s.full = true;
     const auto full = simulate_training(topo, m, s);
     CHECK(full.simulated_ranks == c.nodes * 8);
-    CHECK(folded.step_time_s == doctest::Approx(full.step_time_s).epsilon(0.02));
+    // Relative: doctest's Approx adds a scale of 1 s to the tolerance's base by default.
+    CHECK(folded.step_time_s == doctest::Approx(full.step_time_s).epsilon(0.02).scale(0));
   }
   std::filesystem::remove_all(dir);
 }

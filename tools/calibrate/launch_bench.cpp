@@ -17,8 +17,8 @@ void bench_launch(const Options& o, Json& out, std::vector<std::string>& notes) 
   cudaStream_t st;
   check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreate");
   Json rows = out.value("launch", Json::array());
-  // 500 launches stay below the launch queue's depth (about a thousand on current drivers), so
-  // the host never waits for the GPU; kernels of 20 µs and more keep the host ahead.
+  // 500 kernels of 20 µs or more keep the GPU busy for 10 ms and more, while launching them
+  // takes the host a few µs each: the host stays ahead, so the stream's time is the GPU's.
   constexpr int kKernels = 500;
   for (const double kernel_us : {20.0, 50.0}) {
     const auto ns = static_cast<long long>(kernel_us * 1e3);
@@ -47,7 +47,8 @@ void bench_launch(const Options& o, Json& out, std::vector<std::string>& notes) 
     }
     cudaGraphDestroy(graph);
   }
-  // The host's cost of one launch: CPU time of a burst of empty kernels, median of repeats.
+  // The host's cost of one launch: the CPU time of a burst of empty kernels over its count,
+  // median of repeats.
   std::vector<double> host;
   for (int r = 0; r < o.warmup + o.repeats; ++r) {
     check(cudaStreamSynchronize(st), "cudaStreamSynchronize");

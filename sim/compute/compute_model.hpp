@@ -40,6 +40,12 @@ class ComputeModel {
   double kernel_gap_s() const {
     return profile_ && profile_->kernel_gap_s ? *profile_->kernel_gap_s : 0.0;
   }
+  // The same between the kernels of a CUDA graph (`graph_kernel_gap_us`); a profile that
+  // measured only the eager gap gives that one (an upper bound: a graph removes launch work).
+  double graph_kernel_gap_s() const {
+    return profile_ && profile_->graph_kernel_gap_s ? *profile_->graph_kernel_gap_s
+                                                    : kernel_gap_s();
+  }
 
   // Peak dense FLOP/s of `dtype`; an Error when this GPU has no tensor-core rate for it.
   double peak_flops(DType dtype) const;

@@ -60,10 +60,38 @@ double StepCost::layer_dense_seconds(std::int64_t layer, std::int64_t tokens) {
   // EP = t layout.
   const Sharding sh{.tp = shape_.tp, .sp = false, .cp = 1, .ep = model_.moe ? shape_.tp : 1};
   double s = 0;
+  std::int64_t kernels = 0;
   for (const auto& op : layer_ops(model_, layer, ls, sh))
-    if (op.forward.kind != KernelKind::attention) s += compute_.seconds(op.forward);
+    if (op.forward.kind != KernelKind::attention && !op.forward.empty()) {
+      s += compute_.seconds(op.forward);
+      ++kernels;
+    }
   cache.emplace(tokens, s);
+  dense_kernels_[moe ? 1 : 0] = kernels;
   return s;
+}
+
+double StepCost::layer_kernels(std::int64_t layer, const BatchShape& batch) {
+  const bool moe = model_.is_moe_layer(layer);
+  if (dense_kernels_[moe ? 1 : 0] < 0) (void)layer_dense_seconds(layer, padded_tokens(batch));
+  const std::int64_t attention = static_cast<std::int64_t>(batch.prefill.size()) +
+                                 (batch.decodes > 0 ? 1 : 0) + (batch.tokens() > 0 ? 1 : 0);
+  return as_double(dense_kernels_[moe ? 1 : 0] + attention + (shape_.tp > 1 ? 2 : 0));
+}
+
+double StepCost::ends_kernels(std::int64_t stage, const BatchShape& batch) const {
+  double n = 0;
+  if (stage == 0 && batch.tokens() > 0) n += shape_.tp > 1 ? 2 : 1;  // lookup, all-reduce
+  if (stage == shape_.pp - 1 && batch.sampled > 0)
+    n += shape_.tp > 1 ? 4 : 3;  // norm, logits, gather, softmax
+  return n;
+}
+
+double StepCost::kernel_gap_s(const BatchShape& batch) const {
+  const std::int64_t tokens = batch.tokens();
+  const bool graphed =
+      batch.prefill.empty() && tokens > 0 && !graph_sizes_.empty() && tokens <= graph_sizes_.back();
+  return graphed ? compute_.graph_kernel_gap_s() : compute_.kernel_gap_s();
 }
 
 double StepCost::attention_chunk_seconds(const PrefillChunk& c) const {
@@ -171,8 +199,10 @@ double StepCost::layer_pass_seconds(const BatchShape& batch) {
   const std::int64_t tokens = padded_tokens(batch);
   if (tokens == 0) return 0;
   const std::int64_t last = model_.layers - 1;
+  const double gap = kernel_gap_s(batch);
   return layer_dense_seconds(last, tokens) + attention_seconds(batch) +
-         2.0 * tp_allreduce_seconds(shape_.pp - 1, tokens);
+         2.0 * tp_allreduce_seconds(shape_.pp - 1, tokens) +
+         (gap > 0 ? gap * layer_kernels(last, batch) : 0.0);
 }
 
 double StepCost::ends_seconds(std::int64_t stage, const BatchShape& batch) {
@@ -206,6 +236,7 @@ double StepCost::ends_seconds(std::int64_t stage, const BatchShape& batch) {
         memory_kernel(MemoryClass::softmax,
                       (kActBytes + 4.0) * as_double(batch.sampled) * as_double(model_.vocab)));
   }
+  if (const double gap = kernel_gap_s(batch); gap > 0) s += gap * ends_kernels(stage, batch);
   return s;
 }
 
@@ -238,15 +269,18 @@ double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
   std::int64_t moe_layers = 0;
   for (std::int64_t l = first; l < first + n; ++l) moe_layers += model_.is_moe_layer(l) ? 1 : 0;
   const std::int64_t dense_layers = n - moe_layers;
+  const double gap = kernel_gap_s(batch);
   if (dense_layers > 0) {
     std::int64_t l = first;
     while (model_.is_moe_layer(l)) ++l;
     s += as_double(dense_layers) * layer_dense_seconds(l, tokens);
+    if (gap > 0) s += gap * as_double(dense_layers) * layer_kernels(l, batch);
   }
   if (moe_layers > 0) {
     std::int64_t l = first;
     while (!model_.is_moe_layer(l)) ++l;
     s += as_double(moe_layers) * layer_dense_seconds(l, tokens);
+    if (gap > 0) s += gap * as_double(moe_layers) * layer_kernels(l, batch);
   }
   s += as_double(n) * (attention + allreduce);
   s += ends_seconds(stage, batch);

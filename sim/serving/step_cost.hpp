@@ -72,6 +72,10 @@ class StepCost {
   void set_cuda_graph_sizes(std::vector<std::int64_t> sizes);
   // The token count a batch's dense parts are priced at.
   std::int64_t padded_tokens(const BatchShape& batch) const;
+  // What each kernel of `batch`'s step costs its stream beyond its own duration: the profile's
+  // measured gap in a CUDA graph when the batch runs as one (decode-only, within the captured
+  // sizes), between kernels launched one by one otherwise; 0 without a measured profile.
+  double kernel_gap_s(const BatchShape& batch) const;
   const ReplicaShape& shape() const { return shape_; }
   const std::vector<std::int64_t>& stage_layers() const { return stage_layers_; }
   std::int64_t first_layer(std::int64_t stage) const;
@@ -81,6 +85,10 @@ class StepCost {
   double attention_chunk_seconds(const PrefillChunk& c) const;
   double kv_token_bytes() const;  // K and V of one token on one rank of one layer
   double logits_gather_seconds(std::int64_t stage, std::int64_t sampled);
+  // Kernels of one layer over `batch` (its dense ops, the attention kernels, TP's all-reduces)
+  // and of this stage's ends: what the kernel gap is paid on.
+  double layer_kernels(std::int64_t layer, const BatchShape& batch);
+  double ends_kernels(std::int64_t stage, const BatchShape& batch) const;
   // A TP-group collective over `rows` rows of `row_bytes`, priced once per (stage, rows).
   double tp_collective_seconds(std::vector<std::unordered_map<std::int64_t, double>>& caches,
                                CollectiveOp op, std::int64_t stage, std::int64_t rows,
@@ -100,6 +108,7 @@ class StepCost {
   // Memoised by token count: dense layer time (for a dense and an MoE layer), all-reduce per
   // stage, send per stage.
   std::unordered_map<std::int64_t, double> dense_cache_[2];
+  std::int64_t dense_kernels_[2] = {-1, -1};  // a dense and an MoE layer's non-attention ops
   using SecondsCache = std::unordered_map<std::int64_t, double>;  // by token or sequence count
   std::vector<SecondsCache> allreduce_cache_, gather_cache_, send_cache_;
 };

@@ -137,3 +137,44 @@ TEST_CASE(
 }
 
 }  // namespace meshsim::test
+
+namespace meshsim::test {
+
+TEST_CASE("serving step: a measured kernel gap is paid per kernel, the graph's in a CUDA graph") {
+  // 70B on TP 8, a profile that measured 2 µs between kernels launched one by one and 0.5 µs in
+  // a CUDA graph. A layer launches its 10 non-attention ops (norms, GEMMs, RoPE, SiLU·mul,
+  // residual adds), its attention kernels (one per prefill chunk or one for all decodes, and the
+  // KV append) and TP's two all-reduces; the ends the embedding lookup and its all-reduce, and
+  // the final norm, logits, their gather and the sampling softmax: 6.
+  ReplicaFixture plain("dgx-h100.json", "llama3.1-70b.json", ReplicaShape{.tp = 8});
+  CalibrationProfile measured;
+  measured.gpu = plain.topo.gpu.model;
+  measured.source = "test";
+  measured.kernel_gap_s = 2e-6;
+  measured.graph_kernel_gap_s = 0.5e-6;
+  const ComputeModel gapped_compute(plain.topo.gpu, measured);
+  StepCost gapped(plain.topo, plain.model, ReplicaShape{.tp = 8}, {0, 1, 2, 3, 4, 5, 6, 7},
+                  gapped_compute, plain.comm);
+  std::int64_t dense = 0;
+  for (const auto& op : layer_ops(plain.model, 0, LayerShape{.micro_batch = 1, .seq = 1},
+                                  Sharding{.tp = 8, .sp = false, .cp = 1, .ep = 1}))
+    dense += op.forward.kind != KernelKind::attention && !op.forward.empty() ? 1 : 0;
+  REQUIRE(dense == 10);
+  const double kernels = 80.0 * (10 + 2 + 2) + 6;
+  // Eager (no graph sizes set): a decode pays 2 µs a kernel.
+  const auto decode = one_decode(1024);
+  CHECK(gapped.stage_seconds(0, decode) - plain.cost->stage_seconds(0, decode) ==
+        doctest::Approx(kernels * 2e-6).epsilon(1e-9).scale(0));
+  // Captured as a CUDA graph: 0.5 µs; a prefill still runs eagerly.
+  gapped.set_cuda_graph_sizes({1, 2, 4, 8});
+  plain.cost->set_cuda_graph_sizes({1, 2, 4, 8});
+  CHECK(gapped.stage_seconds(0, decode) - plain.cost->stage_seconds(0, decode) ==
+        doctest::Approx(kernels * 0.5e-6).epsilon(1e-9).scale(0));
+  const auto prefill = one_prefill(512);
+  CHECK(gapped.stage_seconds(0, prefill) - plain.cost->stage_seconds(0, prefill) ==
+        doctest::Approx(kernels * 2e-6).epsilon(1e-9).scale(0));
+  CHECK(gapped.kernel_gap_s(decode) == 0.5e-6);
+  CHECK(plain.cost->kernel_gap_s(decode) == 0.0);  // bundled profile: nothing measured
+}
+
+}  // namespace meshsim::test

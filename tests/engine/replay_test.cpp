@@ -141,36 +141,51 @@ TEST_CASE("interference: a collective starting mid-kernel slows only the overlap
   CHECK(r.ops[k.value].end.seconds() == doctest::Approx(32.0 / 3.0 * 1e-6).epsilon(1e-6).scale(0));
 }
 
+namespace {
+
+// A kernel m on rank 0's compute stream streaming HBM for `f` of its time, beside a collective c
+// on a comm stream holding no SMs and demanding `d` of the achievable HBM bandwidth.
+struct KernelBesideCollective {
+  OpGraph g;
+  OpId m, c;
+  ReplayInterference in;
+  KernelBesideCollective(Time m_time, Time c_time, float f, float d) {
+    m = g.add_op(g.add_stream(0, StreamKind::compute), "m", m_time);
+    c = g.add_op(g.add_stream(0, StreamKind::dp), "c", c_time);
+    in.hbm_fraction = {f, 0.0F};
+    in.hbm_demand = {0.0F, d};
+  }
+  ReplayResult run() {
+    Simulator sim;
+    return Replay<Simulator>(g, sim, nullptr, &in).run();
+  }
+};
+
+}  // namespace
+
 TEST_CASE("HBM sharing: a memory-bound kernel and a collective each get their share") {
   // m: 10 µs, streaming HBM for 80 % of its time (f = 0.8); c: 5 µs on a comm stream, holding
   // no SMs, demanding 0.4 of the achievable bandwidth. Together D = 0.8 + 0.4 = 1.2 > 1, so each
   // gets 1/1.2 of what it asks: m's traffic stretches, rate 1 / (1 + 0.8 · 0.2) = 1/1.16; the
   // collective (all HBM traffic) runs at 1/1.2 and ends at 6 µs. m: 6/1.16 µs done by then, the
   // rest at full rate → ends at 16 − 6/1.16 µs. c lost 6 · (1 − 1/1.2) = 1 µs to HBM sharing.
-  OpGraph g;
-  auto cs = g.add_stream(0, StreamKind::compute);
-  auto ts = g.add_stream(0, StreamKind::dp);
-  auto m = g.add_op(cs, "m", Time::us(10));
-  auto c = g.add_op(ts, "c", Time::us(5));
-  ReplayInterference in;
-  in.hbm_fraction = {0.8F, 0.0F};
-  in.hbm_demand = {0.0F, 0.4F};
-  Simulator sim;
-  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  KernelBesideCollective k(Time::us(10), Time::us(5), 0.8F, 0.4F);
+  const auto m = k.m, c = k.c;
+  auto r = k.run();
   const double f = static_cast<double>(0.8F), d = static_cast<double>(0.4F);
   const double rate = 1.0 / (1.0 + f * (f + d - 1.0));
-  CHECK(r.ops[c.value].end.seconds() == doctest::Approx(5.0 * (f + d) * 1e-6).epsilon(1e-6));
+  CHECK(r.ops[c.value].end.seconds() ==
+        doctest::Approx(5.0 * (f + d) * 1e-6).epsilon(1e-6).scale(0));
   CHECK(r.ops[m.value].end.seconds() ==
-        doctest::Approx((10.0 + 5.0 * (f + d) * (1.0 - rate)) * 1e-6).epsilon(1e-6));
+        doctest::Approx((10.0 + 5.0 * (f + d) * (1.0 - rate)) * 1e-6).epsilon(1e-6).scale(0));
   REQUIRE(r.hbm_wait_ps.size() == 2);
   CHECK(r.hbm_wait_ps[m.value] == 0.0F);  // kernels' losses are interference_s, not this
   CHECK(static_cast<double>(r.hbm_wait_ps[c.value]) ==
         doctest::Approx(5.0 * (f + d) * (1.0 - 1.0 / (f + d)) * 1e6).epsilon(1e-5));
 
   // Demands that fit in the bandwidth together slow nothing: a GEMM streaming 20 % of its time.
-  in.hbm_fraction = {0.2F, 0.0F};
-  Simulator sim2;
-  auto r2 = Replay<Simulator>(g, sim2, nullptr, &in).run();
+  k.in.hbm_fraction = {0.2F, 0.0F};
+  auto r2 = k.run();
   CHECK(r2.ops[m.value].end == Time::us(10));
   CHECK(r2.ops[c.value].end == Time::us(5));
   CHECK(r2.hbm_wait_ps[c.value] == 0.0F);
@@ -191,31 +206,25 @@ TEST_CASE("HBM sharing: a memory-bound kernel and a collective each get their sh
   auto r3 = Replay<Simulator>(g3, sim3, nullptr, &in3).run();
   const double d3 = f + 2 * d;
   const double rate3 = 1.0 / (1.0 + f * (d3 - 1.0));
-  CHECK(r3.ops[c31.value].end.seconds() == doctest::Approx(5.0 * d3 * 1e-6).epsilon(1e-6));
-  CHECK(r3.ops[c32.value].end.seconds() == doctest::Approx(5.0 * d3 * 1e-6).epsilon(1e-6));
+  CHECK(r3.ops[c31.value].end.seconds() == doctest::Approx(5.0 * d3 * 1e-6).epsilon(1e-6).scale(0));
+  CHECK(r3.ops[c32.value].end.seconds() == doctest::Approx(5.0 * d3 * 1e-6).epsilon(1e-6).scale(0));
   CHECK(r3.ops[m3.value].end.seconds() ==
-        doctest::Approx((10.0 + 5.0 * d3 * (1.0 - rate3)) * 1e-6).epsilon(1e-6));
+        doctest::Approx((10.0 + 5.0 * d3 * (1.0 - rate3)) * 1e-6).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("HBM sharing: a collective speeds up again when the kernel beside it ends") {
   // m: 2 µs of work at f = 0.8, c: 5 µs at demand 0.4; D = 1.2 while both run. m at 1/1.16
   // ends at 2.32 µs; c has done 2.32/1.2 µs by then and runs the rest at full rate → ends at
   // 5 + 2.32 · (1 − 1/1.2) µs, having lost 2.32 · (1 − 1/1.2) µs to HBM sharing.
-  OpGraph g;
-  auto cs = g.add_stream(0, StreamKind::compute);
-  auto ts = g.add_stream(0, StreamKind::tp);
-  auto m = g.add_op(cs, "m", Time::us(2));
-  auto c = g.add_op(ts, "c", Time::us(5));
-  ReplayInterference in;
-  in.hbm_fraction = {0.8F, 0.0F};
-  in.hbm_demand = {0.0F, 0.4F};
-  Simulator sim;
-  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  KernelBesideCollective k(Time::us(2), Time::us(5), 0.8F, 0.4F);
+  const auto m = k.m, c = k.c;
+  auto r = k.run();
   const double f = static_cast<double>(0.8F), d = static_cast<double>(0.4F);
   const double m_end_us = 2.0 * (1.0 + f * (f + d - 1.0));
   const double lost_us = m_end_us * (1.0 - 1.0 / (f + d));
-  CHECK(r.ops[m.value].end.seconds() == doctest::Approx(m_end_us * 1e-6).epsilon(1e-6));
-  CHECK(r.ops[c.value].end.seconds() == doctest::Approx((5.0 + lost_us) * 1e-6).epsilon(1e-6));
+  CHECK(r.ops[m.value].end.seconds() == doctest::Approx(m_end_us * 1e-6).epsilon(1e-6).scale(0));
+  CHECK(r.ops[c.value].end.seconds() ==
+        doctest::Approx((5.0 + lost_us) * 1e-6).epsilon(1e-6).scale(0));
   CHECK(static_cast<double>(r.hbm_wait_ps[c.value]) ==
         doctest::Approx(lost_us * 1e6).epsilon(1e-5));
 }
@@ -249,7 +258,7 @@ TEST_CASE("HBM sharing: an asynchronous collective hears its rank's demand and i
         doctest::Approx(5.0 * (1.0 - 1.0 / (f + d)) * 1e6).epsilon(1e-5));
   // m's traffic was squeezed while c ran: 5/1.16 µs done by 5 µs, the rest alone.
   CHECK(r.ops[m.value].end.seconds() ==
-        doctest::Approx((15.0 - 5.0 / (1.0 + f * (f + d - 1.0))) * 1e-6).epsilon(1e-6));
+        doctest::Approx((15.0 - 5.0 / (1.0 + f * (f + d - 1.0))) * 1e-6).epsilon(1e-6).scale(0));
 }
 
 TEST_CASE("HBM and link sharing multiply") {
@@ -270,8 +279,8 @@ TEST_CASE("HBM and link sharing multiply") {
   in.share = [](std::int32_t, std::vector<std::int32_t>) { return 0.5; };
   Simulator sim;
   auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
-  CHECK(r.ops[a.value].end.seconds() == doctest::Approx(12e-6).epsilon(1e-6));
-  CHECK(r.ops[b.value].end.seconds() == doctest::Approx(12e-6).epsilon(1e-6));
+  CHECK(r.ops[a.value].end.seconds() == doctest::Approx(12e-6).epsilon(1e-6).scale(0));
+  CHECK(r.ops[b.value].end.seconds() == doctest::Approx(12e-6).epsilon(1e-6).scale(0));
   CHECK(static_cast<double>(r.hbm_wait_ps[a.value]) == doctest::Approx(4e6).epsilon(1e-5));
 }
 

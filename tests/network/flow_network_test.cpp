@@ -185,8 +185,8 @@ TEST_CASE("a GPU's HBM scale paces the flows at that GPU from the moment it chan
 }
 
 TEST_CASE("GPU HBM scales: a flow started while a GPU is throttled starts slowed") {
-  // b at ½ from the start: an 8 GB flow a→b runs at 40 GB/s (200 ms); one on the other direction
-  // of the other link (c→b) too; a flow between a and b started after b recovers is not.
+  // b at ½ from the start: an 8 GB flow a→b runs at 40 GB/s (200 ms); a flow b→a started after
+  // b recovers runs at the full 80 GB/s (100 ms).
   Line l;
   Simulator sim;
   FlowNetwork net(l.topo, sim);

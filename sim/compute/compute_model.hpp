@@ -40,6 +40,10 @@ class ComputeModel {
   double kernel_gap_s() const {
     return profile_ && profile_->kernel_gap_s ? *profile_->kernel_gap_s : 0.0;
   }
+  // A kernel's time in its stream, launched one by one: its duration and the gap after it.
+  Time stream_time(const Kernel& k) const {
+    return Time::from_seconds_ceil(seconds(k) + kernel_gap_s());
+  }
   // The same between the kernels of a CUDA graph (`graph_kernel_gap_us`); a profile that
   // measured only the eager gap gives that one (an upper bound: a graph removes launch work).
   double graph_kernel_gap_s() const {

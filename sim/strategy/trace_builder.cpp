@@ -632,8 +632,7 @@ void Builder::attention(RankState& rs, const std::string& name, const SegmentCos
 
 OpId Builder::copy_kernel(RankState& rs, StreamId s, const std::string& name, GroupKind g,
                           double bytes, std::vector<OpId> deps) {
-  const Time t = Time::from_seconds_ceil(
-      cm_.seconds(memory_kernel(MemoryClass::elementwise, bytes)) + cm_.kernel_gap_s());
+  const Time t = cm_.stream_time(memory_kernel(MemoryClass::elementwise, bytes));
   const OpId id = trace_.graph.add_op(s, name, t, std::move(deps));
   TraceOpInfo info;
   info.rank = rs.rank;
@@ -682,7 +681,7 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
   if (copies && gathered > 0) {
     const Kernel k = memory_kernel(MemoryClass::elementwise, gathered * 2 * gathered_bytes);
     SegmentCost c;
-    c.time = Time::from_seconds_ceil(cm_.seconds(k) + cm_.kernel_gap_s());
+    c.time = cm_.stream_time(k);
     c.interfered = c.time;
     c.hbm_s = k.bytes / hbm_achievable_Bps(cm_);
     compute(rs, n + ".fsdp_copy_out", c, false);
@@ -1170,10 +1169,8 @@ SegmentCost Builder::optimizer_cost(std::int64_t stage) const {
   const Kernel adam = memory_kernel(MemoryClass::optimizer, params * st.optimizer_bytes_per_param);
   const Kernel norm = memory_kernel(MemoryClass::optimizer, params * st.grad_norm_bytes_per_param);
   SegmentCost opt;
-  const double gap = cm_.kernel_gap_s();
-  opt.time = Time::from_seconds_ceil(cm_.seconds(adam) + gap);
-  if (st.grad_norm_bytes_per_param > 0)
-    opt.time += Time::from_seconds_ceil(cm_.seconds(norm) + gap);
+  opt.time = cm_.stream_time(adam);
+  if (st.grad_norm_bytes_per_param > 0) opt.time += cm_.stream_time(norm);
   opt.interfered = opt.time;
   opt.hbm_s = (adam.bytes + norm.bytes) / hbm_achievable_Bps(cm_);
   return opt;

@@ -346,6 +346,15 @@ void write_chrome_trace(const Trace& trace, const ReplayResult& replay, std::ost
       b.put_int(whole(info.model_flops));
     }
     if (info.recompute) field(R"("recompute":true)");
+    // Interference made visible: how much longer a kernel ran than alone (interference_s), and
+    // the time a collective lost to HBM sharing (comm_interference_s).
+    if (!info.comm && t.end - t.start > op.duration) {
+      field(R"("interference_us":)");
+      b.put_us(ns(t.end - t.start - op.duration));
+    } else if (info.comm && i < replay.hbm_wait_ps.size() && replay.hbm_wait_ps[i] >= 500.0F) {
+      field(R"("hbm_wait_us":)");
+      b.put_us(std::llround(static_cast<double>(replay.hbm_wait_ps[i]) / 1000.0));
+    }
     b.put("}}");
     // A dependency on another rank's op (a pipeline send feeding the next stage): a flow arrow
     // from its end to this op's start, named by the dependency's kind.

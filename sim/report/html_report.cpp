@@ -170,6 +170,14 @@ std::string headline(const HtmlReport& r) {
                    c.tokens_per_s_per_gpu);
   h += fmt::format("<tr><th>MFU</th><td>{:.1f}&nbsp;%</td></tr>", 100 * c.mfu);
   h += fmt::format("<tr><th>compute</th><td>{:.4g} s</td></tr>", c.compute_s);
+  if (c.interference_s > 0)
+    h += fmt::format(
+        "<tr><th>&nbsp;&nbsp;of it, slowed by collectives beside it</th>"
+        "<td>{:.4g} s</td></tr>",
+        c.interference_s);
+  if (c.comm_interference_s > 0)
+    h += fmt::format("<tr><th>collective time lost to HBM sharing</th><td>{:.4g} s</td></tr>",
+                     c.comm_interference_s);
   for (const auto& [g, v] : c.exposed_s)
     h += fmt::format("<tr><th>exposed {} communication</th><td>{:.4g} s</td></tr>", html_escape(g),
                      v);

@@ -1,9 +1,11 @@
 #include "report/html_report.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli_runner.hpp"
@@ -227,5 +229,18 @@ TEST_CASE("train writes a report too") {
        {"step time", "tokens/s", "MFU", "exposed tp communication", "pipeline bubble", "fits: "})
     CHECK_MESSAGE(text.find(row) != std::string::npos, row);
   for (const auto& problem : meshsim::test::chart_problems(text)) FAIL_CHECK(problem);
+  // torchtitan's eager kernels beside FSDP's NVLink collectives: the headline says what the
+  // interference cost, as train --json does.
+  const auto tt = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                          source_path("workloads/models/llama3.1-8b.json") +
+                          " --mesh dp=8 --zero 3 --seq 4096 --gbs 8 --stack torchtitan --report " +
+                          html + " --json");
+  REQUIRE_MESSAGE(tt.exit_code == 0, tt.err);
+  const auto j = nlohmann::json::parse(tt.out);
+  const auto page = read(html);
+  CHECK(page.find(fmt::format("of it, slowed by collectives beside it</th><td>{:.4g} s",
+                              j["interference_s"].get<double>())) != std::string::npos);
+  CHECK(page.find(fmt::format("collective time lost to HBM sharing</th><td>{:.4g} s",
+                              j["comm_interference_s"].get<double>())) != std::string::npos);
   std::filesystem::remove(html);
 }

@@ -137,6 +137,8 @@ ReportCandidate report_candidate(const std::string& label, std::int64_t tp,
   c.tokens_per_s = r.tokens_per_s;
   c.tokens_per_s_per_gpu = r.tokens_per_s_per_gpu;
   c.compute_s = r.compute_s;
+  c.interference_s = r.interference_s;
+  c.comm_interference_s = r.comm_interference_s;
   c.bubble_s = r.bubble_s;
   c.mfu = r.mfu;
   c.exposed_s = r.exposed_comm_s;

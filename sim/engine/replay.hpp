@@ -48,8 +48,8 @@ struct ReplayResult {
 // compute), demands at the nominal rates even while a collective is slowed by link sharing, and a
 // kernel's traffic spread evenly over its time. Collectives priced by a network model
 // (asynchronous ops, `--full`) are slowed by that model: `on_hbm` hears every change of a rank's
-// D (the full replay scales the flows at that GPU by 1/max(1, D), network/flow_network.hpp), and
-// their `hbm_wait_ps` is charged from the rank's D as above.
+// D (the full replay scales the flows at that GPU by 1/max(1, D), network/flow_network.hpp).
+// Every collective with a demand is charged `hbm_wait_ps` from its rank's D, either way.
 //
 // Link sharing between collectives (the folded replay, whose collectives have fixed prices):
 // a fixed-duration communication op with a share key >= 0 progresses, while other such ops run
@@ -107,7 +107,7 @@ class Replay {
       hbm_load_.assign(ranks.size(), 0.0);
       kernel_hbm_.assign(ranks.size(), 0.0);
       comm_streams_.assign(ranks.size(), {});
-      async_hbm_.assign(ranks.size(), {});
+      hbm_ops_.assign(ranks.size(), {});
       hbm_since_.assign(ranks.size(), sim_.now());
       rank_ids_ = ranks;
       if (!inter_->hbm_demand.empty()) hbm_wait_ps_.assign(g_.op_count(), 0.0F);
@@ -147,16 +147,17 @@ class Replay {
     const Op op = g_.op(id);
     if (inter_ && holds(id, st)) change_load(s, +1);
     if (inter_)
-      if (const double d = demand(id, st); d > 0) change_hbm(s, d);
+      if (const double d = demand(id, st); d > 0) {
+        change_hbm(s, d, true);
+        if (!hbm_wait_ps_.empty()) hbm_ops_[rank_of_stream_[s.value]].push_back(id.value);
+      }
     if (op.start) {
-      if (inter_ && !hbm_wait_ps_.empty() && demand(id, st) > 0)
-        async_hbm_[rank_of_stream_[s.value]].push_back(id.value);
       (*op.start)(id, [this, id] { finish(id); });
     } else if (inter_ && (slowable(id, st) || shares(id, st) || demand(id, st) > 0)) {
       if (st.kind == StreamKind::compute)
-        if (const double f = hbm_fraction(id); f > 0) change_kernel_hbm(s, f);
+        if (const double f = hbm_fraction(id); f > 0) change_hbm(s, f, false);
       auto& run = running_[s.value];
-      run = Running{id, static_cast<double>(op.duration.picoseconds()), sim_.now(), 1.0, 1.0, {}};
+      run = Running{id, static_cast<double>(op.duration.picoseconds()), sim_.now(), 1.0, {}};
       if (shares(id, st)) {
         auto& on_rank = sharing_[rank_of_stream_[s.value]];
         on_rank.push_back(s.value);
@@ -175,7 +176,6 @@ class Replay {
     double remaining_ps = 0;  // nominal work left
     Time since;               // when `remaining_ps` was last brought up to date
     double rate = 1.0;        // nominal picoseconds done per picosecond
-    double hbm_share = 1.0;   // a collective's part of `rate` lost to HBM sharing: 1/max(1, D)
     EventHandle event;
     bool active() const { return op.value != std::numeric_limits<std::uint32_t>::max(); }
   };
@@ -221,20 +221,21 @@ class Replay {
   }
   // A running collective's HBM share, 1/max(1, D).
   double hbm_share_of(StreamId s) const {
-    const auto r = rank_of_stream_[s.value];
-    if (demand(running_[s.value].op, g_.stream(s)) <= 0) return 1.0;
-    return 1.0 / std::max(1.0, kernel_hbm_[r] + hbm_load_[r]);
+    return demand(running_[s.value].op, g_.stream(s)) > 0
+               ? hbm_share(pressure(rank_of_stream_[s.value]))
+               : 1.0;
   }
+  // D on rank r: the running kernel's HBM fraction and the collectives' demands.
+  double pressure(std::size_t r) const { return kernel_hbm_[r] + hbm_load_[r]; }
+  static double hbm_share(double d) { return 1.0 / std::max(1.0, d); }
   void reschedule(StreamId s) {
     auto& run = running_[s.value];
     run.rate = rate_of(s);
-    if (g_.stream(s).kind != StreamKind::compute) run.hbm_share = hbm_share_of(s);
     run.since = sim_.now();
     const auto left =
         static_cast<std::int64_t>(std::ceil(std::max(0.0, run.remaining_ps) / run.rate));
     const OpId id = run.op;
     run.event = sim_.schedule_after(Time::ps(left), [this, id, s] {
-      account_hbm_wait(s);
       running_[s.value] = Running{};
       if (shares(id, g_.stream(s))) {
         auto& on_rank = sharing_[rank_of_stream_[s.value]];
@@ -247,59 +248,43 @@ class Replay {
   // Brings a running op's remaining work up to now and reschedules it at its current rate.
   void refresh(StreamId s) {
     auto& run = running_[s.value];
-    account_hbm_wait(s);
     run.remaining_ps -= static_cast<double>((sim_.now() - run.since).picoseconds()) * run.rate;
     sim_.cancel(run.event);
     reschedule(s);
   }
-  void account_hbm_wait(StreamId s) {
-    const auto& run = running_[s.value];
-    if (run.hbm_share < 1.0 && !hbm_wait_ps_.empty())
-      hbm_wait_ps_[run.op.value] += static_cast<float>(
-          static_cast<double>((sim_.now() - run.since).picoseconds()) * (1.0 - run.hbm_share));
+  // The running kernel's HBM fraction on a compute stream starts (+f) or ends (−f), or a
+  // collective's demand (`collective`): charges the collectives in flight their wait at the old D,
+  // updates D, re-times the running ops whose rate it moved (most demands still fit) and tells
+  // `on_hbm`.
+  void change_hbm(StreamId s, double delta, bool collective) {
+    const auto r = rank_of_stream_[s.value];
+    const double before = pressure(r);
+    charge_hbm_wait(r, before);
+    double& load = collective ? hbm_load_[r] : kernel_hbm_[r];
+    load = std::max(0.0, load + delta);
+    if (load < 1e-12) load = 0;  // no drift once everything has ended
+    // A kernel's rate reads the collectives' demands only (its own f is fixed).
+    if (collective)
+      for (auto cs : compute_streams_[r])
+        if (cs != s.value && running_[cs].active() && rate_of(StreamId{cs}) != running_[cs].rate)
+          refresh(StreamId{cs});
+    // Every collective with a demand on the rank has the same HBM share: re-time them when it
+    // moved (link sharing re-rates on its own).
+    if (hbm_share(before) != hbm_share(pressure(r)))
+      for (auto cs : comm_streams_[r])
+        if (cs != s.value && running_[cs].active() &&
+            demand(running_[cs].op, g_.stream(StreamId{cs})) > 0)
+          refresh(StreamId{cs});
+    if (inter_->on_hbm) inter_->on_hbm(rank_ids_[r], pressure(r));
   }
-  // Re-times the running ops of rank r whose rate an HBM change moved (most demands still fit).
-  void retime_hbm(std::size_t r, std::uint32_t except) {
-    for (auto cs : compute_streams_[r])
-      if (cs != except && running_[cs].active() && rate_of(StreamId{cs}) != running_[cs].rate)
-        refresh(StreamId{cs});
-    retime_comm_hbm(r, except);
-  }
-  // Only the HBM part of a collective's rate moves here (link sharing re-rates on its own).
-  void retime_comm_hbm(std::size_t r, std::uint32_t except) {
-    for (auto cs : comm_streams_[r])
-      if (cs != except && running_[cs].active() &&
-          hbm_share_of(StreamId{cs}) != running_[cs].hbm_share)
-        refresh(StreamId{cs});
-  }
-  // The running kernel's HBM fraction on a compute stream starts (+f) or ends (−f).
-  void change_kernel_hbm(StreamId compute_stream, double delta) {
-    const auto r = rank_of_stream_[compute_stream.value];
-    charge_async(r);
-    kernel_hbm_[r] = std::max(0.0, kernel_hbm_[r] + delta);
-    if (kernel_hbm_[r] < 1e-12) kernel_hbm_[r] = 0;
-    retime_comm_hbm(r, compute_stream.value);
-    if (inter_->on_hbm) inter_->on_hbm(rank_ids_[r], kernel_hbm_[r] + hbm_load_[r]);
-  }
-  void change_hbm(StreamId comm_stream, double delta) {
-    const auto r = rank_of_stream_[comm_stream.value];
-    charge_async(r);
-    hbm_load_[r] = std::max(0.0, hbm_load_[r] + delta);
-    if (hbm_load_[r] < 1e-12) hbm_load_[r] = 0;  // no drift once every collective has ended
-    retime_hbm(r, comm_stream.value);
-    if (inter_->on_hbm) inter_->on_hbm(rank_ids_[r], kernel_hbm_[r] + hbm_load_[r]);
-  }
-  // Before rank r's D changes: the asynchronous collectives in flight on it lost 1 − 1/max(1, D)
-  // of the time since the last change.
-  void charge_async(std::size_t r) {
+  // The collectives with a demand in flight on rank r lost 1 − 1/max(1, D) of the time since D
+  // last changed.
+  void charge_hbm_wait(std::size_t r, double d) {
     const Time now = sim_.now();
-    if (!async_hbm_[r].empty()) {
-      const double lost = 1.0 - 1.0 / std::max(1.0, kernel_hbm_[r] + hbm_load_[r]);
-      if (lost > 0)
-        for (auto op : async_hbm_[r])
-          hbm_wait_ps_[op] +=
-              static_cast<float>(static_cast<double>((now - hbm_since_[r]).picoseconds()) * lost);
-    }
+    if (const double lost = 1.0 - hbm_share(d); lost > 0 && !hbm_ops_[r].empty())
+      for (auto op : hbm_ops_[r])
+        hbm_wait_ps_[op] +=
+            static_cast<float>(static_cast<double>((now - hbm_since_[r]).picoseconds()) * lost);
     hbm_since_[r] = now;
   }
   void change_load(StreamId comm_stream, int delta) {
@@ -321,14 +306,14 @@ class Replay {
     if (inter_ && holds(id, g_.stream(op.stream))) change_load(op.stream, -1);
     if (inter_)
       if (const double d = demand(id, g_.stream(op.stream)); d > 0) {
-        change_hbm(op.stream, -d);  // charges this op's wait if it is asynchronous
-        if (op.start && !hbm_wait_ps_.empty()) {
-          auto& v = async_hbm_[rank_of_stream_[op.stream.value]];
+        change_hbm(op.stream, -d, true);  // charges this op's wait too
+        if (!hbm_wait_ps_.empty()) {
+          auto& v = hbm_ops_[rank_of_stream_[op.stream.value]];
           v.erase(std::find(v.begin(), v.end(), id.value));
         }
       }
     if (inter_ && !op.start && g_.stream(op.stream).kind == StreamKind::compute)
-      if (const double f = hbm_fraction(id); f > 0) change_kernel_hbm(op.stream, -f);
+      if (const double f = hbm_fraction(id); f > 0) change_hbm(op.stream, -f, false);
     busy_[op.stream.value] = false;
     ++head_[op.stream.value];
     for (auto k = dependents_.begin[id.value]; k < dependents_.begin[id.value + 1]; ++k) {
@@ -358,10 +343,10 @@ class Replay {
   std::vector<double> hbm_load_;    // per rank: Σ hbm_demand of the collectives running
   std::vector<double> kernel_hbm_;  // per rank: hbm_fraction of the kernel running
   std::vector<std::vector<std::uint32_t>> comm_streams_;
-  std::vector<float> hbm_wait_ps_;                     // per op
-  std::vector<std::vector<std::uint32_t>> async_hbm_;  // per rank: asynchronous ops with demand
-  std::vector<Time> hbm_since_;                        // per rank: when D last changed
-  std::vector<std::int32_t> rank_ids_;                 // dense rank index → rank
+  std::vector<float> hbm_wait_ps_;                   // per op
+  std::vector<std::vector<std::uint32_t>> hbm_ops_;  // per rank: collectives with a demand
+  std::vector<Time> hbm_since_;                      // per rank: when D last changed
+  std::vector<std::int32_t> rank_ids_;               // dense rank index → rank
   std::vector<Running> running_;
 };
 

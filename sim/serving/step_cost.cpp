@@ -88,10 +88,13 @@ double StepCost::ends_kernels(std::int64_t stage, const BatchShape& batch) const
 }
 
 double StepCost::kernel_gap_s(const BatchShape& batch) const {
+  return graphed(batch) ? compute_.graph_kernel_gap_s() : compute_.kernel_gap_s();
+}
+
+bool StepCost::graphed(const BatchShape& batch) const {
   const std::int64_t tokens = batch.tokens();
-  const bool graphed =
-      batch.prefill.empty() && tokens > 0 && !graph_sizes_.empty() && tokens <= graph_sizes_.back();
-  return graphed ? compute_.graph_kernel_gap_s() : compute_.kernel_gap_s();
+  return batch.prefill.empty() && tokens > 0 && !graph_sizes_.empty() &&
+         tokens <= graph_sizes_.back();
 }
 
 double StepCost::attention_chunk_seconds(const PrefillChunk& c) const {
@@ -252,9 +255,8 @@ void StepCost::set_cuda_graph_sizes(std::vector<std::int64_t> sizes) {
 
 std::int64_t StepCost::padded_tokens(const BatchShape& batch) const {
   const std::int64_t tokens = batch.tokens();
-  if (!batch.prefill.empty() || tokens == 0) return tokens;
-  const auto it = std::lower_bound(graph_sizes_.begin(), graph_sizes_.end(), tokens);
-  return it == graph_sizes_.end() ? tokens : *it;
+  return graphed(batch) ? *std::lower_bound(graph_sizes_.begin(), graph_sizes_.end(), tokens)
+                        : tokens;
 }
 
 double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {

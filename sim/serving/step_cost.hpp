@@ -76,6 +76,8 @@ class StepCost {
   // measured gap in a CUDA graph when the batch runs as one (decode-only, within the captured
   // sizes), between kernels launched one by one otherwise; 0 without a measured profile.
   double kernel_gap_s(const BatchShape& batch) const;
+  // Whether `batch` runs as a captured CUDA graph: decode-only, within the captured sizes.
+  bool graphed(const BatchShape& batch) const;
   const ReplicaShape& shape() const { return shape_; }
   const std::vector<std::int64_t>& stage_layers() const { return stage_layers_; }
   std::int64_t first_layer(std::int64_t stage) const;

@@ -73,7 +73,8 @@ CalibrationProfile read_calibration_profile(const JsonRef& root) {
   }
   for (auto [key, field] : {std::pair{"kernel_gap_us", &CalibrationProfile::kernel_gap_s},
                             {"graph_kernel_gap_us", &CalibrationProfile::graph_kernel_gap_s},
-                            {"host_launch_us", &CalibrationProfile::host_launch_s}})
+                            {"host_launch_us", &CalibrationProfile::host_launch_s},
+                            {"host_per_kernel_us", &CalibrationProfile::host_per_kernel_s}})
     if (auto v = r.optional(key)) p.*field = v->number_in(0, kMaxLatency_s * 1e6) * 1e-6;
   if (auto g = r.optional("gemm"))
     for (const auto& e : g->array()) p.gemm.push_back(read_gemm_point(e));
@@ -103,6 +104,7 @@ Json to_json(const CalibrationProfile& p) {
   if (p.kernel_gap_s) j["kernel_gap_us"] = *p.kernel_gap_s * 1e6;
   if (p.graph_kernel_gap_s) j["graph_kernel_gap_us"] = *p.graph_kernel_gap_s * 1e6;
   if (p.host_launch_s) j["host_launch_us"] = *p.host_launch_s * 1e6;
+  if (p.host_per_kernel_s) j["host_per_kernel_us"] = *p.host_per_kernel_s * 1e6;
   if (!p.gemm.empty()) {
     Json g = Json::array();
     for (const auto& e : p.gemm)

@@ -40,6 +40,10 @@ struct CalibrationProfile {
   // graph; and the host's CPU time per launch (a lower bound on a framework's per-op host cost).
   // Unset: not measured, and not modelled.
   std::optional<double> kernel_gap_s, graph_kernel_gap_s, host_launch_s;
+  // A framework's host time per kernel it launches (Python, dispatch and the launch itself), as
+  // a PyTorch profiler trace of a real step shows it between consecutive launches (`calibrate
+  // kineto --write-profile`). Unset: the harness's `host_launch_us` stands in (a floor), or 0.
+  std::optional<double> host_per_kernel_s;
   std::vector<GemmPoint> gemm;
   std::vector<AttentionPoint> attention;
   // Fitted kernel parameters (compute/kernel_params.hpp), laid over the GPU's bundled ones;
@@ -50,7 +54,7 @@ struct CalibrationProfile {
 
 // {gpu, source, launch_overhead_us?, memory_bandwidth_GBps?,
 //  gemm_beside_collective?: "launched_for_all_sms" | "planned_for_sms_left",
-//  kernel_gap_us?, graph_kernel_gap_us?, host_launch_us?,
+//  kernel_gap_us?, graph_kernel_gap_us?, host_launch_us?, host_per_kernel_us?,
 //  gemm: [{dtype, m, n, k, batch?, tflops}], attention: [{dtype, batch, seq_q, seq_kv?, heads,
 //  kv_heads?, head_dim, causal, direction: forward|backward, tflops}],
 //  model?: {gemm?, memory?, attention?, decode?} (compute/kernel_params.hpp),

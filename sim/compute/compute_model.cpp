@@ -146,6 +146,9 @@ std::string ComputeModel::describe() const {
       "calibration profile " + profile_->file + " (" + profile_->source + ") over " + base;
   if (profile_->kernel_gap_s)
     s += fmt::format("; {:.2f} µs measured between kernels", *profile_->kernel_gap_s * 1e6);
+  if (const double h = host_per_kernel_s(); h > 0)
+    s += fmt::format("; host {:.2f} µs per kernel launched{}", h * 1e6,
+                     profile_->host_per_kernel_s ? "" : " (the bare launch: a floor)");
   return s;
 }
 

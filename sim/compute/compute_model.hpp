@@ -51,6 +51,16 @@ class ComputeModel {
                                                     : kernel_gap_s();
   }
 
+  // The host's time per kernel it launches: the framework's measured per-kernel host time
+  // (`host_per_kernel_us`, from a PyTorch profiler trace), else the harness's bare launch cost
+  // (`host_launch_us`, a floor for any framework), else 0: the host is not modelled (the bundled
+  // profiles come from kernel durations alone).
+  double host_per_kernel_s() const {
+    if (!profile_) return 0.0;
+    if (profile_->host_per_kernel_s) return *profile_->host_per_kernel_s;
+    return profile_->host_launch_s.value_or(0.0);
+  }
+
   // Peak dense FLOP/s of `dtype`; an Error when this GPU has no tensor-core rate for it.
   double peak_flops(DType dtype) const;
 

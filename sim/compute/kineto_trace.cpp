@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -33,6 +34,61 @@ std::optional<DType> dtype_of_torch(const std::string& t) {
   if (t == "float") return DType::fp32;
   if (t.find("Float8") != std::string::npos) return DType::fp8;
   return std::nullopt;
+}
+
+// CUDA runtime/driver calls that launch work, and those that block the host until the GPU
+// catches up (a pair of launches with one between them measures the GPU, not the host).
+bool launch_call(const std::string& name) {
+  return name.rfind("cudaLaunch", 0) == 0 || name.rfind("cuLaunch", 0) == 0 ||
+         name == "cudaGraphLaunch";
+}
+bool sync_call(const std::string& name) {
+  return name.find("Synchronize") != std::string::npos || name.rfind("cudaMemcpy", 0) == 0 ||
+         name.rfind("cuMemcpy", 0) == 0;
+}
+
+struct HostCall {
+  double ts_us, dur_us;
+  bool launch;
+};
+
+// KinetoSummary::host_per_kernel_s from each thread's runtime calls.
+void measure_host(std::map<std::pair<std::int64_t, std::int64_t>, std::vector<HostCall>>& threads,
+                  KinetoSummary& out) {
+  std::vector<HostCall>* busiest = nullptr;
+  std::size_t most = 0;
+  for (auto& [id, calls] : threads) {
+    std::size_t n = 0;
+    for (const auto& c : calls) n += c.launch ? 1 : 0;
+    if (n > most) {
+      most = n;
+      busiest = &calls;
+    }
+  }
+  if (!busiest) return;
+  auto& calls = *busiest;
+  std::stable_sort(calls.begin(), calls.end(),
+                   [](const HostCall& a, const HostCall& b) { return a.ts_us < b.ts_us; });
+  std::vector<double> call_us;
+  for (const auto& c : calls)
+    if (c.launch) call_us.push_back(c.dur_us);
+  const double typical = median_of(call_us);
+  std::vector<double> gaps;
+  const HostCall* last = nullptr;
+  bool synced = false;
+  for (const auto& c : calls) {
+    if (!c.launch) {
+      synced = true;
+      continue;
+    }
+    if (last && !synced)
+      gaps.push_back(std::max(0.0, c.ts_us - last->ts_us - std::max(0.0, last->dur_us - typical)));
+    last = &c;
+    synced = false;
+  }
+  out.launch_call_s = typical * 1e-6;
+  out.launch_gaps = gaps.size();
+  if (gaps.size() >= 16) out.host_per_kernel_s = median_of(gaps) * 1e-6;
 }
 
 }  // namespace
@@ -75,6 +131,7 @@ KinetoSummary read_kineto_json(const Json& doc, const std::string& path, int dev
   std::map<std::int64_t, double> kernel_time_by_ext;
   double gemm = 0, attention = 0, other = 0;
   std::map<std::string, double> comm;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<HostCall>> host_calls;  // by pid, tid
   const auto events = root.child("traceEvents").array();
   for (const auto& ev : events) {
     const auto& e = ev.raw();
@@ -105,6 +162,19 @@ KinetoSummary read_kineto_json(const Json& doc, const std::string& path, int dev
       cpu_gemms[args["External id"].get<std::int64_t>()] = g;
       continue;
     }
+    if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      const bool launch = launch_call(name);
+      if (!launch && !sync_call(name)) continue;
+      const auto id = [&](const char* key) -> std::int64_t {
+        return e.contains(key) && e[key].is_number_integer() ? e[key].get<std::int64_t>() : 0;
+      };
+      if (!e.contains("ts") || !e["ts"].is_number())
+        ev.fail("a CUDA runtime event needs ts, a number of µs");
+      const double ts = e["ts"].get<double>();
+      if (!std::isfinite(ts) || std::abs(ts) > 1e15) ev.fail("ts must be a finite number of µs");
+      host_calls[{id("pid"), id("tid")}].push_back({ts, dur_us, launch});
+      continue;
+    }
     if (cat != "kernel") continue;
     if (args.contains("device") && args["device"].is_number_integer() &&
         args["device"].get<int>() != device)
@@ -127,6 +197,7 @@ KinetoSummary read_kineto_json(const Json& doc, const std::string& path, int dev
   if (out.kernels == 0)
     root.fail("no GPU kernel events for device " + std::to_string(device) +
               " (profile with ProfilerActivity.CUDA)");
+  measure_host(host_calls, out);
   out.steps = step_durs.empty() ? 1 : static_cast<int>(step_durs.size());
   if (!step_durs.empty()) {
     double sum = 0;

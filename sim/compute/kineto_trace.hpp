@@ -5,6 +5,7 @@
 // summed per profiled step; and GEMM shapes with their kernel time, from the aten::mm / addmm /
 // bmm CPU ops recorded with shapes (record_shapes=True) joined to their kernels by External id.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@ struct KinetoSummary {
   std::map<std::string, double> comm_s;  // by collective name (all_reduce, ...)
   std::size_t kernels = 0;
   std::vector<GemmPoint> gemm_points;  // median rate per (dtype, M, N, K, batch)
+  // The host's time per kernel launch, on the thread that launches the most kernels: the median
+  // time from one launch call (cudaLaunchKernel and its kin) to the next, less the part of a
+  // launch call beyond the median call (a full launch queue blocks inside it), over the pairs
+  // with no synchronizing call between them. Unset when the trace has fewer than 16 such pairs
+  // (a trace without CUDA runtime events: profile with ProfilerActivity.CPU).
+  std::optional<double> host_per_kernel_s;
+  double launch_call_s = 0;  // median duration of one launch call on that thread
+  std::size_t launch_gaps = 0;  // the pairs the median is over
   double compute_s() const { return gemm_s + attention_s + other_compute_s; }
 };
 

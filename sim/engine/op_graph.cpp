@@ -21,6 +21,8 @@ const char* stream_kind_name(StreamKind k) {
       return "cp";
     case StreamKind::ep:
       return "ep";
+    case StreamKind::host:
+      return "host";
     case StreamKind::dp_gather:
       return "dp_gather";
     case StreamKind::p2p:

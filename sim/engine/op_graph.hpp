@@ -16,8 +16,9 @@
 namespace meshsim {
 
 // dp_gather: ZeRO-3/FSDP weight all-gathers, on their own stream as FSDP2 does, so a prefetch
-// never queues behind a gradient reduce-scatter.
-enum class StreamKind : std::uint8_t { compute, tp, dp, pp, cp, ep, p2p, dp_gather };
+// never queues behind a gradient reduce-scatter. host: the CPU thread that launches a rank's
+// kernels (its ops are launch times, not GPU work).
+enum class StreamKind : std::uint8_t { compute, tp, dp, pp, cp, ep, p2p, dp_gather, host };
 const char* stream_kind_name(StreamKind k);
 
 struct StreamId {

@@ -116,6 +116,7 @@ class Replay {
         const auto r = static_cast<std::size_t>(
             std::lower_bound(ranks.begin(), ranks.end(), st.rank) - ranks.begin());
         rank_of_stream_[i] = r;
+        if (st.kind == StreamKind::host) continue;  // launches: no SMs, no HBM
         (st.kind == StreamKind::compute ? compute_streams_ : comm_streams_)[r].push_back(i);
       }
       running_.assign(g_.stream_count(), Running{});

@@ -303,8 +303,9 @@ void write_chrome_trace(const Trace& trace, const ReplayResult& replay, std::ost
     begin_event(2 * quoted_room(op.name) + comm_name_room(info));
     b.put(R"({"name":)");
     put_slice_name(info, n);
-    b.put(info.comm ? std::string_view(R"(,"cat":"comm","ph":"X")")
-                    : std::string_view(R"(,"cat":"compute","ph":"X")"));
+    b.put(info.comm   ? std::string_view(R"(,"cat":"comm","ph":"X")")
+          : info.host ? std::string_view(R"(,"cat":"host","ph":"X")")
+                      : std::string_view(R"(,"cat":"compute","ph":"X")"));
     put_lane(st.rank, op.stream.value);
     const auto start = ns(t.start);
     b.put_us(start);

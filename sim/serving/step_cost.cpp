@@ -272,20 +272,28 @@ double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
   for (std::int64_t l = first; l < first + n; ++l) moe_layers += model_.is_moe_layer(l) ? 1 : 0;
   const std::int64_t dense_layers = n - moe_layers;
   const double gap = kernel_gap_s(batch);
+  double kernels = ends_kernels(stage, batch);
   if (dense_layers > 0) {
     std::int64_t l = first;
     while (model_.is_moe_layer(l)) ++l;
     s += as_double(dense_layers) * layer_dense_seconds(l, tokens);
+    kernels += as_double(dense_layers) * layer_kernels(l, batch);
     if (gap > 0) s += gap * as_double(dense_layers) * layer_kernels(l, batch);
   }
   if (moe_layers > 0) {
     std::int64_t l = first;
     while (!model_.is_moe_layer(l)) ++l;
     s += as_double(moe_layers) * layer_dense_seconds(l, tokens);
+    kernels += as_double(moe_layers) * layer_kernels(l, batch);
     if (gap > 0) s += gap * as_double(moe_layers) * layer_kernels(l, batch);
   }
   s += as_double(n) * (attention + allreduce);
   s += ends_seconds(stage, batch);
+  // An eager step's kernels are launched one by one by the host; when the profile measures the
+  // host's time per launch and it exceeds the GPU's, the host sets the step (assumption: host
+  // and GPU overlap fully within a step). A captured CUDA graph is one launch.
+  if (const double h = compute_.host_per_kernel_s(); h > 0 && !graphed(batch))
+    s = std::max(s, h * kernels);
   return s;
 }
 

@@ -41,6 +41,7 @@ SegmentCost& operator+=(SegmentCost& a, const SegmentCost& b) {
   a.model_flops += b.model_flops;
   a.hardware_flops += b.hardware_flops;
   a.hbm_s += b.hbm_s;
+  a.kernels += b.kernels;
   return a;
 }
 
@@ -68,6 +69,7 @@ void add_kernel(SegmentCost& s, const Kernel& k, const PlanPricing& p, double sl
   s.interfered += Time::from_seconds_ceil(ti + gap);
   s.hardware_flops += k.flops;
   s.hbm_s += k.bytes * slowdown / hbm_achievable_Bps(p.cm);
+  s.kernels += 1;
 }
 
 }  // namespace

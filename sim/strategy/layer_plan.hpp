@@ -26,13 +26,14 @@ struct SegmentCost {
   // The kernels' HBM bytes at the achievable bandwidth (hbm_achievable_Bps): the part of `time`
   // a collective's HBM traffic can slow (interference).
   double hbm_s = 0;
+  // Kernels the host launches for these ops (host issue, when the profile measures its cost).
+  double kernels = 0;
 };
 SegmentCost& operator+=(SegmentCost& a, const SegmentCost& b);
 
 // The HBM bandwidth a streaming kernel reaches on the GPU of `cm`: the elementwise class's
 // fitted fraction of the specification (a residual add, measured: ../shared/measurements).
 double hbm_achievable_Bps(const ComputeModel& cm);
-SegmentCost& operator+=(SegmentCost& a, const SegmentCost& b);
 
 // The GEMMs of a segment that tensor-parallel overlap pipelines with its collective, with their
 // kernels (GEMM parts expanded when the stack runs them separately).

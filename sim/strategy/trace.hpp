@@ -13,6 +13,7 @@ namespace meshsim {
 struct TraceOpInfo {
   std::int32_t rank = 0;
   bool comm = false;
+  bool host = false;  // the host's launch of the next op's kernels (kind "host"), not GPU work
   GroupKind group = GroupKind::tp;
   std::string_view kind = "compute";  // compute, optimizer, all_reduce, all_gather, ...
   double bytes = 0;                   // collective size S (nccl-tests' definition)

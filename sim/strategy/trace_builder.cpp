@@ -163,6 +163,9 @@ class Builder {
     std::int32_t rank = 0;
     RankCoord coord;
     StreamId compute, tp, cp, dp, dpg, ep, pp;
+    // The host thread that launches this rank's kernels, when the profile measures what a launch
+    // costs the host (ComputeModel::host_per_kernel_s); the search's bounds leave it out.
+    std::optional<StreamId> host;
     std::vector<PipelineAction> actions;
     std::size_t next = 0;
     std::vector<OpId> pending;
@@ -189,7 +192,12 @@ class Builder {
   Time gemm_time(const Kernel& k, std::int64_t chunks, const ComputeModel* fewer_sms) const;
   Time gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass, std::int64_t chunks,
                   const ComputeModel* fewer_sms) const;
-  OpId fixed_compute(RankState& rs, const std::string& name, Time t);
+  OpId fixed_compute(RankState& rs, const std::string& name, Time t, double kernels);
+  // Kernels of `gemms` in `role` that `pass` runs (one launch each).
+  static double gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int pass);
+  // The host's launch of `kernels` kernels, before the op that runs them: an op on the rank's
+  // host stream that the op then depends on (added to `deps`); nothing without a host stream.
+  void issue(RankState& rs, double kernels, std::vector<OpId>& deps, std::string_view name);
   // The column-parallel GEMMs of `pass` (1 dgrad, 2 wgrad) beside TE's bulk collective.
   OpId bulk_gemm(RankState& rs, const std::string& name, const std::vector<TpGemm>& gemms,
                  int pass);
@@ -210,8 +218,8 @@ class Builder {
                        std::uint64_t inst);
   // Kernels of `gemms` priced alone and with a plain NCCL collective's SMs taken.
   SegmentCost gemm_piece(const std::vector<TpGemm>& gemms, TpRole role, int pass) const;
-  // `seg` without the time of `used` (its FLOPs kept: the pieces carry none).
-  static SegmentCost without(const SegmentCost& seg, Time used);
+  // `seg` without the time and kernels of `used` (its FLOPs kept: the pieces carry none).
+  static SegmentCost without(const SegmentCost& seg, Time used, double used_kernels);
   void ep(RankState& rs, const std::string& name, std::uint64_t inst);
   void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute);
   void backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w);
@@ -236,7 +244,7 @@ class Builder {
     Time all, last;
   };
   Reductions reductions(std::int64_t stage, std::int64_t g);
-  RankState rank_state(std::int32_t rank);
+  RankState rank_state(std::int32_t rank, bool host_issue = false);
   // The bound's view of one layer's pass on pipeline stage `stage`'s representative: the longest
   // chain of its ops at their nominal durations (engine/longest_chain.hpp), forward and backward
   // (split into input and weight gradients on zero-bubble schedules). Cached per stage and the
@@ -355,6 +363,7 @@ void Builder::compute_costs() {
 OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost& c,
                       bool recompute) {
   const Time t = Time::from_seconds_ceil(c.time.seconds() * rs.slow);
+  issue(rs, c.kernels, rs.pending, name);
   const OpId id = trace_.graph.add_op(rs.compute, name, t, std::move(rs.pending));
   rs.pending.clear();
   TraceOpInfo info;
@@ -395,11 +404,38 @@ Time Builder::gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass
   return t;
 }
 
-OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t) {
+OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t, double kernels) {
   SegmentCost c;
   c.time = t;
   c.interfered = t;  // priced with the SMs its own collective takes
+  c.kernels = kernels;
   return compute(rs, name, c, false);
+}
+
+double Builder::gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int pass) {
+  double n = 0;
+  for (const auto& g : gemms) {
+    const Kernel& k = pass == 0 ? g.forward : pass == 1 ? g.backward_input : g.backward_weight;
+    if (g.role == role && !k.empty()) n += 1;
+  }
+  return n;
+}
+
+void Builder::issue(RankState& rs, double kernels, std::vector<OpId>& deps,
+                    std::string_view name) {
+  if (!rs.host || kernels <= 0) return;
+  // Assumption (named in the README): the host launches every op of the rank in the order the
+  // trace emits them, never waits for the GPU within a step (launches are asynchronous; NCCL
+  // waits are stream waits) and is not held back by a full launch queue; an op starts once all
+  // its kernels are launched.
+  const OpId id = trace_.graph.add_op(*rs.host, name,
+                                      Time::from_seconds_ceil(kernels * cm_.host_per_kernel_s()));
+  TraceOpInfo info;
+  info.rank = rs.rank;
+  info.kind = "host";
+  info.host = true;
+  trace_.info.push_back(info);
+  deps.push_back(id);
 }
 
 OpId Builder::bulk_gemm(RankState& rs, const std::string& name, const std::vector<TpGemm>& gemms,
@@ -411,7 +447,8 @@ OpId Builder::bulk_gemm(RankState& rs, const std::string& name, const std::vecto
   SegmentCost c;
   c.interfered =
       gemms_time(gemms, TpRole::column_parallel, pass, 1, cm_bulk_ ? &*cm_bulk_ : nullptr);
-  if (!opt_.stack.interference.on) return fixed_compute(rs, name, c.interfered);
+  c.kernels = gemms_kernels(gemms, TpRole::column_parallel, pass);
+  if (!opt_.stack.interference.on) return fixed_compute(rs, name, c.interfered, c.kernels);
   c.time = gemms_time(gemms, TpRole::column_parallel, pass, 1, nullptr);
   return compute(rs, name, c, false);
 }
@@ -423,6 +460,7 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   const auto& group = group_of(rs.rank, GroupKind::tp);
   const std::int64_t t = mesh_.tp;
   Time used;
+  double used_kernels = 0;
   // All-gather before: a ring exchange of t chunks; GEMM chunk j runs on the chunk that has
   // arrived while chunk j + 1 travels (TE ring exchange; async TP's pipelined all-gather). The
   // first chunk is local, so only what a chunk GEMM cannot cover stays exposed.
@@ -442,11 +480,13 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     }
     rs.pending = std::move(pending);
     const Time chunk = gemms_time(gemms, *o.ag_role, o.pass, t, nullptr);
+    const double kernels = gemms_kernels(gemms, *o.ag_role, o.pass);
     for (std::int64_t j = 0; j < t; ++j) {
       if (j > 0) rs.pending.push_back(steps[static_cast<std::size_t>(j - 1)]);
-      fixed_compute(rs, name + ".agemm" + std::to_string(j), chunk);
+      fixed_compute(rs, name + ".agemm" + std::to_string(j), chunk, kernels);
     }
     used += gemms_time(gemms, *o.ag_role, o.pass, 1, nullptr);
+    used_kernels += kernels;
   }
   const Time producers = o.rs_role ? gemms_time(gemms, *o.rs_role, o.pass, 1, nullptr) : Time{};
   const Time bulk =
@@ -454,9 +494,12 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   const Time col_dgrad =
       o.bulk_dgrad_ag ? gemms_time(gemms, TpRole::column_parallel, 1, 1, nullptr) : Time{};
   used += producers + bulk + col_dgrad;
+  if (o.rs_role) used_kernels += gemms_kernels(gemms, *o.rs_role, o.pass);
+  if (o.bulk_wgrad) used_kernels += gemms_kernels(gemms, TpRole::column_parallel, 2);
+  if (o.bulk_dgrad_ag) used_kernels += gemms_kernels(gemms, TpRole::column_parallel, 1);
   // The segment's other kernels (norms, RoPE, activation, the GEMMs not overlapped), with the
   // segment's FLOPs.
-  compute(rs, name, without(seg, used), recompute);
+  compute(rs, name, without(seg, used, used_kernels), recompute);
   std::optional<OpId> regathered;
   if (o.bulk_dgrad_ag) {
     regathered = comm(rs, rs.tp, name + ".ag_bulk", GroupKind::tp, CollectiveOp::all_gather, group,
@@ -470,9 +513,10 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     // chunk; the last RS is exposed. userbuffers runs the GEMM on SMs − rs_sms.
     const std::int64_t k = ov.rs_splits > 0 ? ov.rs_splits : t;
     const Time chunk = gemms_time(gemms, *o.rs_role, o.pass, k, cm_rs_ ? &*cm_rs_ : nullptr);
+    const double kernels = gemms_kernels(gemms, *o.rs_role, o.pass);
     OpId last{};
     for (std::int64_t i = 0; i < k; ++i) {
-      fixed_compute(rs, name + ".rgemm" + std::to_string(i), chunk);
+      fixed_compute(rs, name + ".rgemm" + std::to_string(i), chunk, kernels);
       last = comm(rs, rs.tp, name + ".rs" + std::to_string(i), GroupKind::tp,
                   CollectiveOp::reduce_scatter, group, costs_.tp_bytes / static_cast<double>(k),
                   {*rs.last_compute}, inst + 100 + static_cast<std::uint64_t>(i));
@@ -510,6 +554,7 @@ OpId Builder::comm(RankState& rs, StreamId s, const std::string& name, GroupKind
   info.kind = fraction < 1.0 ? std::string_view("kv_exchange") : op_name(op);
   info.bytes = bytes * fraction;
   info.wire_bytes = wire_bytes(op, bytes, r.call.ranks.size()) * fraction;
+  issue(rs, 1, deps, name);
   const OpId id = comm_.add(trace_.graph, s, name, r, std::move(deps));
   trace_.info.push_back(info);
   return id;
@@ -523,8 +568,9 @@ void Builder::tp(RankState& rs, CollectiveOp op, const std::string& name, std::u
                             costs_.tp_bytes, std::move(deps), inst));
 }
 
-SegmentCost Builder::without(const SegmentCost& seg, Time used) {
+SegmentCost Builder::without(const SegmentCost& seg, Time used, double used_kernels) {
   SegmentCost rest = seg;
+  rest.kernels = std::max(0.0, seg.kernels - used_kernels);
   rest.time = seg.time > used ? seg.time - used : Time::zero();
   const double scale = seg.time > Time::zero() ? rest.time.seconds() / seg.time.seconds() : 0.0;
   rest.interfered = Time::from_seconds_ceil(seg.interfered.seconds() * scale);
@@ -535,6 +581,7 @@ SegmentCost Builder::gemm_piece(const std::vector<TpGemm>& gemms, TpRole role, i
   SegmentCost c;
   c.time = gemms_time(gemms, role, pass, 1, nullptr);
   c.interfered = cm_nccl_ ? gemms_time(gemms, role, pass, 1, &*cm_nccl_) : c.time;
+  c.kernels = gemms_kernels(gemms, role, pass);
   return c;
 }
 
@@ -554,7 +601,7 @@ void Builder::column_backward(RankState& rs, const std::string& name, const Segm
   const SegmentCost wgrad = split_w ? SegmentCost{} : gemm_piece(gemms, TpRole::column_parallel, 2);
   // The kernels before the column-parallel GEMMs' backward (row-parallel GEMMs, activation,
   // RoPE), with the segment's FLOPs.
-  compute(rs, name, without(seg, dgrad.time + wgrad.time), false);
+  compute(rs, name, without(seg, dgrad.time + wgrad.time, dgrad.kernels + wgrad.kernels), false);
   // The saved input shard is all-gathered again while the dgrad GEMM runs.
   std::optional<OpId> regathered;
   if (regather)
@@ -633,6 +680,7 @@ void Builder::attention(RankState& rs, const std::string& name, const SegmentCos
 OpId Builder::copy_kernel(RankState& rs, StreamId s, const std::string& name, GroupKind g,
                           double bytes, std::vector<OpId> deps) {
   const Time t = cm_.stream_time(memory_kernel(MemoryClass::elementwise, bytes));
+  issue(rs, 1, deps, name);
   const OpId id = trace_.graph.add_op(s, name, t, std::move(deps));
   TraceOpInfo info;
   info.rank = rs.rank;
@@ -684,6 +732,7 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
     c.time = cm_.stream_time(k);
     c.interfered = c.time;
     c.hbm_s = k.bytes / hbm_achievable_Bps(cm_);
+    c.kernels = 1;
     compute(rs, n + ".fsdp_copy_out", c, false);
   }
 }
@@ -874,7 +923,7 @@ Builder::Reductions Builder::reductions(std::int64_t stage, std::int64_t g) {
   trace_ = Trace{};
   chains_->clear();
   RankState rs = rank_state(static_cast<std::int32_t>(pl_.rank_of(coord)));
-  const OpId after = fixed_compute(rs, "grads ready", Time::zero());
+  const OpId after = fixed_compute(rs, "grads ready", Time::zero(), 0);
   std::size_t last = 0;  // the last call's first op on the stream
   for (const auto& [first, count] : grad_buckets(g)) {
     last = trace_.graph.stream(rs.dp).ops.size();
@@ -1173,10 +1222,13 @@ SegmentCost Builder::optimizer_cost(std::int64_t stage) const {
   if (st.grad_norm_bytes_per_param > 0) opt.time += cm_.stream_time(norm);
   opt.interfered = opt.time;
   opt.hbm_s = (adam.bytes + norm.bytes) / hbm_achievable_Bps(cm_);
+  // Assumption: one launch per pass (a fused multi-tensor kernel); foreach implementations launch
+  // one per chunk of tensors, which the profile's per-kernel host time does not see.
+  opt.kernels = st.grad_norm_bytes_per_param > 0 ? 2 : 1;
   return opt;
 }
 
-Builder::RankState Builder::rank_state(std::int32_t r) {
+Builder::RankState Builder::rank_state(std::int32_t r, bool host_issue) {
   RankState rs;
   rs.rank = r;
   rs.coord = pl_.coord_of(r);
@@ -1188,6 +1240,7 @@ Builder::RankState Builder::rank_state(std::int32_t r) {
   rs.dpg = gph.add_stream(r, StreamKind::dp_gather);
   rs.ep = gph.add_stream(r, StreamKind::ep);
   rs.pp = gph.add_stream(r, StreamKind::pp);
+  if (host_issue) rs.host = gph.add_stream(r, StreamKind::host);
   return rs;
 }
 
@@ -1220,7 +1273,7 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   }
   std::vector<RankState> states;
   for (auto r : ranks) {
-    RankState rs = rank_state(r);
+    RankState rs = rank_state(r, cm_.host_per_kernel_s() > 0);
     if (opt_.straggler_rank) {
       // Folded: a representative stands for its stage, whose collectives wait for the straggler.
       const bool folded = ranks.size() < static_cast<std::size_t>(pl_.world());

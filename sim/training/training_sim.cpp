@@ -72,6 +72,7 @@ RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::
   RankBreakdown b;
   b.rank = rank;
   // Boundaries of every op of this rank; +1 opens an interval, -1 closes it.
+  // `op` −1: an interval in which a GPU op was ready but not yet launched by the host.
   struct Edge {
     Time t;
     int delta;
@@ -81,15 +82,36 @@ RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::
   for (const auto i : ops) {
     const auto& info = trace.info[i];
     const auto& t = replay.ops[i];
-    if (t.end <= t.start) continue;
+    if (info.host || t.end <= t.start) continue;
     edges.push_back({t.start, +1, static_cast<std::int32_t>(i)});
     edges.push_back({t.end, -1, static_cast<std::int32_t>(i)});
     if (info.comm) b.comm_bytes[report_group(info.group)] += info.wire_bytes;
   }
+  // Waiting for the host: from when an op's stream and other dependencies let it start to when
+  // its launch op ended.
+  for (std::uint32_t s = 0; s < trace.graph.stream_count(); ++s) {
+    const auto& st = trace.graph.stream(StreamId{s});
+    if (st.rank != rank || st.kind == StreamKind::host) continue;
+    Time prev = Time::zero();
+    for (const auto id : st.ops) {
+      const Op op = trace.graph.op(id);
+      Time ready = prev, launched = Time::zero();
+      for (const auto d : op.deps) {
+        Time& t = trace.info[d.value].host ? launched : ready;
+        t = std::max(t, replay.ops[d.value].end);
+      }
+      const Time start = replay.ops[id.value].start;
+      if (launched > ready && start > ready) {
+        edges.push_back({ready, +1, -1});
+        edges.push_back({std::min(launched, start), -1, -1});
+      }
+      prev = replay.ops[id.value].end;
+    }
+  }
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& c) {
     return a.t != c.t ? a.t < c.t : a.delta < c.delta;
   });
-  int computing = 0;
+  int computing = 0, unlaunched = 0;
   std::multiset<std::int32_t> active;  // comm ops in flight
   Time prev = Time::zero();
   auto account = [&](Time until) {
@@ -98,7 +120,7 @@ RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::
     if (computing > 0) {
       b.compute_s += dt;
     } else if (active.empty()) {
-      b.bubble_s += dt;
+      (unlaunched > 0 ? b.host_wait_s : b.bubble_s) += dt;
     } else {
       // Exposed communication: split evenly among the groups (and op kinds) in flight.
       std::set<std::string> groups, kinds;
@@ -113,6 +135,10 @@ RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::
   for (const auto& e : edges) {
     account(e.t);
     prev = e.t;
+    if (e.op < 0) {
+      unlaunched += e.delta;
+      continue;
+    }
     const bool comm = trace.info[static_cast<std::size_t>(e.op)].comm;
     if (comm) {
       if (e.delta > 0)
@@ -304,6 +330,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   for (const auto& b : r.ranks) {
     r.compute_s += b.compute_s / n;
     r.bubble_s += b.bubble_s / n;
+    r.host_wait_s += b.host_wait_s / n;
     r.interference_s += b.interference_s / n;
     r.comm_interference_s += b.comm_interference_s / n;
     for (const auto& [k, v] : b.exposed_s) r.exposed_comm_s[k] += v / n;

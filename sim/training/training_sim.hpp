@@ -50,6 +50,9 @@ struct RankBreakdown {
   std::int32_t rank = 0;
   std::int64_t stage = 0;
   double compute_s = 0, bubble_s = 0;
+  // GPU idle while its next op waits for the host to launch it (only when the profile measures
+  // the host's per-kernel time); not in bubble_s.
+  double host_wait_s = 0;
   double interference_s = 0;  // of compute_s: compute slowed by collectives beside it
   // Collective time lost to HBM sharing with the kernels beside it (folded replay), Σ dt·(1 − 1/D)
   double comm_interference_s = 0;
@@ -62,6 +65,7 @@ struct TrainingResult {
   double model_flops_per_step = 0;
   double model_tflops_per_gpu = 0, mfu = 0, hfu = 0;
   double compute_s = 0, bubble_s = 0, bubble_fraction = 0;
+  double host_wait_s = 0;          // GPU idle waiting for the host's launches (RankBreakdown's)
   double interference_s = 0;       // compute time lost to compute/communication interference
   double comm_interference_s = 0;  // collective time lost to HBM sharing (RankBreakdown's)
   std::string stack;               // the software stack's name

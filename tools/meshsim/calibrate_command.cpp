@@ -178,7 +178,7 @@ int run_kineto(const KinetoArgs& a) {
     std::map<std::string, double> comm;
     for (std::size_t i = 0; i < r.trace.info.size(); ++i) {
       const auto& info = r.trace.info[i];
-      if (info.rank != 0) continue;
+      if (info.rank != 0 || info.host) continue;
       const auto& t = r.replay.ops[i];
       if (!t.finished()) continue;
       const double d = (t.end - t.start).seconds();
@@ -244,13 +244,28 @@ int run_kineto(const KinetoArgs& a) {
     }
   }
   doc["gemm"] = std::move(gemms);
+  if (m.host_per_kernel_s) {
+    text << fmt::format(
+        "# host: {:.2f} µs per kernel launched (median of {} launch-to-launch gaps; a launch call "
+        "takes {:.2f} µs)\n",
+        *m.host_per_kernel_s * 1e6, m.launch_gaps, m.launch_call_s * 1e6);
+    doc["host_per_kernel_s"] = *m.host_per_kernel_s;
+    doc["launch_call_s"] = m.launch_call_s;
+  } else {
+    text << fmt::format(
+        "# host: not measured ({} launch-to-launch gaps; profile with ProfilerActivity.CPU)\n",
+        m.launch_gaps);
+  }
   if (!a.write_profile.empty()) {
-    if (m.gemm_points.empty())
-      throw Error(a.trace, "", "no GEMM shapes to write (profile with record_shapes=True)");
+    if (m.gemm_points.empty() && !m.host_per_kernel_s)
+      throw Error(a.trace, "",
+                  "no GEMM shapes (profile with record_shapes=True) and no host launch times "
+                  "(ProfilerActivity.CPU) to write");
     CalibrationProfile p;
     p.gpu = cm->gpu().model;
-    p.source = "GEMM kernel times from the PyTorch profiler trace " + a.trace;
+    p.source = "GEMM kernel times and host launch gaps from the PyTorch profiler trace " + a.trace;
     p.gemm = m.gemm_points;
+    p.host_per_kernel_s = m.host_per_kernel_s;
     write_json(a.write_profile, to_json(p), "--write-profile");
     doc["profile_written"] = a.write_profile;
   }

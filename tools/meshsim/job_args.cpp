@@ -119,6 +119,7 @@ Json training_json(const TrainingResult& r) {
   j["tp_overlap"] = r.tp_overlap;
   j["bubble_s"] = r.bubble_s;
   j["bubble_fraction"] = r.bubble_fraction;
+  j["host_wait_s"] = r.host_wait_s;
   j["exposed_comm_s"] = map(r.exposed_comm_s);
   j["exposed_comm_by_op_s"] = map(r.exposed_comm_by_op_s);
   j["comm_bytes_per_gpu"] = map(r.comm_bytes_per_gpu);

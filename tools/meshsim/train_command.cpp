@@ -197,6 +197,7 @@ int run_train(const TrainArgs& a) {
                         {"stage", b.stage},
                         {"compute_s", b.compute_s},
                         {"bubble_s", b.bubble_s},
+                        {"host_wait_s", b.host_wait_s},
                         {"exposed_comm_s", map_json(b.exposed_s)}});
     j["ranks"] = std::move(stages);
     cli_out() << json_text(j) << "\n";
@@ -235,6 +236,9 @@ int run_train(const TrainArgs& a) {
                              r.comm_interference_s);
   cli_out() << fmt::format("{:<22}{:.4f} s ({})\n", "bubble / waiting", r.bubble_s,
                            pct(r.bubble_s, step));
+  if (r.host_wait_s > 0)
+    cli_out() << fmt::format("{:<22}{:.4f} s ({}): GPU idle until the host launched its next op\n",
+                             "waiting for host", r.host_wait_s, pct(r.host_wait_s, step));
   for (const auto& [g, v] : r.exposed_comm_s)
     cli_out() << fmt::format("{:<22}{:.4f} s ({}), {:.2f} GB sent per GPU\n", "exposed comm " + g,
                              v, pct(v, step), r.comm_bytes_per_gpu.at(g) / 1e9);

@@ -9,7 +9,9 @@ written to their formats' schemas for meshsim's importer tests, not measured:
   beta = Azure's STREAM triad 2.97 TB/s; the NVLink copy sweep is alpha + bytes/beta with
   alpha = 10 us, beta = 370 GB/s (illustrative). The unfused attention row is illustrative.
 - kineto-step-example.json: a PyTorch profiler Chrome trace of two steps on device 0 with the
-  kernel names cuBLAS, FlashAttention and NCCL use and aten::mm ops recorded with shapes.
+  kernel names cuBLAS, FlashAttention and NCCL use and aten::mm ops recorded with shapes; the
+  host thread launches a kernel every 20 us (cudaLaunchKernel calls of 4 us, one of them blocked
+  for 300 us as a full launch queue would), and synchronizes at the end of each step.
 """
 import json
 
@@ -71,8 +73,14 @@ def kineto():
     ev = []
     ext = 1000
     t = 0.0
+    def launch(host, blocked=False):
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                   "ts": host + 6, "dur": 300.0 if blocked else 4.0, "args": {}})
+        return host + (316.0 if blocked else 20.0)
+
     for step in range(2):
         start = t
+        host = start
         ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1,
                    "ts": start, "dur": 1000000.0})
         # 32 layers: QKV, out, up, down GEMMs as aten::mm with shapes (8192 tokens, hidden 4096).
@@ -80,9 +88,10 @@ def kineto():
             for (m, k, n, us) in [(8192, 4096, 6144, 520.0), (8192, 4096, 4096, 350.0),
                                   (8192, 4096, 28672, 2400.0), (8192, 14336, 4096, 1200.0)]:
                 ext += 1
-                ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t,
+                ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": host,
                            "dur": 12.0, "args": {"External id": ext, "Input Dims": [[m, k], [k, n]],
                                                    "Input type": ["c10::BFloat16", "c10::BFloat16"]}})
+                host = launch(host, blocked=(layer == 16 and n == 6144))
                 ev.append({"ph": "X", "cat": "kernel", "name": "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_TNN",
                            "pid": 0, "tid": 7, "ts": t + 5, "dur": us,
                            "args": {"device": 0, "stream": 7, "External id": ext, "correlation": ext}})
@@ -90,9 +99,14 @@ def kineto():
             ev.append({"ph": "X", "cat": "kernel", "name": "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>",
                        "pid": 0, "tid": 7, "ts": t, "dur": 900.0, "args": {"device": 0, "stream": 7}})
             t += 900
+            host = launch(host)
             ev.append({"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>",
                        "pid": 0, "tid": 7, "ts": t, "dur": 150.0, "args": {"device": 0, "stream": 7}})
             t += 150
+            host = launch(host)
+        host = launch(host)
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1,
+                   "ts": host, "dur": t + 60000.0 - host, "args": {}})
         ev.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
                    "pid": 0, "tid": 20, "ts": t, "dur": 60000.0, "args": {"device": 0, "stream": 20}})
         # A kernel of another device: ignored for device 0.

@@ -29,7 +29,7 @@ struct KinetoSummary {
   // with no synchronizing call between them. Unset when the trace has fewer than 16 such pairs
   // (a trace without CUDA runtime events: profile with ProfilerActivity.CPU).
   std::optional<double> host_per_kernel_s;
-  double launch_call_s = 0;  // median duration of one launch call on that thread
+  double launch_call_s = 0;     // median duration of one launch call on that thread
   std::size_t launch_gaps = 0;  // the pairs the median is over
   double compute_s() const { return gemm_s + attention_s + other_compute_s; }
 };

@@ -421,8 +421,7 @@ double Builder::gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int
   return n;
 }
 
-void Builder::issue(RankState& rs, double kernels, std::vector<OpId>& deps,
-                    std::string_view name) {
+void Builder::issue(RankState& rs, double kernels, std::vector<OpId>& deps, std::string_view name) {
   if (!rs.host || kernels <= 0) return;
   // Assumption (named in the README): the host launches every op of the rank in the order the
   // trace emits them, never waits for the GPU within a step (launches are asynchronous; NCCL

@@ -80,8 +80,26 @@ TEST_CASE("calibrate kineto: measured per-op times next to the simulated step") 
   CHECK(r.out.find("nccl all_reduce") != std::string::npos);
   CHECK(r.out.find("4 GEMM shapes") != std::string::npos);
   CHECK(r.out.find("model ") != std::string::npos);
+  CHECK(r.out.find("# host: 20.00 µs per kernel launched (median of 384 launch-to-launch gaps") !=
+        std::string::npos);
   const auto p = read(prof);
   CHECK(p["gemm"].size() == 4);
+  CHECK(p["host_per_kernel_us"].get<double>() == doctest::Approx(20));
+  // The host time trains with the profile: a host stream, its wait reported.
+  const auto train = run_cli("train --topology " + source_path("topologies/dgx-h100.json") +
+                             " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                             " --mesh dp=8 --zero 3 --seq 1024 --gbs 8 --stack torchtitan" +
+                             " --calibration " + prof);
+  REQUIRE_MESSAGE(train.exit_code == 0, train.err);
+  CHECK(train.out.find("host 20.00 µs per kernel launched") != std::string::npos);
+  CHECK(train.out.find("waiting for host") != std::string::npos);
+  const auto train_json =
+      run_cli("train --topology " + source_path("topologies/dgx-h100.json") + " --workload " +
+              source_path("workloads/models/llama3.1-8b.json") +
+              " --mesh dp=8 --zero 3 --seq 1024 --gbs 8 --stack torchtitan" + " --calibration " +
+              prof + " --json");
+  REQUIRE_MESSAGE(train_json.exit_code == 0, train_json.err);
+  CHECK(json::parse(train_json.out)["host_wait_s"].get<double>() > 0);
   // The trace's GEMM times, used as a profile, make the model hit them exactly.
   const auto with = run_cli("calibrate kineto --trace " + example("kineto-step-example.json") +
                             " --topology " + source_path("topologies/dgx-h100.json") +

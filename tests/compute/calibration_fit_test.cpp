@@ -126,12 +126,94 @@ TEST_CASE("a Kineto trace reads as per-step kernel times by kind and GEMM shapes
     CHECK(p.dtype == DType::bf16);
     CHECK(p.shape.m == 8192);
   }
+  // The host launches a kernel every 20 µs (4 µs calls; one blocked for 300 µs, as a full launch
+  // queue blocks, is counted as 4) and synchronizes at each step's end: per step 32 · 6 + 1
+  // launches, so 2 · 192 = 384 gaps, none across a synchronization.
+  REQUIRE(k.host_per_kernel_s);
+  CHECK(*k.host_per_kernel_s == doctest::Approx(20e-6).scale(0));
+  CHECK(k.launch_call_s == doctest::Approx(4e-6).scale(0));
+  CHECK(k.launch_gaps == 384);
   CHECK(nccl_kernel_op("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reduce_scatter");
   CHECK(nccl_kernel_op("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t") == "send_recv");
   CHECK(nccl_kernel_op("sm90_xmma_gemm_bf16") == "");
   CHECK_THROWS_WITH_AS(
       read_kineto_trace(source_path("tools/calibrate/examples/kineto-step-example.json"), 5),
       doctest::Contains("no GPU kernel events for device 5"), Error);
+}
+
+TEST_CASE("Kineto host launches: gaps on the busiest thread, blocked calls and syncs left out") {
+  // Thread 1 launches 18 kernels 15 µs apart (calls of 3 µs), the 6th call blocked for 103 µs
+  // (its successor 100 µs later than 15: counted as 15), a cudaDeviceSynchronize after the 12th
+  // (the gap across it is left out); thread 2 launches 3 kernels; a kernel on the GPU. 16 gaps of
+  // 15 µs.
+  Json events = Json::array();
+  double ts = 0;
+  for (int i = 0; i < 18; ++i) {
+    const double dur = i == 5 ? 103 : 3;
+    events.push_back({{"ph", "X"},
+                      {"cat", "cuda_runtime"},
+                      {"name", "cudaLaunchKernel"},
+                      {"pid", 1},
+                      {"tid", 1},
+                      {"ts", ts},
+                      {"dur", dur}});
+    ts += 15 + (dur - 3);
+    if (i == 11) {
+      events.push_back({{"ph", "X"},
+                        {"cat", "cuda_runtime"},
+                        {"name", "cudaDeviceSynchronize"},
+                        {"pid", 1},
+                        {"tid", 1},
+                        {"ts", ts - 10},
+                        {"dur", 500}});
+      ts += 600;
+    }
+  }
+  for (int i = 0; i < 3; ++i)
+    events.push_back({{"ph", "X"},
+                      {"cat", "cuda_runtime"},
+                      {"name", "cudaLaunchKernel"},
+                      {"pid", 1},
+                      {"tid", 2},
+                      {"ts", 7.0 * i},
+                      {"dur", 1}});
+  events.push_back(
+      {{"ph", "X"}, {"cat", "kernel"}, {"name", "k"}, {"dur", 10}, {"args", {{"device", 0}}}});
+  Json doc{{"traceEvents", events}};
+  auto k = read_kineto_json(doc, "t.json");
+  CHECK(k.launch_gaps == 16);
+  REQUIRE(k.host_per_kernel_s);
+  CHECK(*k.host_per_kernel_s == doctest::Approx(15e-6).scale(0));
+  CHECK(k.launch_call_s == doctest::Approx(3e-6).scale(0));
+  // One launch fewer: 15 gaps are too few to measure.
+  doc["traceEvents"].erase(doc["traceEvents"].begin() + 17);
+  k = read_kineto_json(doc, "t.json");
+  CHECK(k.launch_gaps == 15);
+  CHECK_FALSE(k.host_per_kernel_s);
+  // A runtime event without a usable time is an error naming it.
+  doc["traceEvents"][2]["ts"] = "soon";
+  CHECK_THROWS_WITH_AS(read_kineto_json(doc, "t.json"), doctest::Contains("t.json:/traceEvents/2"),
+                       Error);
+  // The profile carries it, strictly.
+  CalibrationProfile p;
+  p.gpu = "H100-SXM5-80GB";
+  p.source = "test";
+  p.host_per_kernel_s = 15e-6;
+  const Json written = to_json(p);
+  CHECK(written["host_per_kernel_us"].get<double>() == doctest::Approx(15));
+  CHECK(*read_calibration_profile(JsonRef::root(written, "p.json")).host_per_kernel_s ==
+        doctest::Approx(15e-6).scale(0));
+  Json bad = written;
+  bad["host_per_kernel_us"] = -2;
+  CHECK_THROWS_WITH_AS(read_calibration_profile(JsonRef::root(bad, "p.json")),
+                       doctest::Contains("/host_per_kernel_us"), Error);
+  // The compute model takes it, else the harness's bare launch cost, else nothing.
+  const auto gpu = *find_gpu("H100-SXM5-80GB");
+  CHECK(ComputeModel(gpu, p).host_per_kernel_s() == 15e-6);
+  p.host_per_kernel_s.reset();
+  p.host_launch_s = 2.5e-6;
+  CHECK(ComputeModel(gpu, p).host_per_kernel_s() == 2.5e-6);
+  CHECK(ComputeModel(gpu).host_per_kernel_s() == 0);
 }
 
 TEST_CASE("Kineto GEMM dimensions: floats are not shapes, huge integers are errors (fuzz_kineto)") {

@@ -178,3 +178,35 @@ TEST_CASE("serving step: a measured kernel gap is paid per kernel, the graph's i
 }
 
 }  // namespace meshsim::test
+
+namespace meshsim::test {
+
+TEST_CASE("serving step: an eager step waits for the host's launches when they outlast the GPU") {
+  // 70B on TP 8, one decode of 1,024 tokens of context: 80 · 14 + 6 = 1,126 kernels (as above).
+  // At 100 µs of host time a launch the host takes 112.6 ms, far beyond the GPU's step; at 1 µs
+  // (1.1 ms) the GPU is slower and the step is unchanged. A captured CUDA graph is one launch.
+  ReplicaFixture plain("dgx-h100.json", "llama3.1-70b.json", ReplicaShape{.tp = 8});
+  const auto decode = one_decode(1024);
+  const double gpu = plain.cost->stage_seconds(0, decode);
+  const auto with_host = [&](double host_s) {
+    CalibrationProfile measured;
+    measured.gpu = plain.topo.gpu.model;
+    measured.source = "test";
+    measured.host_per_kernel_s = host_s;
+    return ComputeModel(plain.topo.gpu, measured);
+  };
+  const ComputeModel slow_host = with_host(100e-6), fast_host = with_host(1e-6);
+  StepCost slow(plain.topo, plain.model, ReplicaShape{.tp = 8}, {0, 1, 2, 3, 4, 5, 6, 7}, slow_host,
+                plain.comm);
+  StepCost fast(plain.topo, plain.model, ReplicaShape{.tp = 8}, {0, 1, 2, 3, 4, 5, 6, 7}, fast_host,
+                plain.comm);
+  REQUIRE(gpu > 1.126e-3);
+  REQUIRE(gpu < 0.1126);
+  CHECK(slow.stage_seconds(0, decode) == doctest::Approx(1126 * 100e-6).epsilon(1e-12));
+  CHECK(fast.stage_seconds(0, decode) == gpu);
+  slow.set_cuda_graph_sizes({1, 2, 4, 8});
+  plain.cost->set_cuda_graph_sizes({1, 2, 4, 8});
+  CHECK(slow.stage_seconds(0, decode) == plain.cost->stage_seconds(0, decode));
+}
+
+}  // namespace meshsim::test

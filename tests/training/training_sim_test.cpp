@@ -9,6 +9,8 @@
 
 #include "compute/compute_model.hpp"
 #include "core/error.hpp"
+#include "engine/replay.hpp"
+#include "engine/simulator.hpp"
 #include "model/model_loader.hpp"
 #include "model/op_catalogue.hpp"
 #include "model/param_count.hpp"
@@ -624,4 +626,124 @@ TEST_CASE("HBM sharing: collectives' traffic slows the memory-bound kernels besi
   const auto b = simulate_training(topo, m, s);
   CHECK(a.interference_s > b.interference_s);
   CHECK(a.step_time_s >= b.step_time_s);
+}
+
+namespace {
+
+// A profile that measured only the host's time per kernel launch.
+CalibrationProfile host_profile(const Topology& topo, double host_per_kernel_s) {
+  CalibrationProfile p;
+  p.gpu = topo.gpu.model;
+  p.source = "test";
+  p.host_per_kernel_s = host_per_kernel_s;
+  return p;
+}
+
+// A rank's host launches and GPU ops: host op i takes host_us, GPU op i (gpu_us) waits for it.
+RankBreakdown launch_chain(std::int64_t host_us, std::int64_t gpu_us, Time& makespan) {
+  Trace t;
+  const auto compute = t.graph.add_stream(0, StreamKind::compute);
+  const auto host = t.graph.add_stream(0, StreamKind::host);
+  for (int i = 0; i < 3; ++i) {
+    const auto launch = t.graph.add_op(host, "launch", Time::us(host_us));
+    TraceOpInfo h;
+    h.host = true;
+    h.kind = "host";
+    t.info.push_back(h);
+    t.graph.add_op(compute, "op", Time::us(gpu_us), {launch});
+    t.info.push_back(TraceOpInfo{});
+  }
+  Simulator sim;
+  const auto replay = Replay<Simulator>(t.graph, sim).run();
+  makespan = replay.makespan;
+  std::vector<std::uint32_t> ops(t.info.size());
+  for (std::uint32_t i = 0; i < ops.size(); ++i) ops[i] = i;
+  return breakdown_of(t, replay, 0, ops, replay.makespan);
+}
+
+}  // namespace
+
+TEST_CASE("host issue: the GPU waits for launches when they outlast its kernels") {
+  // Host-bound: launches of 5 µs, kernels of 1 µs. Launches end at 5, 10, 15 µs; each kernel
+  // runs at once: [5, 6], [10, 11], [15, 16]. The GPU is idle 13 µs, all of it waiting.
+  Time makespan;
+  auto b = launch_chain(5, 1, makespan);
+  CHECK(makespan == Time::us(16));
+  CHECK(b.compute_s == doctest::Approx(3e-6).scale(0));
+  CHECK(b.host_wait_s == doctest::Approx(13e-6).scale(0));
+  CHECK(b.bubble_s == 0);
+  // GPU-bound: launches of 2 µs run ahead of kernels of 10 µs; only the first launch is waited
+  // for: [2, 12], [12, 22], [22, 32].
+  b = launch_chain(2, 10, makespan);
+  CHECK(makespan == Time::us(32));
+  CHECK(b.compute_s == doctest::Approx(30e-6).scale(0));
+  CHECK(b.host_wait_s == doctest::Approx(2e-6).scale(0));
+}
+
+TEST_CASE("host issue: each op waits for its kernels' launches, as the stack launches them") {
+  // 10 µs of host time per kernel: torchtitan's eager RMSNorm launches 8 kernels, Megatron's
+  // fused one 1; a collective is one launch. Without the measurement there is no host stream.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  auto launch_of = [](const TrainingResult& r, const std::string& name) {
+    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i) {
+      const auto op = r.trace.graph.op(OpId{i});
+      if (op.name != name || r.trace.info[i].host) continue;
+      for (const auto d : op.deps)
+        if (r.trace.info[d.value].host) return r.trace.graph.op(d).duration;
+      FAIL("op " << name << " has no launch");
+    }
+    FAIL("no op " << name);
+    return Time{};
+  };
+  for (const auto& [stack, norm_kernels] : {std::pair{"torchtitan", 8}, {"megatron", 1}}) {
+    CAPTURE(stack);
+    auto s = setup("dp=8", 4096, 8, 3, stack);
+    s.profile = host_profile(topo, 10e-6);
+    const auto r = simulate_training(topo, m, s);
+    CHECK(launch_of(r, "F0.L3.norm") == Time::us(10 * norm_kernels));
+    CHECK(launch_of(r, "L3.fsdp_ag") == Time::us(10));
+    // Every GPU op has exactly one launch before it.
+    std::size_t host_ops = 0;
+    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i) {
+      if (r.trace.info[i].host) {
+        ++host_ops;
+        continue;
+      }
+      int launches = 0;
+      for (const auto d : r.trace.graph.op(OpId{i}).deps) launches += r.trace.info[d.value].host;
+      CHECK(launches == 1);
+    }
+    CHECK(2 * host_ops == r.trace.graph.op_count());
+    const auto plain = simulate_training(topo, m, setup("dp=8", 4096, 8, 3, stack));
+    for (std::uint32_t i = 0; i < plain.trace.graph.op_count(); ++i)
+      REQUIRE_FALSE(plain.trace.info[i].host);
+    CHECK(plain.host_wait_s == 0);
+    // At 10 µs a kernel the host keeps ahead of an 8B layer at 4,096 tokens: only the step's
+    // first launch and a few short stretches wait.
+    CHECK(r.host_wait_s > 0);
+    CHECK(r.step_time_s < plain.step_time_s * 1.02);
+  }
+}
+
+TEST_CASE("host issue: a host-bound step is its launches plus the last op") {
+  // At 10 ms a kernel every op of a 1.7B model on 8 GPUs starts the moment it is launched, and
+  // the optimizer (Adam and the gradient-norm pass: 2 launches) is launched last: the step is
+  // the host's total launch time plus the optimizer's GPU time.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("gpt-mcore-1.7b");
+  auto s = setup("dp=8", 2048, 8, 1, "megatron");
+  s.profile = host_profile(topo, 10e-3);
+  const auto r = simulate_training(topo, m, s);
+  Time host, optimizer;
+  for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i) {
+    const auto op = r.trace.graph.op(OpId{i});
+    if (r.trace.info[i].host) host += op.duration;
+    if (op.name == "optimizer" && !r.trace.info[i].host) optimizer = op.duration;
+  }
+  REQUIRE(optimizer > Time::zero());
+  CHECK(r.step_time_s == doctest::Approx((host + optimizer).seconds()).epsilon(1e-9));
+  // Almost all of it is the GPU waiting.
+  CHECK(r.host_wait_s > 0.95 * r.step_time_s);
+  CHECK(r.bubble_s < 1e-3 * r.step_time_s);
 }

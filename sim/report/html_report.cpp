@@ -30,13 +30,15 @@ std::string shapes_note(std::size_t n) {
   return n > 1 ? fmt::format(" ({} equivalent shapes)", n) : "";
 }
 
-// Step components in `unit` (s, ms): compute, exposed communication by group, bubble.
+// Step components in `unit` (s, ms): compute, exposed communication by group, bubble, and the
+// GPU waiting for the host when it did.
 std::map<std::string, double> step_parts(const ReportCandidate& c, double per_second,
                                          bool with_compute) {
   std::map<std::string, double> parts;
   for (const auto& [g, v] : c.exposed_s) parts[g] = v * per_second;
   if (with_compute) parts["compute"] = c.compute_s * per_second;
   parts["bubble"] = c.bubble_s * per_second;
+  if (c.host_wait_s > 0) parts["host"] = c.host_wait_s * per_second;
   return parts;
 }
 
@@ -183,6 +185,11 @@ std::string headline(const HtmlReport& r) {
                      v);
   h += fmt::format("<tr><th>pipeline bubble</th><td>{:.4g} s ({:.1f} % of the step)</td></tr>",
                    c.bubble_s, c.step_s > 0 ? 100 * c.bubble_s / c.step_s : 0.0);
+  if (c.host_wait_s > 0)
+    h += fmt::format(
+        "<tr><th>GPU waiting for the host's launches</th><td>{:.4g} s ({:.1f} % of the "
+        "step)</td></tr>",
+        c.host_wait_s, c.step_s > 0 ? 100 * c.host_wait_s / c.step_s : 0.0);
   h += fmt::format("<tr><th>memory</th><td>{}: {:.1f} of {:.1f} GB per GPU (worst stage)</td></tr>",
                    mem <= r.gpu_bytes ? "fits" : "<b>does not fit</b>", mem / 1e9,
                    r.gpu_bytes / 1e9);

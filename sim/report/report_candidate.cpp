@@ -67,6 +67,8 @@ std::string why_winner(const ReportCandidate& a, const ReportCandidate& b, std::
   std::vector<std::pair<double, std::string>> diffs;
   diffs.push_back({b.compute_s - a.compute_s, "compute"});
   diffs.push_back({b.bubble_s - a.bubble_s, "pipeline bubble"});
+  if (a.host_wait_s > 0 || b.host_wait_s > 0)
+    diffs.push_back({b.host_wait_s - a.host_wait_s, "waiting for the host"});
   for (const auto& [g, v] : a.exposed_s) {
     const auto it = b.exposed_s.find(g);
     diffs.push_back(

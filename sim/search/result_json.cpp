@@ -54,7 +54,8 @@ Json to_json(const EvaluatedCandidate& e) {
       {"tokens", {r.tokens_per_s, r.tokens_per_s_per_gpu}},
       {"flops", {r.model_flops_per_step, r.model_tflops_per_gpu, r.mfu, r.hfu}},
       {"time",
-       {r.compute_s, r.bubble_s, r.bubble_fraction, r.interference_s, r.comm_interference_s}},
+       {r.compute_s, r.bubble_s, r.bubble_fraction, r.interference_s, r.comm_interference_s,
+        r.host_wait_s}},
       {"stack", {c.stack, r.stack, r.tp_overlap}},
       {"recompute_ops", c.config.recompute_ops},
       {"recompute_every", c.config.recompute_every},
@@ -96,6 +97,7 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
   r.bubble_fraction = j["time"][2];
   r.interference_s = j["time"][3];
   r.comm_interference_s = j["time"][4];
+  r.host_wait_s = j["time"][5];
   c.stack = j["stack"][0];
   r.stack = j["stack"][1];
   r.tp_overlap = j["stack"][2];

@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <streambuf>
 
@@ -121,6 +123,40 @@ TEST_CASE("trace: interference shows on the slices it stretched, adding up to tr
   // Each slice rounds to a nanosecond: thousands of slices, well under 0.1 %.
   CHECK(compute_us * 1e-6 == doctest::Approx(r.interference_s).epsilon(1e-3).scale(0));
   CHECK(comm_us * 1e-6 == doctest::Approx(r.comm_interference_s).epsilon(1e-3).scale(0));
+}
+
+TEST_CASE("trace: the host's launches on their own lane, one slice per op launched") {
+  // A profile that measured 10 µs of host time a launch: every GPU slice has a launch slice
+  // (category "host") on the rank's host lane, as long as its kernels × 10 µs.
+  const auto topo = load_topology(test::topology_path("dgx-h100.json"));
+  TrainingSetup s;
+  s.job = {1024, 8, 1, DType::bf16, true};
+  s.config.mesh = parse_mesh("dp=8", "--mesh");
+  s.strategy.stack = *bundled_stack("megatron");
+  CalibrationProfile p;
+  p.gpu = topo.gpu.model;
+  p.source = "test";
+  p.host_per_kernel_s = 10e-6;
+  s.profile = p;
+  const auto r = simulate_training(topo, load_model(test::model_path("llama3.1-8b")), s);
+  std::stringstream out;
+  write_chrome_trace(r.trace, r.replay, out);
+  const auto j = nlohmann::json::parse(out.str());
+  std::size_t host = 0, gpu = 0;
+  std::set<std::int64_t> host_lanes;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["cat"] == "host") {
+      ++host;
+      host_lanes.insert(e["tid"].get<std::int64_t>());
+      const double us = e["dur"].get<double>();
+      CHECK(std::fmod(us + 1e-6, 10.0) < 1e-3);  // whole launches of 10 µs
+    } else {
+      ++gpu;
+    }
+  }
+  CHECK(host == gpu);
+  CHECK(host_lanes.size() == 1);
 }
 
 TEST_CASE("trace: the writer streams, so a --full 64-GPU trace adds no memory to the step") {

@@ -242,5 +242,23 @@ TEST_CASE("train writes a report too") {
                               j["interference_s"].get<double>())) != std::string::npos);
   CHECK(page.find(fmt::format("collective time lost to HBM sharing</th><td>{:.4g} s",
                               j["comm_interference_s"].get<double>())) != std::string::npos);
+  CHECK(page.find("waiting for the host") == std::string::npos);  // no host time measured
+  // A profile that measured 20 µs of host time a launch: torchtitan's eager kernels on TP 8 at
+  // 1,024 tokens wait for their launches, and the headline says how long.
+  const auto profile =
+      (std::filesystem::temp_directory_path() / "meshsim_host_profile.json").string();
+  std::ofstream(profile)
+      << R"({"gpu": "H100-SXM5-80GB", "source": "test", "host_per_kernel_us": 20})";
+  const auto host = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                            source_path("workloads/models/llama3.1-8b.json") +
+                            " --mesh tp=8 --seq 1024 --gbs 8 --stack torchtitan --calibration " +
+                            profile + " --report " + html + " --json");
+  REQUIRE_MESSAGE(host.exit_code == 0, host.err);
+  const double wait = nlohmann::json::parse(host.out)["host_wait_s"].get<double>();
+  CHECK(wait > 0.1);
+  CHECK(read(html).find(fmt::format("GPU waiting for the host's launches</th><td>{:.4g} s",
+                                    wait)) != std::string::npos);
+  for (const auto& problem : meshsim::test::chart_problems(read(html))) FAIL_CHECK(problem);
+  std::filesystem::remove(profile);
   std::filesystem::remove(html);
 }

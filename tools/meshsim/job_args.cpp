@@ -141,6 +141,7 @@ ReportCandidate report_candidate(const std::string& label, std::int64_t tp,
   c.interference_s = r.interference_s;
   c.comm_interference_s = r.comm_interference_s;
   c.bubble_s = r.bubble_s;
+  c.host_wait_s = r.host_wait_s;
   c.mfu = r.mfu;
   c.exposed_s = r.exposed_comm_s;
   c.memory = r.memory;

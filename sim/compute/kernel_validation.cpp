@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "compute/compute_model.hpp"
 #include "compute/kernel_time.hpp"
@@ -57,6 +58,45 @@ ErrorStats error_stats(std::vector<double> e) {
   return s;
 }
 
+std::map<std::string, MeasurementScatter> measurement_scatter(
+    const std::vector<MeasuredKernel>& rows) {
+  // Sweeps: the rows of one group, op and layer apart from the layer name's " T<tokens>".
+  std::map<std::tuple<std::string, std::string, std::string, std::string>,
+           std::vector<std::pair<std::int64_t, double>>>
+      sweeps;
+  for (const auto& r : rows) {
+    const std::string suffix = " T" + std::to_string(r.tokens);
+    if (r.tokens <= 0 || r.layer.size() <= suffix.size() ||
+        r.layer.compare(r.layer.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    sweeps[{kind_of(r.kernel), r.group, r.op, r.layer.substr(0, r.layer.size() - suffix.size())}]
+        .push_back({r.tokens, r.seconds});
+  }
+  std::map<std::string, std::vector<double>> errors;
+  std::map<std::string, MeasurementScatter> out;
+  for (auto& [key, points] : sweeps) {
+    const auto& kind = std::get<0>(key);
+    std::sort(points.begin(), points.end());
+    for (std::size_t i = 1; i + 1 < points.size(); ++i) {
+      const auto [t0, m0] = points[i - 1];
+      const auto [t1, m1] = points[i];
+      const auto [t2, m2] = points[i + 1];
+      if (t2 == t0) continue;
+      const double line =
+          m0 + (m2 - m0) * static_cast<double>(t1 - t0) / static_cast<double>(t2 - t0);
+      errors[kind].push_back(line / m1 - 1.0);
+    }
+    double slowest = 0;  // the slowest measurement at fewer tokens
+    auto& s = out[kind];
+    for (const auto& [tokens, m] : points) {
+      if (slowest > m) s.monotone_max = std::max(s.monotone_max, (slowest - m) / (slowest + m));
+      slowest = std::max(slowest, m);
+    }
+  }
+  for (auto& [kind, e] : errors) out[kind].neighbours = error_stats(std::move(e));
+  return out;
+}
+
 KernelValidation leave_one_group_out(const std::vector<MeasuredKernel>& rows, const GpuSpec& gpu,
                                      const KernelParams& base,
                                      const std::vector<std::string>& always_train,
@@ -64,6 +104,7 @@ KernelValidation leave_one_group_out(const std::vector<MeasuredKernel>& rows, co
   KernelValidation v;
   v.gpu = gpu.model;
   v.with_points = with_points;
+  v.scatter = measurement_scatter(rows);
   const KernelParams all = fit_kernel_params(rows, gpu, base).params;
   std::set<std::string> groups;
   for (const auto& r : rows)
@@ -162,6 +203,20 @@ std::string kernel_validation_markdown(const std::vector<KernelValidation>& runs
         md += row(std::string("layer sum, ") + b + " tokens", error_stats(it->second));
     md += "\n### Layer sum by held-out model\n\n" + head;
     for (const auto& [g, e] : layer_group) md += row(g, error_stats(e));
+    if (v.with_points || v.scatter.empty()) continue;
+    md +=
+        "\n### Scatter of the measurements themselves\n\n"
+        "Each measurement against the straight line through its two neighbours in the same token "
+        "sweep (what interpolating the held-out model's own measurements would give), and the "
+        "least max |error| a model whose time never falls as tokens grow can have on these "
+        "sweeps (a pair measured slower at fewer tokens). Neither is a target; they say how much "
+        "of the errors above the measurements' own scatter explains.\n\n"
+        "| | count | median \\|error\\| % | p95 % | max % | monotone model's max at least % |\n"
+        "|---|---:|---:|---:|---:|---:|\n";
+    for (const auto& [k, s] : v.scatter)
+      md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", k, s.neighbours.count,
+                        100 * s.neighbours.median, 100 * s.neighbours.p95, 100 * s.neighbours.max,
+                        100 * s.monotone_max);
   }
   return md;
 }

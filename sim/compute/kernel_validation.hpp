@@ -4,12 +4,19 @@
 // the model that no other group measures (attention, measured on one model) are priced by the
 // fit to all groups and marked in-sample. The tables of validation/kernels.md.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "compute/kernel_fit.hpp"
 
 namespace meshsim {
+
+struct ErrorStats {
+  std::size_t count = 0;
+  double median = 0, p95 = 0, max = 0;  // of |relative error|
+};
+ErrorStats error_stats(std::vector<double> relative_errors);
 
 struct KernelCheck {
   std::string group, op, layer;
@@ -28,11 +35,24 @@ struct LayerCheck {
   double error() const { return predicted_s / measured_s - 1.0; }
 };
 
+// How much the measurements scatter along a token sweep (one op of one model and TP degree, token
+// count varied; the converter names such a layer "MODEL tpT T<tokens>"), per kernel kind: a
+// reference for what any model smooth in tokens can reach on them.
+struct MeasurementScatter {
+  // Each inner point against the straight line (in tokens) through its two neighbours.
+  ErrorStats neighbours;
+  // The least max |error| any model that never gets faster as tokens grow can have on these
+  // sweeps: max over pairs i < j of a sweep (m_i − m_j)/(m_i + m_j) (both priced at the harmonic
+  // mean of the two), 0 when every sweep is non-decreasing.
+  double monotone_max = 0;
+};
+
 struct KernelValidation {
   std::string gpu;
   bool with_points = false;
   std::vector<KernelCheck> kernels;
   std::vector<LayerCheck> layers;
+  std::map<std::string, MeasurementScatter> scatter;  // by kind, of every group's measurements
 };
 
 // Groups in `always_train` (e.g. standalone microbenchmarks) are never held out. With
@@ -45,11 +65,8 @@ KernelValidation leave_one_group_out(const std::vector<MeasuredKernel>& rows, co
                                      const std::vector<std::string>& always_train,
                                      bool with_points = false);
 
-struct ErrorStats {
-  std::size_t count = 0;
-  double median = 0, p95 = 0, max = 0;  // of |relative error|
-};
-ErrorStats error_stats(std::vector<double> relative_errors);
+std::map<std::string, MeasurementScatter> measurement_scatter(
+    const std::vector<MeasuredKernel>& rows);
 
 // Token bands of the report: 1–16, 17–128, 129–512, 513–2048, 2049+.
 std::string token_band(std::int64_t tokens);

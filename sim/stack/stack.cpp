@@ -24,6 +24,18 @@ std::optional<Recompute> parse_recompute(std::string_view s) {
   return parse_by_name<Recompute>(kAllRecompute, s);
 }
 
+std::string_view name_of(CudaGraphs g) {
+  switch (g) {
+    case CudaGraphs::none:
+      return "none";
+    case CudaGraphs::layer:
+      return "layer";
+    case CudaGraphs::iteration:
+      return "iteration";
+  }
+  return "?";
+}
+
 std::string_view name_of(TpOverlapMethod m) {
   switch (m) {
     case TpOverlapMethod::none:
@@ -223,6 +235,8 @@ Stack read_stack(const JsonRef& ref) {
   if (auto v = r.optional("tp_backward")) s.tp_backward = read_tp_backward(*v);
   s.interference = read_interference(r.required("interference"));
   if (auto v = r.optional("fsdp_copies")) s.fsdp_copies = read_fsdp_copies(*v);
+  if (auto v = r.optional("cuda_graphs"))
+    s.cuda_graphs = enum_value<CudaGraphs>(*v, kAllCudaGraphs, "cuda_graphs");
   s.data_parallel = read_data_parallel(r.required("data_parallel"));
   s.state = read_state(r.required("state_bytes_per_param"));
   {

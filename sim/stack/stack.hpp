@@ -90,6 +90,17 @@ struct FsdpCopies {
   bool on = false;
 };
 
+// What the stack captures as CUDA graphs in training: the host launches a captured graph once,
+// and its kernels follow one another with the graph's gap. `layer`: each layer's forward and
+// backward pass of a micro-batch with its TP, CP and EP collectives (Megatron-Core
+// `--cuda-graph-impl transformer_engine|local`); data-parallel and pipeline communication stay
+// outside. `iteration`: the whole step but the optimizer (`--cuda-graph-impl full_iteration`,
+// NVIDIA's MLPerf Llama 3.1 405B). Megatron's default is none.
+enum class CudaGraphs { none, layer, iteration };
+inline constexpr std::array kAllCudaGraphs{CudaGraphs::none, CudaGraphs::layer,
+                                           CudaGraphs::iteration};
+std::string_view name_of(CudaGraphs g);
+
 struct DataParallel {
   // Gradient buckets of max(bucket_min_params, bucket_params_per_rank × dp) parameters
   // (Megatron-Core: max(40 M, 1 M × DP)).
@@ -135,6 +146,7 @@ struct Stack {
   TpBackward tp_backward;
   Interference interference;
   FsdpCopies fsdp_copies;
+  CudaGraphs cuda_graphs = CudaGraphs::none;
   DataParallel data_parallel;
   StateBytes state;
   // The optimizer step's HBM bytes per local parameter (fused AdamW: 28–30, derived in

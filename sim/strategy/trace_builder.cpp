@@ -166,6 +166,9 @@ class Builder {
     // The host thread that launches this rank's kernels, when the profile measures what a launch
     // costs the host (ComputeModel::host_per_kernel_s); the search's bounds leave it out.
     std::optional<StreamId> host;
+    // Inside a CUDA graph the stack captures (Stack::cuda_graphs), and whether its one launch
+    // has been issued.
+    bool capturing = false, graph_launched = false;
     std::vector<PipelineAction> actions;
     std::size_t next = 0;
     std::vector<OpId> pending;
@@ -197,7 +200,26 @@ class Builder {
   static double gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int pass);
   // The host's launch of `kernels` kernels, before the op that runs them: an op on the rank's
   // host stream that the op then depends on (added to `deps`); nothing without a host stream.
-  void issue(RankState& rs, double kernels, std::vector<OpId>& deps, std::string_view name);
+  void issue(RankState& rs, double kernels, std::vector<OpId>& deps, std::string_view name,
+             StreamId stream);
+  // Whether an op on `stream` runs in the graph being captured: every stream for a whole-step
+  // graph, the compute and model-parallel streams for a layer's.
+  bool captured(const RankState& rs, StreamId stream) const;
+  // A layer pass captured as one graph when the stack captures layers (nested passes, such as a
+  // checkpointed layer's recomputed forward in its backward, stay in the outer graph).
+  struct LayerGraph {
+    RankState& rs;
+    bool was;
+    LayerGraph(RankState& r, bool on) : rs(r), was(r.capturing) {
+      if (on && !was) {
+        rs.capturing = true;
+        rs.graph_launched = false;
+      }
+    }
+    ~LayerGraph() { rs.capturing = was; }
+    LayerGraph(const LayerGraph&) = delete;
+    LayerGraph& operator=(const LayerGraph&) = delete;
+  };
   // The column-parallel GEMMs of `pass` (1 dgrad, 2 wgrad) beside TE's bulk collective.
   OpId bulk_gemm(RankState& rs, const std::string& name, const std::vector<TpGemm>& gemms,
                  int pass);
@@ -362,8 +384,11 @@ void Builder::compute_costs() {
 
 OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost& c,
                       bool recompute) {
-  const Time t = Time::from_seconds_ceil(c.time.seconds() * rs.slow);
-  issue(rs, c.kernels, rs.pending, name);
+  // In a CUDA graph the kernels follow one another with the graph's gap, not the eager one.
+  const double graph_saves =
+      captured(rs, rs.compute) ? c.kernels * (cm_.kernel_gap_s() - cm_.graph_kernel_gap_s()) : 0;
+  const Time t = Time::from_seconds_ceil(std::max(0.0, c.time.seconds() - graph_saves) * rs.slow);
+  issue(rs, c.kernels, rs.pending, name, rs.compute);
   const OpId id = trace_.graph.add_op(rs.compute, name, t, std::move(rs.pending));
   rs.pending.clear();
   TraceOpInfo info;
@@ -421,8 +446,22 @@ double Builder::gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int
   return n;
 }
 
-void Builder::issue(RankState& rs, double kernels, std::vector<OpId>& deps, std::string_view name) {
+bool Builder::captured(const RankState& rs, StreamId stream) const {
+  if (!rs.capturing) return false;
+  return opt_.stack.cuda_graphs == CudaGraphs::iteration || stream == rs.compute ||
+         stream == rs.tp || stream == rs.cp || stream == rs.ep;
+}
+
+void Builder::issue(RankState& rs, double kernels, std::vector<OpId>& deps, std::string_view name,
+                    StreamId stream) {
   if (!rs.host || kernels <= 0) return;
+  // A captured graph is launched once, before its first op (assumption: a graph launch costs the
+  // host what one kernel launch does).
+  if (captured(rs, stream)) {
+    if (rs.graph_launched) return;
+    rs.graph_launched = true;
+    kernels = 1;
+  }
   // Assumption (named in the README): the host launches every op of the rank in the order the
   // trace emits them, never waits for the GPU within a step (launches are asynchronous; NCCL
   // waits are stream waits) and is not held back by a full launch queue; an op starts once all
@@ -553,7 +592,7 @@ OpId Builder::comm(RankState& rs, StreamId s, const std::string& name, GroupKind
   info.kind = fraction < 1.0 ? std::string_view("kv_exchange") : op_name(op);
   info.bytes = bytes * fraction;
   info.wire_bytes = wire_bytes(op, bytes, r.call.ranks.size()) * fraction;
-  issue(rs, 1, deps, name);
+  issue(rs, 1, deps, name, s);
   const OpId id = comm_.add(trace_.graph, s, name, r, std::move(deps));
   trace_.info.push_back(info);
   return id;
@@ -679,7 +718,7 @@ void Builder::attention(RankState& rs, const std::string& name, const SegmentCos
 OpId Builder::copy_kernel(RankState& rs, StreamId s, const std::string& name, GroupKind g,
                           double bytes, std::vector<OpId> deps) {
   const Time t = cm_.stream_time(memory_kernel(MemoryClass::elementwise, bytes));
-  issue(rs, 1, deps, name);
+  issue(rs, 1, deps, name, s);
   const OpId id = trace_.graph.add_op(s, name, t, std::move(deps));
   TraceOpInfo info;
   info.rank = rs.rank;
@@ -737,6 +776,7 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
 }
 
 void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute) {
+  const LayerGraph graph(rs, opt_.stack.cuda_graphs == CudaGraphs::layer);
   const auto& p = plan(layer);
   const std::string n = "F" + std::to_string(mb) + ".L" + std::to_string(layer);
   const auto inst = instance(mb, layer, recompute ? 3 : 0);
@@ -785,6 +825,7 @@ void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, 
 }
 
 void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w) {
+  const LayerGraph graph(rs, opt_.stack.cuda_graphs == CudaGraphs::layer);
   const auto& p = plan(layer);
   const std::string n = "B" + std::to_string(mb) + ".L" + std::to_string(layer);
   const auto inst = instance(mb, layer, 1);
@@ -1265,6 +1306,7 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
     const std::size_t passes = cfg_.recompute == Recompute::full || zb_ ? 3 : 2;
     per_rank = per_rank / static_cast<std::size_t>(mesh_.pp) *
                static_cast<std::size_t>(microbatches_) * passes * 20;
+    if (cm_.host_per_kernel_s() > 0) per_rank *= 2;  // a launch op before each op
     const std::size_t estimate =
         std::min<std::size_t>(per_rank * ranks.size() + 1024, std::size_t{1} << 26);
     trace_.graph.reserve(estimate);
@@ -1273,6 +1315,7 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   std::vector<RankState> states;
   for (auto r : ranks) {
     RankState rs = rank_state(r, cm_.host_per_kernel_s() > 0);
+    rs.capturing = opt_.stack.cuda_graphs == CudaGraphs::iteration;
     if (opt_.straggler_rank) {
       // Folded: a representative stands for its stage, whose collectives wait for the straggler.
       const bool folded = ranks.size() < static_cast<std::size_t>(pl_.world());
@@ -1322,6 +1365,7 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   // and the 16-bit weights: 28 B with 16-bit gradients, 30 with fp32 ones).
   for (auto& rs : states) {
     if (rs.last_dp) rs.pending.push_back(*rs.last_dp);
+    rs.capturing = false;  // a whole-step graph ends before the optimizer
     const auto id = compute(rs, "optimizer", optimizer_cost(rs.coord.pp), false);
     trace_.info[id.value].kind = "optimizer";
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "compute/compute_model.hpp"
@@ -88,24 +89,24 @@ RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::
     if (info.comm) b.comm_bytes[report_group(info.group)] += info.wire_bytes;
   }
   // Waiting for the host: from when an op's stream and other dependencies let it start to when
-  // its launch op ended.
-  for (std::uint32_t s = 0; s < trace.graph.stream_count(); ++s) {
-    const auto& st = trace.graph.stream(StreamId{s});
-    if (st.rank != rank || st.kind == StreamKind::host) continue;
-    Time prev = Time::zero();
-    for (const auto id : st.ops) {
-      const Op op = trace.graph.op(id);
+  // its launch op ended. `ops` are in insertion order, which is each stream's order.
+  if (std::any_of(ops.begin(), ops.end(), [&](std::uint32_t i) { return trace.info[i].host; })) {
+    std::map<std::uint32_t, Time> stream_free;  // by stream: when its last op ended
+    for (const auto i : ops) {
+      if (trace.info[i].host) continue;
+      const Op op = trace.graph.op(OpId{i});
+      Time& prev = stream_free[op.stream.value];
       Time ready = prev, launched = Time::zero();
       for (const auto d : op.deps) {
         Time& t = trace.info[d.value].host ? launched : ready;
         t = std::max(t, replay.ops[d.value].end);
       }
-      const Time start = replay.ops[id.value].start;
+      const Time start = replay.ops[i].start;
       if (launched > ready && start > ready) {
         edges.push_back({ready, +1, -1});
         edges.push_back({std::min(launched, start), -1, -1});
       }
-      prev = replay.ops[id.value].end;
+      prev = replay.ops[i].end;
     }
   }
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& c) {
@@ -200,8 +201,10 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   {
     const std::int64_t microbatches = microbatches_per_step(job, mesh);
     const std::int64_t stage_layers = (model.layers + mesh.pp - 1) / mesh.pp;
+    // With the host's launches modelled every op gains a launch op on the host stream.
+    const double per_pass = kTraceBytesPerLayerPass * (cm.host_per_kernel_s() > 0 ? 2.0 : 1.0);
     const double bytes = static_cast<double>(stage_layers * microbatches) *
-                         static_cast<double>(ranks.size()) * kTraceBytesPerLayerPass;
+                         static_cast<double>(ranks.size()) * per_pass;
     const double budget =
         setup.memory_budget_bytes > 0 ? setup.memory_budget_bytes : memory_budget_bytes();
     if (bytes > budget)
@@ -209,8 +212,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
           "", setup.full ? "--full" : "--gbs",
           fmt::format("the step's trace would need up to ~{:.0f} GB ({} simulated ranks × {} "
                       "layers × {} micro-batches at ~{:g} KB each); the limit here is {:.1f} GB",
-                      bytes / 1e9, ranks.size(), stage_layers, microbatches,
-                      kTraceBytesPerLayerPass / 1e3, budget / 1e9));
+                      bytes / 1e9, ranks.size(), stage_layers, microbatches, per_pass / 1e3,
+                      budget / 1e9));
   }
 
   Simulator sim;

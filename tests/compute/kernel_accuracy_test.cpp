@@ -93,7 +93,7 @@ TEST_CASE("kernel accuracy: leave one model out over the Vidur measurements") {
     runs.push_back(leave_one_group_out(rows, gpu, generic_kernel_params(),
                                        {"azure-microbenchmarks"}, with_points));
     const auto& v = runs.back();
-    if (const char* dump = std::getenv("MESHSIM_DUMP_KERNEL_CHECKS")) {
+    if (const char* dump = std::getenv("MESHSIM_DUMP_KERNEL_CHECKS"); dump && *dump) {
       std::ofstream out(std::string(dump) + "-" + gpu_name + (with_points ? "-points" : "") +
                         ".csv");
       out << "group,op,layer,kind,tokens,held_out,measured_s,predicted_s\n";

@@ -95,6 +95,9 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
             .starts_with("s.json:/tp_overlap/method: unknown TP overlap method 'nccl'"));
   CHECK(with(R"("method": "none", "on": false)", R"("method": "none", "on": true)") ==
         "s.json:/tp_overlap: 'on' is true but method is none");
+  CHECK(with(R"("name": "x",)", R"("name": "x", "cuda_graphs": "sometimes",)") ==
+        "s.json:/cuda_graphs: unknown cuda_graphs 'sometimes' (known: none, layer, iteration)");
+  CHECK(stack_from(t).cuda_graphs == CudaGraphs::none);
   CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": {"bf16": "fp32"})")
             .starts_with("s.json:/data_parallel/grad_reduce_dtype: missing required field"));
   CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": "fp8")") ==

@@ -5,6 +5,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "compute/compute_model.hpp"
@@ -696,7 +697,9 @@ TEST_CASE("host issue: each op waits for its kernels' launches, as the stack lau
     FAIL("no op " << name);
     return Time{};
   };
-  for (const auto& [stack, norm_kernels] : {std::pair{"torchtitan", 8}, {"megatron", 1}}) {
+  for (const auto& [name, kernels] : {std::pair{"torchtitan", 8}, {"megatron", 1}}) {
+    const std::string stack = name;
+    const int norm_kernels = kernels;
     CAPTURE(stack);
     auto s = setup("dp=8", 4096, 8, 3, stack);
     s.profile = host_profile(topo, 10e-6);
@@ -746,4 +749,62 @@ TEST_CASE("host issue: a host-bound step is its launches plus the last op") {
   // Almost all of it is the GPU waiting.
   CHECK(r.host_wait_s > 0.95 * r.step_time_s);
   CHECK(r.bubble_s < 1e-3 * r.step_time_s);
+}
+
+TEST_CASE("CUDA graphs: one launch per captured layer pass or step, the graph's kernel gap") {
+  // A profile that measured 10 µs of host time a launch, 2 µs between kernels launched one by
+  // one and 0.5 µs inside a CUDA graph; Megatron on one DGX H100, DP 8 (no ZeRO-3: a layer's
+  // forward starts with its norm).
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  CalibrationProfile p = host_profile(topo, 10e-6);
+  p.kernel_gap_s = 2e-6;
+  p.graph_kernel_gap_s = 0.5e-6;
+  auto run = [&](CudaGraphs graphs) {
+    auto s = setup("dp=8", 2048, 8, 1, "megatron");
+    s.strategy.stack.cuda_graphs = graphs;
+    s.profile = p;
+    return simulate_training(topo, m, s);
+  };
+  struct Seen {
+    std::map<std::string, Time> launch, duration;  // by GPU op name (first occurrence)
+    std::size_t launches = 0;
+    std::size_t layer_launches = 0;  // of ops of a layer's forward or backward pass
+  };
+  auto seen = [](const TrainingResult& r) {
+    Seen out;
+    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i) {
+      const auto op = r.trace.graph.op(OpId{i});
+      if (r.trace.info[i].host) {
+        ++out.launches;
+        if (op.name.starts_with("F0.L") || op.name.starts_with("B0.L")) ++out.layer_launches;
+        continue;
+      }
+      const std::string name(op.name);
+      if (out.duration.contains(name)) continue;
+      out.duration[name] = op.duration;
+      for (const auto d : op.deps)
+        if (r.trace.info[d.value].host) out.launch[name] = r.trace.graph.op(d).duration;
+    }
+    return out;
+  };
+  const auto eager = seen(run(CudaGraphs::none));
+  const auto layer = seen(run(CudaGraphs::layer));
+  const auto step = seen(run(CudaGraphs::iteration));
+  // Eager: Megatron's fused RoPE is 2 kernels of the qkv segment's 3 (with the QKV GEMM).
+  CHECK(eager.launch.at("F0.L3.qkv") == Time::us(30));
+  // Layer graphs: the forward pass launches once, at its first op; its other ops (TP
+  // collectives included) are in the graph; each kernel saves 1.5 µs of gap.
+  CHECK(layer.launch.at("F0.L3.norm") == Time::us(10));
+  CHECK_FALSE(layer.launch.contains("F0.L3.qkv"));
+  CHECK((eager.duration.at("F0.L3.qkv") - layer.duration.at("F0.L3.qkv")).seconds() ==
+        doctest::Approx(3 * 1.5e-6).epsilon(1e-6).scale(0));
+  // One micro-batch per step (8 sequences on DP 8): 32 layers' forward and backward, 64 graphs.
+  CHECK(layer.layer_launches == 64);
+  CHECK(eager.layer_launches > 64 * 5);
+  CHECK(layer.launches - layer.layer_launches == eager.launches - eager.layer_launches);
+  // The whole step in one graph: one launch, then the optimizer's two passes eagerly.
+  CHECK(step.launches == 2);
+  CHECK(step.launch.at("optimizer") == Time::us(20));
+  CHECK(step.duration.at("optimizer") == eager.duration.at("optimizer"));
 }

@@ -207,9 +207,12 @@ int run_train(const TrainArgs& a) {
                            std::filesystem::path(a.cluster.topology).stem().string(), r.gpus,
                            topo.gpu.model);
   cli_out() << "# kernel model: " << ComputeModel(topo.gpu, setup.profile).describe() << "\n";
-  cli_out() << fmt::format("# stack: {} (TP overlap {}, interference {})\n", r.stack,
-                           r.tp_overlap ? "on" : "off",
-                           setup.strategy.stack.interference.on ? "modelled" : "off");
+  const auto graphs = setup.strategy.stack.cuda_graphs;
+  cli_out() << fmt::format(
+      "# stack: {} (TP overlap {}, interference {}{})\n", r.stack, r.tp_overlap ? "on" : "off",
+      setup.strategy.stack.interference.on ? "modelled" : "off",
+      graphs == CudaGraphs::none ? std::string()
+                                 : ", CUDA graphs per " + std::string(name_of(graphs)));
   cli_out() << fmt::format(
       "# {}, ZeRO-{}, sp {}, schedule {}, recompute {}; seq {}, global batch {}, micro-batch {} "
       "({} micro-batches per step), {}\n",

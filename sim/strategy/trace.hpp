@@ -38,6 +38,7 @@ struct Trace {
   std::vector<std::int32_t> ranks;         // the simulated ranks (one per stage when folded)
   std::vector<std::int64_t> chunk_layers;  // layers of each global model chunk
   std::int64_t microbatches = 0;
+  bool launches = false;  // whether host launch ops (TraceOpInfo::host) are in the graph
 };
 
 }  // namespace meshsim

@@ -473,6 +473,7 @@ void Builder::issue(RankState& rs, double kernels, std::vector<OpId>& deps, std:
   info.kind = "host";
   info.host = true;
   trace_.info.push_back(info);
+  trace_.launches = true;
   deps.push_back(id);
 }
 

@@ -90,7 +90,7 @@ RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::
   }
   // Waiting for the host: from when an op's stream and other dependencies let it start to when
   // its launch op ended. `ops` are in insertion order, which is each stream's order.
-  if (std::any_of(ops.begin(), ops.end(), [&](std::uint32_t i) { return trace.info[i].host; })) {
+  if (trace.launches) {
     std::map<std::uint32_t, Time> stream_free;  // by stream: when its last op ended
     for (const auto i : ops) {
       if (trace.info[i].host) continue;

@@ -643,6 +643,7 @@ CalibrationProfile host_profile(const Topology& topo, double host_per_kernel_s) 
 // A rank's host launches and GPU ops: host op i takes host_us, GPU op i (gpu_us) waits for it.
 RankBreakdown launch_chain(std::int64_t host_us, std::int64_t gpu_us, Time& makespan) {
   Trace t;
+  t.launches = true;
   const auto compute = t.graph.add_stream(0, StreamKind::compute);
   const auto host = t.graph.add_stream(0, StreamKind::host);
   for (int i = 0; i < 3; ++i) {

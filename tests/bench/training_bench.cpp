@@ -1,6 +1,7 @@
 // Training simulation performance (issue 5 targets):
 //  - Llama 3.1 405B on 16,384 H100 (TP 8, PP 16, DP 128, seq 8192, 16M-token batch), folded:
 //    one step <= 5 s wall on one core;
+//    with the host's launches modelled (BM_Llama405B_16k_Folded_HostLaunches), the same;
 //  - Llama 3.1 70B on 512 GPUs (TP 8, PP 4, CP 4, DP 4, seq 32K) with --full: <= 60 s;
 //  - issue 17: --full of the main job's winner (Llama 3.1 70B, TP 4 × DP 128 ZeRO-3, seq 8192,
 //    128 sequences, 512 H100) <= 30 CPU-s: BM_Llama70B_512_MainWinner_Full;
@@ -42,6 +43,21 @@ void BM_Llama405B_16k_Folded(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(simulate_training(topo, m, s).step_time_s);
 }
 BENCHMARK(BM_Llama405B_16k_Folded)->Unit(benchmark::kSecond)->Iterations(1);
+
+// The same step with the host's launches modelled (a profile measuring 10 µs a launch): a launch
+// op before every op doubles the graph (issue 15: what the host-issue model costs).
+void BM_Llama405B_16k_Folded_HostLaunches(benchmark::State& state) {
+  const auto topo = load_topology(path("topologies/h100-16k.json"));
+  const auto m = load_model(path("workloads/models/llama3.1-405b.json"));
+  auto s = setup("tp=8,pp=16,dp=128", 8192, 2048, false);
+  CalibrationProfile p;
+  p.gpu = topo.gpu.model;
+  p.source = "bench";
+  p.host_per_kernel_s = 10e-6;
+  s.profile = p;
+  for (auto _ : state) benchmark::DoNotOptimize(simulate_training(topo, m, s).step_time_s);
+}
+BENCHMARK(BM_Llama405B_16k_Folded_HostLaunches)->Unit(benchmark::kSecond)->Iterations(1);
 
 void BM_Llama70B_512_Full(benchmark::State& state) {
   const auto topo = load_topology(path("topologies/dgx-h100-superpod.json"));

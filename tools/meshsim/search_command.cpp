@@ -93,14 +93,16 @@ SearchSpace space_of(const SearchArgs& a) {
   return s;
 }
 
-std::string row(std::size_t rank, const EvaluatedCandidate& e) {
+// `host`: a column for the GPU's wait for the host's launches (when the profile models them).
+std::string row(std::size_t rank, const EvaluatedCandidate& e, bool host) {
   const auto& r = e.result;
   auto ex = [&](const char* g) { return r.exposed_comm_s.at(g); };
   return fmt::format(
       "{:>4}  {:<54} {:>8.3f} {:>9.1f} {:>5.1f}% {:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} "
-      "{:>7.3f} {:>7.3f} {:>7.1f}",
+      "{:>7.3f} {:>7.3f}{} {:>7.1f}",
       rank, e.candidate.label(), r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu, r.compute_s,
-      ex("tp"), ex("dp"), ex("pp"), ex("cp"), ex("ep"), r.bubble_s, r.memory.total() / 1e9);
+      ex("tp"), ex("dp"), ex("pp"), ex("cp"), ex("ep"), r.bubble_s,
+      host ? fmt::format(" {:>7.3f}", r.host_wait_s) : std::string(), r.memory.total() / 1e9);
 }
 
 // The simulated layouts as the reports show them (ranked, those without an error: they come
@@ -446,14 +448,15 @@ int run_search_command(const SearchArgs& a) {
                    "smaller batch\n";
     return exit_code;
   }
+  const bool host = ComputeModel(topo.gpu, opt.profile).host_per_kernel_s() > 0;
   cli_out() << fmt::format(
-      "{:>4}  {:<54} {:>8} {:>9} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "rank",
+      "{:>4}  {:<54} {:>8} {:>9} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}{} {:>7}\n", "rank",
       "candidate", "step s", "tok/s/GPU", "MFU", "compute", "exp tp", "exp dp", "exp pp", "exp cp",
-      "exp ep", "bubble", "mem GB");
+      "exp ep", "bubble", host ? fmt::format(" {:>7}", "host") : std::string(), "mem GB");
   const std::size_t top =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(a.top, 1)), r.results.size());
   for (std::size_t i = 0; i < top; ++i)
-    if (r.results[i].error.empty()) cli_out() << row(i + 1, r.results[i]) << "\n";
+    if (r.results[i].error.empty()) cli_out() << row(i + 1, r.results[i], host) << "\n";
   const auto& best = r.results.front();
   // Explain against the best layout that is not equivalent to #1 (report_candidate.hpp): a tie
   // or another data-parallel sharding of the same shape says nothing about why #1 wins.

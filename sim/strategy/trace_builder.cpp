@@ -1135,6 +1135,14 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
   // micro-batch's ZeRO-3 all-gathers, the step's gradient reductions and the last of them.
   std::vector<double> gathered(fwd.size()), reduced(fwd.size()), reduced_last(fwd.size()),
       reduced_pass(fwd.size());
+  // Kernels in a captured CUDA graph follow one another with the graph's gap (compute()): the
+  // layers' in either mode, the model's ends in a whole-step graph.
+  const double gap_saved = cm_.kernel_gap_s() - cm_.graph_kernel_gap_s();
+  const double layer_saved = opt_.stack.cuda_graphs != CudaGraphs::none ? gap_saved : 0.0;
+  const double end_saved = opt_.stack.cuda_graphs == CudaGraphs::iteration ? gap_saved : 0.0;
+  const auto secs = [](const SegmentCost& c, double saved) {
+    return c.time.seconds() - saved * c.kernels;
+  };
   for (std::int64_t g = 0; g < G; ++g) {
     double f = 0, d = 0, w = 0, chained_f = 0, chained_b = 0, gathers = 0;
     for (std::int64_t l = first_layer(g);
@@ -1142,13 +1150,13 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
       const auto& p = plan(l);
       double lf = 0, ld = 0, lw = 0;
       for (std::size_t i = 0; i < kSegCount; ++i) {
-        lf += p.forward[i].time.seconds();
-        ld += p.dgrad[i].time.seconds();
-        lw += p.wgrad[i].time.seconds();
+        lf += secs(p.forward[i], layer_saved);
+        ld += secs(p.dgrad[i], layer_saved);
+        lw += secs(p.wgrad[i], layer_saved);
       }
-      if (cfg_.recompute == Recompute::selective) ld += p.recompute.time.seconds();
+      if (cfg_.recompute == Recompute::selective) ld += secs(p.recompute, layer_saved);
       if (cfg_.checkpointed(l))
-        for (const auto& c : p.forward) ld += c.time.seconds();
+        for (const auto& c : p.forward) ld += secs(c, layer_saved);
       const auto stage = g % mesh_.pp;
       if (chains_ && (full_bound_ || stage == 0 || stage == mesh_.pp - 1)) {
         // A pass's chain holds every compute op of the pass (they share a stream) and the
@@ -1170,9 +1178,9 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
       w += lw;
     }
     const auto end = [&](const EndCost& e) {
-      f += e.forward.time.seconds();
-      d += e.dgrad.time.seconds();
-      w += e.wgrad.time.seconds();
+      f += secs(e.forward, end_saved);
+      d += secs(e.dgrad, end_saved);
+      w += secs(e.wgrad, end_saved);
     };
     if (g == 0) end(costs_.embedding);
     if (g == G - 1) end(costs_.head);
@@ -1400,6 +1408,7 @@ const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64
     trace_ = Trace{};
     chains_->clear();
     RankState rs = rank_state(rank);
+    rs.capturing = opt_.stack.cuda_graphs == CudaGraphs::iteration;  // as build() runs it
     emit_pass(rs);
     const auto& g = trace_.graph;
     const auto& ops = g.stream(rs.compute).ops;

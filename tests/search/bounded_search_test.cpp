@@ -282,3 +282,38 @@ TEST_CASE("search bounds: past the time budget nothing more is sharpened or simu
   CHECK(count(first).first == round);
   CHECK(count(first).second > 0);
 }
+
+TEST_CASE(
+    "search bounds: CUDA graphs' shorter kernel gaps and the host's launches, never too much") {
+  // A profile that measured 40 µs between kernels launched one by one (a slow host's gap, large
+  // enough that a bound pricing it inside a graph exceeds the step) and 1 µs inside a CUDA graph; Megatron capturing nothing, each layer pass, or the whole step. The bounds take the
+  // graph's gap where the trace does, so none exceeds the simulated step; with 10 µs of host
+  // time a launch as well they stay below it (the host's launches only lengthen a step).
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto model = load_workload(model_path("llama3.1-8b")).model;
+  const SearchJob job{2048, 16, DType::bf16, true};
+  for (const auto graphs : {CudaGraphs::none, CudaGraphs::layer, CudaGraphs::iteration}) {
+    auto opt = options_for(job);
+    opt.strategy.stack.cuda_graphs = graphs;
+    CalibrationProfile p;
+    p.gpu = topo.gpu.model;
+    p.source = "test";
+    p.kernel_gap_s = 40e-6;
+    p.graph_kernel_gap_s = 1e-6;
+    for (const bool host : {false, true}) {
+      if (host) p.host_per_kernel_s = 10e-6;
+      opt.profile = p;
+      for (const Mesh mesh : {Mesh{8, 1, 1, 1, 1}, Mesh{1, 8, 1, 1, 1}, Mesh{1, 2, 4, 1, 1}}) {
+        Candidate c;
+        c.micro_batch = 1;
+        c.config.mesh = mesh;
+        c.config.sp = mesh.tp > 1;
+        INFO(name_of(graphs) << " " << c.label() << (host ? " with host launches" : ""));
+        const auto simulated = simulate_training(topo, model, setup_of(c, job, opt));
+        for (const auto level : {BoundLevel::chains, BoundLevel::unloaded, BoundLevel::full})
+          CHECK(candidate_lower_bound_s(topo, model, job, c, opt, nullptr, level) <=
+                simulated.step_time_s);
+      }
+    }
+  }
+}

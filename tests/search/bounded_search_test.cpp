@@ -286,9 +286,10 @@ TEST_CASE("search bounds: past the time budget nothing more is sharpened or simu
 TEST_CASE(
     "search bounds: CUDA graphs' shorter kernel gaps and the host's launches, never too much") {
   // A profile that measured 40 µs between kernels launched one by one (a slow host's gap, large
-  // enough that a bound pricing it inside a graph exceeds the step) and 1 µs inside a CUDA graph; Megatron capturing nothing, each layer pass, or the whole step. The bounds take the
-  // graph's gap where the trace does, so none exceeds the simulated step; with 10 µs of host
-  // time a launch as well they stay below it (the host's launches only lengthen a step).
+  // enough that a bound pricing it inside a graph exceeds the step) and 1 µs inside a CUDA graph;
+  // Megatron capturing nothing, each layer pass, or the whole step. The bounds take the graph's gap
+  // where the trace does, so none exceeds the simulated step; with 10 µs of host time a launch as
+  // well they stay below it (the host's launches only lengthen a step).
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto model = load_workload(model_path("llama3.1-8b")).model;
   const SearchJob job{2048, 16, DType::bf16, true};

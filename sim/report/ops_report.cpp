@@ -123,6 +123,7 @@ OpsReport ops_report(const ModelSpec& model, const ComputeModel& cm, const OpsRe
   r.gpu = cm.gpu().model;
   r.model = model.name;
   r.source = cm.describe();
+  r.host_per_kernel_s = cm.host_per_kernel_s();
   r.request = q;
   r.layer = q.layer;
   if (r.layer < 0) {
@@ -165,21 +166,30 @@ Json to_json(const OpsReport& r) {
               {"flops", row.flops}, {"bytes", row.bytes}};
     if (row.ends) o["ends"] = true;
     if (row.kernels > 1) o["kernels"] = row.kernels;
+    if (r.host_per_kernel_s > 0) o["host_s"] = r.host_s(row);
     ops.push_back(std::move(o));
   }
-  return {{"gpu", r.gpu},
-          {"model", r.model},
-          {"dtype", name_of(r.request.dtype)},
-          {"tokens", r.request.tokens},
-          {"tp", r.request.tp},
-          {"layer", r.layer},
-          {"pass", r.request.backward ? "backward" : "forward"},
-          {"context", r.request.context},
-          {"decode", r.request.decode},
-          {"kernel_model", r.source},
-          {"stack", r.request.stack ? r.request.stack->name : "catalogue"},
-          {"ops", std::move(ops)},
-          {"layer_time_s", r.layer_time_s}};
+  Json j = {{"gpu", r.gpu},
+            {"model", r.model},
+            {"dtype", name_of(r.request.dtype)},
+            {"tokens", r.request.tokens},
+            {"tp", r.request.tp},
+            {"layer", r.layer},
+            {"pass", r.request.backward ? "backward" : "forward"},
+            {"context", r.request.context},
+            {"decode", r.request.decode},
+            {"kernel_model", r.source},
+            {"stack", r.request.stack ? r.request.stack->name : "catalogue"},
+            {"ops", std::move(ops)},
+            {"layer_time_s", r.layer_time_s}};
+  if (r.host_per_kernel_s > 0) {
+    double host = 0;
+    for (const auto& row : r.rows)
+      if (!row.ends) host += r.host_s(row);
+    j["host_per_kernel_s"] = r.host_per_kernel_s;
+    j["layer_host_s"] = host;
+  }
+  return j;
 }
 
 std::string to_text(const OpsReport& r) {
@@ -192,13 +202,22 @@ std::string to_text(const OpsReport& r) {
       r.request.decode ? fmt::format(", decode of {} sequences", r.request.decode) : "", r.source,
       r.request.stack ? r.request.stack->name + " (its kernels: GEMM parts and eager splits)"
                       : std::string("the catalogue's fused kernels"));
-  s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10} {:>10} {:>10} {:>13} {:>6}\n", "op", "pass",
-                   "kernel class", "shape", "GFLOP", "MB", "time µs", "achieved", "share");
+  const bool host = r.host_per_kernel_s > 0;
+  s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10} {:>10} {:>10} {:>13} {:>6}{}\n", "op", "pass",
+                   "kernel class", "shape", "GFLOP", "MB", "time µs", "achieved", "share",
+                   host ? fmt::format(" {:>10}", "host µs") : std::string());
+  double layer_host = 0;
+  for (const auto& row : r.rows)
+    if (!row.ends) layer_host += r.host_s(row);
   bool ends_header = false;
   for (const auto& row : r.rows) {
     if (row.ends && !ends_header) {
-      s += fmt::format("{:<22} {:>10.1f} µs\n# model ends (first and last pipeline stage)\n",
-                       "layer total", r.layer_time_s * 1e6);
+      s +=
+          fmt::format("{:<22} {:>10.1f} µs{}\n# model ends (first and last pipeline stage)\n",
+                      "layer total", r.layer_time_s * 1e6,
+                      host ? fmt::format(", launched in {:.1f} µs of host time{}", layer_host * 1e6,
+                                         layer_host > r.layer_time_s ? ": launch-bound" : "")
+                           : std::string());
       ends_header = true;
     }
     const std::string achieved = row.kind == "memory"
@@ -206,9 +225,10 @@ std::string to_text(const OpsReport& r) {
                                      : fmt::format("{:.1f} TFLOP/s", row.flops / row.time_s / 1e12);
     const std::string share =
         row.ends ? "" : fmt::format("{:.1f}%", 100 * row.time_s / r.layer_time_s);
-    s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10.3f} {:>10.3f} {:>10.2f} {:>13} {:>6}\n",
+    s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10.3f} {:>10.3f} {:>10.2f} {:>13} {:>6}{}\n",
                      row.name, row.part, row.kernel_class, row.shape, row.flops / 1e9,
-                     row.bytes / 1e6, row.time_s * 1e6, achieved, share);
+                     row.bytes / 1e6, row.time_s * 1e6, achieved, share,
+                     host ? fmt::format(" {:>10.2f}", r.host_s(row) * 1e6) : std::string());
   }
   return s;
 }

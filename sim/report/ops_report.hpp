@@ -43,6 +43,10 @@ struct OpsReport {
   std::int64_t layer = 0;
   std::vector<OpsRow> rows;
   double layer_time_s = 0;  // the layer's rows (not the ends)
+  // The profile's host time per kernel launch (ComputeModel::host_per_kernel_s; 0: not
+  // modelled): a row whose launches take longer than its kernels is launch-bound.
+  double host_per_kernel_s = 0;
+  double host_s(const OpsRow& row) const { return host_per_kernel_s * row.kernels; }
 };
 
 OpsReport ops_report(const ModelSpec& model, const ComputeModel& cm, const OpsRequest& request);

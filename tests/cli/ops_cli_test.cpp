@@ -2,6 +2,9 @@
 // times that add up, the decode and chunk variants, backward, a profile, bad input.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -122,4 +125,36 @@ TEST_CASE("ops: bad input is one error line and exit 2") {
   const auto r = run_cli("ops --workload " + model_path("dense-70b") + " --tokens 8");
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("no architecture") != std::string::npos);
+}
+
+TEST_CASE("ops: a profile with the host's time per launch shows launch-bound layers") {
+  // 20 µs of host time a launch: torchtitan's eager RMSNorm is 8 launches (160 µs), each GEMM
+  // part 1; 8B at 1,024 tokens on TP 8 launches its forward layer in 34 × 20 = 680 µs, more than
+  // the kernels take: launch-bound. Without the measurement neither field nor column appears.
+  const auto profile = (std::filesystem::temp_directory_path() / "meshsim_ops_host.json").string();
+  {
+    std::ofstream f(profile);
+    f << R"({"gpu": "H100-SXM5-80GB", "source": "test", "host_per_kernel_us": 20})";
+  }
+  const std::string args = "--workload " + model_path("llama3.1-8b") +
+                           " --gpu H100-SXM5-80GB --tokens 1024 --tp 8 --stack torchtitan";
+  const auto j = ops_json(args + " --calibration " + profile);
+  CHECK(j["host_per_kernel_s"].get<double>() == doctest::Approx(20e-6));
+  double launches = 0;
+  for (const auto& op : j["ops"]) {
+    const double kernels = op.value("kernels", 1);
+    CHECK(op["host_s"].get<double>() == doctest::Approx(kernels * 20e-6));
+    if (op["name"] == "input_norm") CHECK(kernels == 8);
+    if (!op.value("ends", false)) launches += kernels;
+  }
+  CHECK(launches == 34);
+  CHECK(j["layer_host_s"].get<double>() == doctest::Approx(680e-6));
+  CHECK(j["layer_host_s"].get<double>() > j["layer_time_s"].get<double>());
+  const auto text = run_cli("ops " + args + " --calibration " + profile);
+  REQUIRE_MESSAGE(text.exit_code == 0, text.err);
+  CHECK(text.out.find("launched in 680.0 µs of host time: launch-bound") != std::string::npos);
+  const auto plain = ops_json(args);
+  CHECK_FALSE(plain.contains("layer_host_s"));
+  CHECK_FALSE(plain["ops"][0].contains("host_s"));
+  std::remove(profile.c_str());
 }

@@ -43,8 +43,9 @@ bool launch_call(const std::string& name) {
          name == "cudaGraphLaunch";
 }
 bool sync_call(const std::string& name) {
-  return name.find("Synchronize") != std::string::npos || name.rfind("cudaMemcpy", 0) == 0 ||
-         name.rfind("cuMemcpy", 0) == 0;
+  const bool copy = name.rfind("cudaMemcpy", 0) == 0 || name.rfind("cuMemcpy", 0) == 0;
+  return name.find("Synchronize") != std::string::npos ||
+         (copy && name.find("Async") == std::string::npos);  // an async copy does not block
 }
 
 struct HostCall {

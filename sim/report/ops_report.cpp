@@ -155,6 +155,8 @@ OpsReport ops_report(const ModelSpec& model, const ComputeModel& cm, const OpsRe
   add_ops(r, cm, ops, false);
   add_ops(r, cm, embedding_ops(model, shape, sh), true);
   add_ops(r, cm, head_ops(model, shape, sh), true);
+  for (const auto& row : r.rows)
+    if (!row.ends) r.layer_host_s += r.host_s(row);
   return r;
 }
 
@@ -183,11 +185,8 @@ Json to_json(const OpsReport& r) {
             {"ops", std::move(ops)},
             {"layer_time_s", r.layer_time_s}};
   if (r.host_per_kernel_s > 0) {
-    double host = 0;
-    for (const auto& row : r.rows)
-      if (!row.ends) host += r.host_s(row);
     j["host_per_kernel_s"] = r.host_per_kernel_s;
-    j["layer_host_s"] = host;
+    j["layer_host_s"] = r.layer_host_s;
   }
   return j;
 }
@@ -206,18 +205,15 @@ std::string to_text(const OpsReport& r) {
   s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10} {:>10} {:>10} {:>13} {:>6}{}\n", "op", "pass",
                    "kernel class", "shape", "GFLOP", "MB", "time µs", "achieved", "share",
                    host ? fmt::format(" {:>10}", "host µs") : std::string());
-  double layer_host = 0;
-  for (const auto& row : r.rows)
-    if (!row.ends) layer_host += r.host_s(row);
   bool ends_header = false;
   for (const auto& row : r.rows) {
     if (row.ends && !ends_header) {
-      s +=
-          fmt::format("{:<22} {:>10.1f} µs{}\n# model ends (first and last pipeline stage)\n",
-                      "layer total", r.layer_time_s * 1e6,
-                      host ? fmt::format(", launched in {:.1f} µs of host time{}", layer_host * 1e6,
-                                         layer_host > r.layer_time_s ? ": launch-bound" : "")
-                           : std::string());
+      s += fmt::format(
+          "{:<22} {:>10.1f} µs{}\n# model ends (first and last pipeline stage)\n", "layer total",
+          r.layer_time_s * 1e6,
+          host ? fmt::format(", launched in {:.1f} µs of host time{}", r.layer_host_s * 1e6,
+                             r.layer_host_s > r.layer_time_s ? ": launch-bound" : "")
+               : std::string());
       ends_header = true;
     }
     const std::string achieved = row.kind == "memory"

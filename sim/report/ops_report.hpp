@@ -46,6 +46,7 @@ struct OpsReport {
   // The profile's host time per kernel launch (ComputeModel::host_per_kernel_s; 0: not
   // modelled): a row whose launches take longer than its kernels is launch-bound.
   double host_per_kernel_s = 0;
+  double layer_host_s = 0;  // the layer's rows' launches (not the ends)
   double host_s(const OpsRow& row) const { return host_per_kernel_s * row.kernels; }
 };
 

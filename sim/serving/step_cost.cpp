@@ -277,15 +277,17 @@ double StepCost::stage_seconds(std::int64_t stage, const BatchShape& batch) {
     std::int64_t l = first;
     while (model_.is_moe_layer(l)) ++l;
     s += as_double(dense_layers) * layer_dense_seconds(l, tokens);
-    kernels += as_double(dense_layers) * layer_kernels(l, batch);
-    if (gap > 0) s += gap * as_double(dense_layers) * layer_kernels(l, batch);
+    const double per_layer = layer_kernels(l, batch);
+    kernels += as_double(dense_layers) * per_layer;
+    if (gap > 0) s += gap * as_double(dense_layers) * per_layer;
   }
   if (moe_layers > 0) {
     std::int64_t l = first;
     while (!model_.is_moe_layer(l)) ++l;
     s += as_double(moe_layers) * layer_dense_seconds(l, tokens);
-    kernels += as_double(moe_layers) * layer_kernels(l, batch);
-    if (gap > 0) s += gap * as_double(moe_layers) * layer_kernels(l, batch);
+    const double per_layer = layer_kernels(l, batch);
+    kernels += as_double(moe_layers) * per_layer;
+    if (gap > 0) s += gap * as_double(moe_layers) * per_layer;
   }
   s += as_double(n) * (attention + allreduce);
   s += ends_seconds(stage, batch);

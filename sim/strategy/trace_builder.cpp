@@ -132,6 +132,11 @@ class DeferredComm : public CommModel {
   std::vector<std::optional<CommRequest>> requests_;  // by OpId
 };
 
+// A TP GEMM's kernel of `pass` (0 forward, 1 dgrad, 2 wgrad).
+const Kernel& pass_kernel(const TpGemm& g, int pass) {
+  return pass == 0 ? g.forward : pass == 1 ? g.backward_input : g.backward_weight;
+}
+
 class Builder {
  public:
   Builder(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,
@@ -423,7 +428,7 @@ Time Builder::gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass
   Time t;
   for (const auto& g : gemms) {
     if (g.role != role) continue;
-    const Kernel& k = pass == 0 ? g.forward : pass == 1 ? g.backward_input : g.backward_weight;
+    const Kernel& k = pass_kernel(g, pass);
     if (!k.empty()) t += gemm_time(k, chunks, fewer_sms);
   }
   return t;
@@ -440,7 +445,7 @@ OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t, doub
 double Builder::gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int pass) {
   double n = 0;
   for (const auto& g : gemms) {
-    const Kernel& k = pass == 0 ? g.forward : pass == 1 ? g.backward_input : g.backward_weight;
+    const Kernel& k = pass_kernel(g, pass);
     if (g.role == role && !k.empty()) n += 1;
   }
   return n;

@@ -35,6 +35,14 @@ constexpr bool power_of_two(double x) {
 static_assert(std::all_of(kTiles.begin(), kTiles.end(),
                           [](const Tile& t) { return power_of_two(t.m) && power_of_two(t.n); }) &&
               power_of_two(kTileK));
+// The menu runs from the most operand reuse to the least, so with intensity_half ≥ 0 (the
+// loader and the fit keep it positive) each tile's efficiency factor is at most the one
+// before it: gemm_occupancy(shape, ...) stops at the first tile that cannot win.
+static_assert([] {
+  for (std::size_t i = 1; i < kTiles.size(); ++i)
+    if (kTiles[i].reuse > kTiles[i - 1].reuse) return false;
+  return true;
+}());
 
 // Units of `per_sm`-sized work spread over `sms` SMs: the busiest SM sets the time.
 double spread(double units, double sms) {
@@ -64,42 +72,74 @@ double gemm_fraction(const GemmParams& p, DType dtype) {
   return dtype == DType::fp8 ? p.fraction_fp8 : p.fraction_16bit;
 }
 
-GemmTileUse gemm_tile_use(const GemmShape& s, std::int32_t sm_count, SmsTaken taken) {
-  GemmTileUse use{};
+namespace {
+
+// What every tile of the menu shares for one shape on the SMs given.
+struct TileWork {
+  bool empty = false;  // a degenerate shape: every tile's use is 1
+  double M = 0, N = 0, B = 0, left = 0, sms = 0, iters = 0, useful = 0;
+};
+
+TileWork tile_work(const GemmShape& s, std::int32_t sm_count, SmsTaken taken) {
+  TileWork w;
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) {
-    use.fill(1.0);
-    return use;
+    w.empty = true;
+    return w;
   }
-  const double M = static_cast<double>(s.m), N = static_cast<double>(s.n),
-               K = static_cast<double>(s.k), B = static_cast<double>(s.batch);
+  w.M = static_cast<double>(s.m);
+  w.N = static_cast<double>(s.n);
+  w.B = static_cast<double>(s.batch);
+  const double K = static_cast<double>(s.k);
   // The SMs the kernel is launched for (its grid and split) and those it runs on.
   const double all = static_cast<double>(sm_count);
-  const double left = std::max(1.0, all - static_cast<double>(std::max(taken.count, 0)));
-  const double sms = taken.planned_for_all ? all : left;
-  const double iters = std::ceil(K * kInvTileK);
+  w.left = std::max(1.0, all - static_cast<double>(std::max(taken.count, 0)));
+  w.sms = taken.planned_for_all ? all : w.left;
+  w.iters = std::ceil(K * kInvTileK);
   // Useful work (unpadded tile area × iterations) over the SMs' capacity: use = padding ·
   // tiles · iters / (time · all) with padding = M·N·B / (tiles · tile area).
-  const double useful = M * N * B * iters / all;
-  for (std::size_t i = 0; i < kTiles.size(); ++i) {
-    const auto& t = kTiles[i];
-    const double tiles = std::ceil(M * t.inv_m) * std::ceil(N * t.inv_n) * B;
-    // Stream-K's hybrid schedule (Osama et al., "Stream-K: Work-centric Parallel Decomposition
-    // for Dense Matrix-Matrix Multiplication", PPoPP 2023, §5 "DP + one-tile SK"; CUTLASS's
-    // stream-K tile scheduler): all but the last one or two waves' tiles run as whole data-
-    // parallel waves, and the rest are split evenly, in main-loop iterations, over one CTA per
-    // SM, so no SM idles for a partial wave (fewer tiles than SMs is the same rule). On the SMs
-    // left beside another kernel, the data-parallel tiles fill them wave by wave and the
-    // stream-K CTAs, one per planned SM, take ⌈planned / left⌉ rounds. Time in iterations of
-    // the busiest SM; on every SM (left == sms) that is ⌈tiles · iters / sms⌉, since the
-    // data-parallel waves are whole.
-    double time = ceil_div(tiles * iters, sms);
-    if (left < sms) {
-      const double dp_tiles = tiles >= 2 * sms ? (std::floor(tiles / sms) - 1) * sms : 0.0;
-      time = ceil_div(dp_tiles, left) * iters +
-             ceil_div(sms, left) * ceil_div((tiles - dp_tiles) * iters, sms);
-    }
-    use[i] = useful / (t.m * t.n * time);
+  w.useful = w.M * w.N * w.B * w.iters / all;
+  return w;
+}
+
+double tile_use(const TileWork& w, const Tile& t) {
+  if (w.empty) return 1.0;
+  const double tiles = std::ceil(w.M * t.inv_m) * std::ceil(w.N * t.inv_n) * w.B;
+  // Stream-K's hybrid schedule (Osama et al., "Stream-K: Work-centric Parallel Decomposition
+  // for Dense Matrix-Matrix Multiplication", PPoPP 2023, §5 "DP + one-tile SK"; CUTLASS's
+  // stream-K tile scheduler): all but the last one or two waves' tiles run as whole data-
+  // parallel waves, and the rest are split evenly, in main-loop iterations, over one CTA per
+  // SM, so no SM idles for a partial wave (fewer tiles than SMs is the same rule). On the SMs
+  // left beside another kernel, the data-parallel tiles fill them wave by wave and the
+  // stream-K CTAs, one per planned SM, take ⌈planned / left⌉ rounds. Time in iterations of
+  // the busiest SM; on every SM (left == sms) that is ⌈tiles · iters / sms⌉, since the
+  // data-parallel waves are whole.
+  double time = ceil_div(tiles * w.iters, w.sms);
+  if (w.left < w.sms) {
+    const double dp_tiles = tiles >= 2 * w.sms ? (std::floor(tiles / w.sms) - 1) * w.sms : 0.0;
+    time = ceil_div(dp_tiles, w.left) * w.iters +
+           ceil_div(w.sms, w.left) * ceil_div((tiles - dp_tiles) * w.iters, w.sms);
   }
+  return w.useful / (t.m * t.n * time);
+}
+
+// Per tile: its efficiency I/(I + intensity_half) relative to 128×256's.
+class TileReuse {
+ public:
+  explicit TileReuse(double intensity_half)
+      : half_(intensity_half), best_(kBest / (kBest + intensity_half)) {}
+  double operator()(const Tile& t) const { return t.reuse / (t.reuse + half_) / best_; }
+
+ private:
+  static constexpr double kBest = intensity(128, 256);
+  double half_, best_;
+};
+
+}  // namespace
+
+GemmTileUse gemm_tile_use(const GemmShape& s, std::int32_t sm_count, SmsTaken taken) {
+  const auto w = tile_work(s, sm_count, taken);
+  GemmTileUse use{};
+  for (std::size_t i = 0; i < kTiles.size(); ++i) use[i] = tile_use(w, kTiles[i]);
   return use;
 }
 
@@ -109,11 +149,10 @@ double gemm_occupancy(const GemmTileUse& use, double intensity_half) {
 
 double gemm_occupancy(const GemmTileUse& chosen_by, const GemmTileUse& runs_at,
                       double intensity_half) {
-  constexpr double kBest = intensity(128, 256);
-  const double best_reuse = kBest / (kBest + intensity_half);
+  const TileReuse reuse_of(intensity_half);
   double best = -1, occupancy = 0;
   for (std::size_t i = 0; i < kTiles.size(); ++i) {
-    const double reuse = kTiles[i].reuse / (kTiles[i].reuse + intensity_half) / best_reuse;
+    const double reuse = reuse_of(kTiles[i]);
     if (chosen_by[i] * reuse > best) {
       best = chosen_by[i] * reuse;
       occupancy = runs_at[i] * reuse;
@@ -124,12 +163,29 @@ double gemm_occupancy(const GemmTileUse& chosen_by, const GemmTileUse& runs_at,
 
 double gemm_occupancy(const GemmShape& s, std::int32_t sm_count, double intensity_half,
                       SmsTaken taken) {
+  // The same choice as gemm_occupancy(gemm_tile_use(...)), tile by tile, stopping once no
+  // tile left can win: a tile's use is at most 1 (its busiest SM's time is at least the
+  // work spread evenly), so one whose reuse factor is no better than the best score so far
+  // cannot beat it (the 1e-12 margin covers the use's rounding). A large GEMM's first tile
+  // is near 1, which skips four of the six (the price runs thousands of times per trace).
   // A kernel launched for the whole GPU was chosen for it (the library does not see the
   // collective beside it) and runs at that tile's use of the SMs left.
-  if (taken.count > 0 && taken.planned_for_all)
-    return gemm_occupancy(gemm_tile_use(s, sm_count), gemm_tile_use(s, sm_count, taken),
-                          intensity_half);
-  return gemm_occupancy(gemm_tile_use(s, sm_count, taken), intensity_half);
+  const bool beside = taken.count > 0 && taken.planned_for_all;
+  const auto chosen = tile_work(s, sm_count, beside ? SmsTaken{} : taken);
+  const TileReuse reuse_of(intensity_half);
+  double best = -1;
+  std::size_t pick = 0;
+  for (std::size_t i = 0; i < kTiles.size(); ++i) {
+    const double reuse = reuse_of(kTiles[i]);
+    if (best > reuse * (1 + 1e-12)) break;
+    const double score = tile_use(chosen, kTiles[i]) * reuse;
+    if (score > best) {
+      best = score;
+      pick = i;
+    }
+  }
+  if (!beside) return best;
+  return tile_use(tile_work(s, sm_count, taken), kTiles[pick]) * reuse_of(kTiles[pick]);
 }
 
 double gemm_seconds(const Kernel& k, double occupancy, const GpuSpec& gpu, const GemmParams& g) {

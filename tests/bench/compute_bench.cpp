@@ -23,6 +23,15 @@ void BM_GemmTimeDefault(benchmark::State& state) {
 }
 BENCHMARK(BM_GemmTimeDefault);
 
+// A decode-sized GEMM: every tile of the menu is priced (none fills the GPU, so the scan over
+// the menu cannot stop early as it does for the training GEMM above).
+void BM_GemmTimeDefaultDecode(benchmark::State& state) {
+  const ComputeModel cm(*find_gpu("H100-SXM5-80GB"));
+  const auto k = gemm_kernel({8, 10240, 8192, 1}, DType::bf16);
+  for (auto _ : state) benchmark::DoNotOptimize(cm.time(k));
+}
+BENCHMARK(BM_GemmTimeDefaultDecode);
+
 // A profile as the harness writes it: the four GEMMs of a Llama 70B layer at TP 1, 2, 4, 8 and
 // 1 … 16384 tokens (240 measured points; times from the model ×1.1 so every correction is on).
 CalibrationProfile harness_like_profile() {

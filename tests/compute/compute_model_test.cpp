@@ -77,6 +77,27 @@ TEST_CASE("GEMM occupancy: tile menu, stream-K over the K loop") {
   CHECK(gemm_occupancy({1, 4096, 4096, 1}, 132, 0) == doctest::Approx(4096.0 / (32 * 132) / 64));
 }
 
+TEST_CASE("GEMM occupancy: stopping at the first tile that cannot win picks the menu's best") {
+  // gemm_occupancy(shape, ...) stops scanning the menu early; it must equal the occupancy of
+  // the whole menu's uses, exactly, with and without a collective's SMs taken beside it.
+  std::int64_t checked = 0, differ = 0;
+  for (std::int64_t m : {1, 7, 64, 100, 128, 129, 640, 2049, 8192})
+    for (std::int64_t n : {64, 1000, 4096, 10240, 28672})
+      for (std::int64_t k : {64, 512, 8192})
+        for (double half : {0.0, 7.1, 15.6, 1e6})
+          for (SmsTaken taken : {SmsTaken{}, SmsTaken{24, true}, SmsTaken{24, false}}) {
+            const GemmShape s{m, n, k, 1};
+            const double whole =
+                taken.count > 0 && taken.planned_for_all
+                    ? gemm_occupancy(gemm_tile_use(s, 132), gemm_tile_use(s, 132, taken), half)
+                    : gemm_occupancy(gemm_tile_use(s, 132, taken), half);
+            ++checked;
+            if (gemm_occupancy(s, 132, half, taken) != whole) ++differ;
+          }
+  CHECK(checked == 9 * 5 * 3 * 4 * 3);
+  CHECK(differ == 0);
+}
+
 TEST_CASE("GEMM time: softened roofline plus fixed cost, H100 bf16 8192³") {
   const auto p = test_params();
   const auto k = gemm_kernel({8192, 8192, 8192, 1}, DType::bf16);

@@ -752,6 +752,31 @@ TEST_CASE("host issue: a host-bound step is its launches plus the last op") {
   CHECK(r.bubble_s < 1e-3 * r.step_time_s);
 }
 
+TEST_CASE("host issue: every rank's parts add up to the step under each pipeline schedule") {
+  // 400 µs a launch makes every stage partly host-bound; the step still splits into compute,
+  // exposed communication, bubble and host wait on every simulated rank, for 1F1B, interleaved
+  // and zero-bubble schedules (the host wait is the GPU idle for its own host, a stage idle for
+  // another stage is bubble).
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  for (const auto schedule :
+       {Schedule{ScheduleKind::one_f_one_b, 1}, Schedule{ScheduleKind::interleaved, 2},
+        Schedule{ScheduleKind::zero_bubble, 1}}) {
+    auto s = setup("tp=2,pp=4", 2048, 16, 0, "megatron");
+    s.config.schedule = schedule;
+    s.profile = host_profile(topo, 400e-6);
+    const auto r = simulate_training(topo, m, s);
+    CAPTURE(static_cast<int>(schedule.kind));
+    CHECK(r.host_wait_s > 0.1 * r.step_time_s);
+    for (const auto& b : r.ranks) {
+      double exposed = 0;
+      for (const auto& [g, v] : b.exposed_s) exposed += v;
+      CHECK(b.compute_s + exposed + b.bubble_s + b.host_wait_s ==
+            doctest::Approx(r.step_time_s).epsilon(1e-9));
+    }
+  }
+}
+
 TEST_CASE("CUDA graphs: one launch per captured layer pass or step, the graph's kernel gap") {
   // A profile that measured 10 µs of host time a launch, 2 µs between kernels launched one by
   // one and 0.5 µs inside a CUDA graph; Megatron on one DGX H100, DP 8 (no ZeRO-3: a layer's

@@ -12,4 +12,12 @@ namespace meshsim {
 std::vector<ValidationRow> run_training_cases(const std::string& path, const std::string& root,
                                               const std::string& only = "");
 
+// Stack deltas (validation/stack_deltas.json): a published end-to-end speedup of one software
+// setting over another on the same job (torch.compile over eager, async TP over none), against
+// the ratio of the two simulated steps. A ratio leaves out what both sides share (the GPU's
+// clocks and power cap, the batch the source did not state), so it checks the stack model
+// where an absolute row would mostly check the hardware.
+std::vector<ValidationRow> run_stack_delta_cases(const std::string& path, const std::string& root,
+                                                 const std::string& only = "");
+
 }  // namespace meshsim

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -53,7 +55,8 @@ TEST_CASE("validate: every case, per-group ceilings, the README table") {
                                                  {"megatron-core-h100", 0.15},
                                                  // saturated server case: serving_accuracy_test
                                                  {"mlperf-inference-v4.1", 18.0},
-                                                 {"seed-checks", 0.01}};
+                                                 {"seed-checks", 0.01},
+                                                 {"stack-deltas", 0.10}};
   std::map<std::string, int> counts;
   for (const auto& c : j["cases"]) {
     ++counts[c["group"].get<std::string>()];
@@ -75,6 +78,36 @@ TEST_CASE("validate: every case, per-group ceilings, the README table") {
     INFO(row);
     CHECK(readme.find(row) != std::string::npos);
   }
+}
+
+TEST_CASE("validate: a stack-delta case names the file and the field it cannot read") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("meshsim-validate-" + std::to_string(::getpid())) / "validation";
+  std::filesystem::create_directories(dir);
+  std::ifstream in(source_path("validation/stack_deltas.json"));
+  auto doc = json::parse(in);
+  auto run_with = [&](const std::string& file_text) {
+    std::ofstream(dir / "stack_deltas.json") << file_text;
+    return run_cli("validate --cases " + dir.string() + " --quiet");
+  };
+  auto unknown_stack = doc;
+  unknown_stack["cases"][1]["variant"]["stack"] = "titan";
+  const auto a = run_with(unknown_stack.dump());
+  CHECK(a.exit_code == 2);
+  CHECK(a.err.find("stack_deltas.json:/cases/1/variant/stack: no bundled stack 'titan'") !=
+        std::string::npos);
+  auto no_base = doc;
+  no_base["cases"][0].erase("base");
+  const auto b = run_with(no_base.dump());
+  CHECK(b.exit_code == 2);
+  CHECK(b.err.find("stack_deltas.json:/cases/0: missing required field 'base'") !=
+        std::string::npos);
+  auto bad_metric = doc;
+  bad_metric["cases"][2]["metric"] = "achieved_tflops_per_gpu";
+  const auto c = run_with(bad_metric.dump());
+  CHECK(c.exit_code == 2);
+  CHECK(c.err.find("/cases/2/metric: expected speedup") != std::string::npos);
+  std::filesystem::remove_all(dir.parent_path());
 }
 
 TEST_CASE("validate: progress per case file on stderr, none with --quiet") {

@@ -1,7 +1,7 @@
 // meshsim validate [--cases validation/] [--only NAME] [--json]
-// Every case in the validation folder (collectives, training, serving, seed checks) simulated
-// and compared with its published figure: a table (case, metric, measured, simulated, error)
-// and the MAPE per group. Nothing in meshsim is fitted to these cases.
+// Every case in the validation folder (collectives, training, stack deltas, serving, seed checks)
+// simulated and compared with its published figure: a table (case, metric, measured, simulated,
+// error) and the MAPE per group. Nothing in meshsim is fitted to these cases.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -36,6 +36,7 @@ int run_validate(const ValidateArgs& a) {
   const std::pair<const char*, Runner> files[] = {{"seed_checks.json", run_seed_checks},
                                                   {"collectives.json", run_collective_cases},
                                                   {"training.json", run_training_cases},
+                                                  {"stack_deltas.json", run_stack_delta_cases},
                                                   {"serving.json", run_serving_cases}};
   std::vector<ValidationRow> rows;
   int found = 0;
@@ -53,7 +54,8 @@ int run_validate(const ValidateArgs& a) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   if (found == 0)
-    throw Error("", "--cases", "no seed_checks/collectives/training/serving.json in " + a.cases);
+    throw Error("", "--cases",
+                "no seed_checks/collectives/training/stack_deltas/serving.json in " + a.cases);
   if (rows.empty()) throw Error("", "--only", "no case name contains '" + a.only + "'");
   std::map<std::string, std::pair<double, int>> mape;
   for (const auto& r : rows) {

@@ -201,6 +201,9 @@ class Builder {
   Time gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass, std::int64_t chunks,
                   const ComputeModel* fewer_sms) const;
   OpId fixed_compute(RankState& rs, const std::string& name, Time t, double kernels);
+  SegmentCost overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role, int pass,
+                            std::int64_t chunks, Time chunk, std::int32_t own_sms,
+                            double kernels) const;
   // Kernels of `gemms` in `role` that `pass` runs (one launch each).
   static double gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int pass);
   // The host's launch of `kernels` kernels, before the op that runs them: an op on the rank's
@@ -442,6 +445,24 @@ OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t, doub
   return compute(rs, name, c, false);
 }
 
+SegmentCost Builder::overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role, int pass,
+                                   std::int64_t chunks, Time chunk, std::int32_t own_sms,
+                                   double kernels) const {
+  // A TP-overlap chunk GEMM is priced as it runs beside its own collective. When that
+  // collective holds no SMs (async TP's and TE's ring exchange by copy engines), another
+  // collective's NCCL kernels beside the chunk (an FSDP all-gather, a gradient reduce-scatter)
+  // slow it as they slow every GEMM. When it does hold SMs (userbuffers' pipelined reduce-
+  // scatter, priced on the SMs it leaves), the replay cannot tell it from another collective,
+  // so the chunk keeps its price and another collective beside it is not charged (named in
+  // the README).
+  SegmentCost c;
+  c.time = chunk;
+  c.interfered =
+      own_sms == 0 && cm_nccl_ ? gemms_time(gemms, role, pass, chunks, &*cm_nccl_) : chunk;
+  c.kernels = kernels;
+  return c;
+}
+
 double Builder::gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int pass) {
   double n = 0;
   for (const auto& g : gemms) {
@@ -525,9 +546,11 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     rs.pending = std::move(pending);
     const Time chunk = gemms_time(gemms, *o.ag_role, o.pass, t, nullptr);
     const double kernels = gemms_kernels(gemms, *o.ag_role, o.pass);
+    const SegmentCost piece =
+        overlap_chunk(gemms, *o.ag_role, o.pass, t, chunk, ov.ag_sms, kernels);
     for (std::int64_t j = 0; j < t; ++j) {
       if (j > 0) rs.pending.push_back(steps[static_cast<std::size_t>(j - 1)]);
-      fixed_compute(rs, name + ".agemm" + std::to_string(j), chunk, kernels);
+      compute(rs, name + ".agemm" + std::to_string(j), piece, false);
     }
     used += gemms_time(gemms, *o.ag_role, o.pass, 1, nullptr);
     used_kernels += kernels;
@@ -558,9 +581,11 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     const std::int64_t k = ov.rs_splits > 0 ? ov.rs_splits : t;
     const Time chunk = gemms_time(gemms, *o.rs_role, o.pass, k, cm_rs_ ? &*cm_rs_ : nullptr);
     const double kernels = gemms_kernels(gemms, *o.rs_role, o.pass);
+    const SegmentCost piece =
+        overlap_chunk(gemms, *o.rs_role, o.pass, k, chunk, ov.rs_sms, kernels);
     OpId last{};
     for (std::int64_t i = 0; i < k; ++i) {
-      fixed_compute(rs, name + ".rgemm" + std::to_string(i), chunk, kernels);
+      compute(rs, name + ".rgemm" + std::to_string(i), piece, false);
       last = comm(rs, rs.tp, name + ".rs" + std::to_string(i), GroupKind::tp,
                   CollectiveOp::reduce_scatter, group, costs_.tp_bytes / static_cast<double>(k),
                   {*rs.last_compute}, inst + 100 + static_cast<std::uint64_t>(i));

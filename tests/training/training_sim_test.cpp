@@ -450,6 +450,40 @@ double slowed(const TpCase& c, const Kernel& k, SmsTaken taken) {
 
 }  // namespace
 
+TEST_CASE("TP overlap: chunk GEMMs beside another collective, by whose SMs they run on") {
+  // Async TP pulls its chunks with copy engines (no SMs), so a chunk GEMM is slowed by another
+  // collective's NCCL kernels beside it (an FSDP all-gather, a gradient reduce-scatter) by the
+  // same factor as any GEMM: its chunk shapes priced on the 132 − 24 SMs a plain NCCL
+  // collective leaves, over the chunk priced alone. Userbuffers' pipelined reduce-scatter holds
+  // SMs itself (its chunks are priced on the SMs it leaves), so its chunks keep their price.
+  TpCase c;
+  const auto slowdown_of = [](const Trace& t, const std::string& name) {
+    return static_cast<double>(t.info[op_id(t, name).value].slowdown);
+  };
+  StrategyOptions async;
+  async.stack = *bundled_stack("torchtitan-compile");
+  async.tp_overlap = true;
+  REQUIRE(async.stack.tp_overlap.rs_sms == 0);
+  REQUIRE(async.stack.tp_overlap.ag_sms == 0);
+  const auto a = c.trace(async);
+  // out_proj (row-parallel, one GEMM) in TP = 2 chunks of 2048 of the 4096 tokens.
+  const auto ops = layer_ops(c.m, 0, {1, 4096, DType::bf16, true, true}, {2, true, 1, 1});
+  const auto& out = op_named(ops, "out_proj").forward;
+  const auto chunk = gemm_kernel({2048, out.gemm.n, out.gemm.k, 1}, out.dtype);
+  const double gap = c.cm.kernel_gap_s();
+  const double beside = ComputeModel(c.topo.gpu, std::nullopt, {24, true}).model_seconds(chunk);
+  const double expected = (Time::from_seconds_ceil(beside + gap).seconds()) /
+                          Time::from_seconds_ceil(c.cm.seconds(chunk) + gap).seconds();
+  CHECK(expected > 1.05);
+  CHECK(slowdown_of(a, "F0.L0.out.rgemm0") == doctest::Approx(expected).epsilon(1e-5));
+  CHECK(slowdown_of(a, "F0.L0.qkv.agemm1") > 1.05);
+  StrategyOptions ub;  // megatron: userbuffers, the RS on 24 SMs, the ring exchange on 1
+  ub.tp_overlap = true;
+  const auto u = c.trace(ub);
+  CHECK(slowdown_of(u, "F0.L0.out.rgemm0") == 1.0);
+  CHECK(slowdown_of(u, "F0.L0.qkv.agemm1") == 1.0);
+}
+
 TEST_CASE("interference: a GEMM beside a plain NCCL collective was launched for every SM") {
   // Megatron's stack: a plain NCCL collective takes 24 SMs; cuBLAS sized the GEMM's grid for
   // all 132, so it runs at that grid's use of the 108 left (compute/kernel_time.hpp).

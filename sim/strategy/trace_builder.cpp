@@ -449,7 +449,8 @@ SegmentCost Builder::overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role
                                    std::int64_t chunks, Time chunk, std::int32_t own_sms,
                                    double kernels) const {
   // A TP-overlap chunk GEMM is priced as it runs beside its own collective. When that
-  // collective holds no SMs (async TP's and TE's ring exchange by copy engines), another
+  // collective holds no SMs (async TP's copy-engine transfers: the stack's ag_sms or rs_sms is
+  // 0; Megatron's file gives its ring exchange 1 SM and its reduce-scatter 24), another
   // collective's NCCL kernels beside the chunk (an FSDP all-gather, a gradient reduce-scatter)
   // slow it as they slow every GEMM. When it does hold SMs (userbuffers' pipelined reduce-
   // scatter, priced on the SMs it leaves), the replay cannot tell it from another collective,

@@ -201,6 +201,10 @@ class Builder {
   Time gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass, std::int64_t chunks,
                   const ComputeModel* fewer_sms) const;
   OpId fixed_compute(RankState& rs, const std::string& name, Time t, double kernels);
+  // The HBM time of `gemms` in `role` that `pass` runs, each GEMM in `chunks` along M (each
+  // chunk reads the whole weight again), at the achievable bandwidth (SegmentCost::hbm_s).
+  double gemms_hbm_s(const std::vector<TpGemm>& gemms, TpRole role, int pass,
+                     std::int64_t chunks) const;
   SegmentCost overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role, int pass,
                             std::int64_t chunks, Time chunk, std::int32_t own_sms,
                             double kernels) const;
@@ -249,7 +253,8 @@ class Builder {
   // Kernels of `gemms` priced alone and with a plain NCCL collective's SMs taken.
   SegmentCost gemm_piece(const std::vector<TpGemm>& gemms, TpRole role, int pass) const;
   // `seg` without the time and kernels of `used` (its FLOPs kept: the pieces carry none).
-  static SegmentCost without(const SegmentCost& seg, Time used, double used_kernels);
+  static SegmentCost without(const SegmentCost& seg, Time used, double used_kernels,
+                             double used_hbm_s);
   void ep(RankState& rs, const std::string& name, std::uint64_t inst);
   void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute);
   void backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w);
@@ -413,11 +418,18 @@ OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost&
   return id;
 }
 
+namespace {
+
+// One of `chunks` pieces of a GEMM cut along M (TP overlap's chunks).
+Kernel chunk_of(const Kernel& k, std::int64_t chunks) {
+  if (chunks <= 1) return k;
+  return gemm_kernel({(k.gemm.m + chunks - 1) / chunks, k.gemm.n, k.gemm.k, k.gemm.batch}, k.dtype);
+}
+
+}  // namespace
+
 Time Builder::gemm_time(const Kernel& k, std::int64_t chunks, const ComputeModel* fewer_sms) const {
-  Kernel c = k;
-  if (chunks > 1) {
-    c = gemm_kernel({(k.gemm.m + chunks - 1) / chunks, k.gemm.n, k.gemm.k, k.gemm.batch}, k.dtype);
-  }
+  const Kernel c = chunk_of(k, chunks);
   double t = cm_.seconds(c);
   if (fewer_sms) {
     const double alone = cm_.model_seconds(c);
@@ -435,6 +447,17 @@ Time Builder::gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass
     if (!k.empty()) t += gemm_time(k, chunks, fewer_sms);
   }
   return t;
+}
+
+double Builder::gemms_hbm_s(const std::vector<TpGemm>& gemms, TpRole role, int pass,
+                            std::int64_t chunks) const {
+  double bytes = 0;
+  for (const auto& g : gemms) {
+    if (g.role != role) continue;
+    const Kernel& k = pass_kernel(g, pass);
+    if (!k.empty()) bytes += chunk_of(k, chunks).bytes;
+  }
+  return bytes / hbm_achievable_Bps(cm_);
 }
 
 OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t, double kernels) {
@@ -460,6 +483,7 @@ SegmentCost Builder::overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role
   c.time = chunk;
   c.interfered =
       own_sms == 0 && cm_nccl_ ? gemms_time(gemms, role, pass, chunks, &*cm_nccl_) : chunk;
+  c.hbm_s = gemms_hbm_s(gemms, role, pass, chunks);
   c.kernels = kernels;
   return c;
 }
@@ -514,6 +538,7 @@ OpId Builder::bulk_gemm(RankState& rs, const std::string& name, const std::vecto
   c.interfered =
       gemms_time(gemms, TpRole::column_parallel, pass, 1, cm_bulk_ ? &*cm_bulk_ : nullptr);
   c.kernels = gemms_kernels(gemms, TpRole::column_parallel, pass);
+  c.hbm_s = gemms_hbm_s(gemms, TpRole::column_parallel, pass, 1);
   if (!opt_.stack.interference.on) return fixed_compute(rs, name, c.interfered, c.kernels);
   c.time = gemms_time(gemms, TpRole::column_parallel, pass, 1, nullptr);
   return compute(rs, name, c, false);
@@ -526,7 +551,7 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   const auto& group = group_of(rs.rank, GroupKind::tp);
   const std::int64_t t = mesh_.tp;
   Time used;
-  double used_kernels = 0;
+  double used_kernels = 0, used_hbm_s = 0;
   // All-gather before: a ring exchange of t chunks; GEMM chunk j runs on the chunk that has
   // arrived while chunk j + 1 travels (TE ring exchange; async TP's pipelined all-gather). The
   // first chunk is local, so only what a chunk GEMM cannot cover stays exposed.
@@ -555,6 +580,7 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     }
     used += gemms_time(gemms, *o.ag_role, o.pass, 1, nullptr);
     used_kernels += kernels;
+    used_hbm_s += gemms_hbm_s(gemms, *o.ag_role, o.pass, 1);
   }
   const Time producers = o.rs_role ? gemms_time(gemms, *o.rs_role, o.pass, 1, nullptr) : Time{};
   const Time bulk =
@@ -562,12 +588,21 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   const Time col_dgrad =
       o.bulk_dgrad_ag ? gemms_time(gemms, TpRole::column_parallel, 1, 1, nullptr) : Time{};
   used += producers + bulk + col_dgrad;
-  if (o.rs_role) used_kernels += gemms_kernels(gemms, *o.rs_role, o.pass);
-  if (o.bulk_wgrad) used_kernels += gemms_kernels(gemms, TpRole::column_parallel, 2);
-  if (o.bulk_dgrad_ag) used_kernels += gemms_kernels(gemms, TpRole::column_parallel, 1);
+  if (o.rs_role) {
+    used_kernels += gemms_kernels(gemms, *o.rs_role, o.pass);
+    used_hbm_s += gemms_hbm_s(gemms, *o.rs_role, o.pass, 1);
+  }
+  if (o.bulk_wgrad) {
+    used_kernels += gemms_kernels(gemms, TpRole::column_parallel, 2);
+    used_hbm_s += gemms_hbm_s(gemms, TpRole::column_parallel, 2, 1);
+  }
+  if (o.bulk_dgrad_ag) {
+    used_kernels += gemms_kernels(gemms, TpRole::column_parallel, 1);
+    used_hbm_s += gemms_hbm_s(gemms, TpRole::column_parallel, 1, 1);
+  }
   // The segment's other kernels (norms, RoPE, activation, the GEMMs not overlapped), with the
   // segment's FLOPs.
-  compute(rs, name, without(seg, used, used_kernels), recompute);
+  compute(rs, name, without(seg, used, used_kernels, used_hbm_s), recompute);
   std::optional<OpId> regathered;
   if (o.bulk_dgrad_ag) {
     regathered = comm(rs, rs.tp, name + ".ag_bulk", GroupKind::tp, CollectiveOp::all_gather, group,
@@ -638,9 +673,11 @@ void Builder::tp(RankState& rs, CollectiveOp op, const std::string& name, std::u
                             costs_.tp_bytes, std::move(deps), inst));
 }
 
-SegmentCost Builder::without(const SegmentCost& seg, Time used, double used_kernels) {
+SegmentCost Builder::without(const SegmentCost& seg, Time used, double used_kernels,
+                             double used_hbm_s) {
   SegmentCost rest = seg;
   rest.kernels = std::max(0.0, seg.kernels - used_kernels);
+  rest.hbm_s = std::max(0.0, seg.hbm_s - used_hbm_s);
   rest.time = seg.time > used ? seg.time - used : Time::zero();
   const double scale = seg.time > Time::zero() ? rest.time.seconds() / seg.time.seconds() : 0.0;
   rest.interfered = Time::from_seconds_ceil(seg.interfered.seconds() * scale);
@@ -651,6 +688,7 @@ SegmentCost Builder::gemm_piece(const std::vector<TpGemm>& gemms, TpRole role, i
   SegmentCost c;
   c.time = gemms_time(gemms, role, pass, 1, nullptr);
   c.interfered = cm_nccl_ ? gemms_time(gemms, role, pass, 1, &*cm_nccl_) : c.time;
+  c.hbm_s = gemms_hbm_s(gemms, role, pass, 1);
   c.kernels = gemms_kernels(gemms, role, pass);
   return c;
 }
@@ -671,7 +709,10 @@ void Builder::column_backward(RankState& rs, const std::string& name, const Segm
   const SegmentCost wgrad = split_w ? SegmentCost{} : gemm_piece(gemms, TpRole::column_parallel, 2);
   // The kernels before the column-parallel GEMMs' backward (row-parallel GEMMs, activation,
   // RoPE), with the segment's FLOPs.
-  compute(rs, name, without(seg, dgrad.time + wgrad.time, dgrad.kernels + wgrad.kernels), false);
+  compute(rs, name,
+          without(seg, dgrad.time + wgrad.time, dgrad.kernels + wgrad.kernels,
+                  dgrad.hbm_s + wgrad.hbm_s),
+          false);
   // The saved input shard is all-gathered again while the dgrad GEMM runs.
   std::optional<OpId> regathered;
   if (regather)

@@ -15,6 +15,7 @@
 #include "model/model_loader.hpp"
 #include "model/op_catalogue.hpp"
 #include "model/param_count.hpp"
+#include "strategy/layer_plan.hpp"
 #include "test_paths.hpp"
 #include "topology/topology_loader.hpp"
 
@@ -482,6 +483,31 @@ TEST_CASE("TP overlap: chunk GEMMs beside another collective, by whose SMs they 
   const auto u = c.trace(ub);
   CHECK(slowdown_of(u, "F0.L0.out.rgemm0") == 1.0);
   CHECK(slowdown_of(u, "F0.L0.qkv.agemm1") == 1.0);
+}
+
+TEST_CASE("TP overlap: a GEMM taken out of its segment takes its HBM time with it") {
+  // The HBM-sharing model reads each compute op's HBM time. Overlapping QKV's all-gather takes
+  // the fused QKV GEMM out of its segment into TP = 2 chunks: the rest of the segment keeps
+  // the segment's HBM time minus the GEMM's, and each chunk carries its own bytes (activation
+  // half, the whole weight, output half) at the achievable bandwidth.
+  TpCase c;
+  StrategyOptions opt;  // megatron (TE's fused QKV), interference on
+  const auto hbm_s = [](const Trace& t, const std::string& name) {
+    const auto id = op_id(t, name);
+    return static_cast<double>(t.info[id.value].hbm_fraction) * t.graph.op(id).duration.seconds();
+  };
+  opt.tp_overlap = false;
+  const auto plain = c.trace(opt);
+  opt.tp_overlap = true;
+  const auto over = c.trace(opt);
+  // QKV on TP 2: 4096 tokens × 4096 → (32 + 2·8)·128 / 2 = 3072 columns, bf16.
+  const auto qkv = gemm_kernel({4096, 3072, 4096, 1}, DType::bf16);
+  const auto half = gemm_kernel({2048, 3072, 4096, 1}, DType::bf16);
+  CHECK(half.bytes == 2.0 * (2048 * 4096 + 4096 * 3072 + 2048 * 3072));
+  const double bw = hbm_achievable_Bps(c.cm);
+  CHECK(hbm_s(over, "F0.L0.qkv.agemm0") == doctest::Approx(half.bytes / bw).epsilon(1e-5));
+  CHECK(hbm_s(over, "F0.L0.qkv") + qkv.bytes / bw ==
+        doctest::Approx(hbm_s(plain, "F0.L0.qkv")).epsilon(1e-5));
 }
 
 TEST_CASE("interference: a GEMM beside a plain NCCL collective was launched for every SM") {

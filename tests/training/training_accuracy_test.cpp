@@ -73,7 +73,7 @@ TEST_CASE("training accuracy against published Megatron-LM throughput") {
 TEST_CASE("training accuracy: stack deltas against published speedups") {
   const auto rows =
       run_stack_delta_cases(source_path("validation/stack_deltas.json"), source_path(""));
-  REQUIRE(rows.size() == 3);
+  REQUIRE(rows.size() == 4);
   double mape = 0;
   std::string table =
       "| case | base → variant | mesh | recompute | published speedup | simulated | error | "

@@ -115,20 +115,22 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
   return rows;
 }
 
-std::vector<ValidationRow> run_stack_delta_cases(const std::string& path, const std::string& root,
-                                                 const std::string& only) {
-  struct Case {
-    ValidationRow row;
-    CaseJob job;
-    TrainingSetup base, variant;
-    std::string policy;  // the base's recompute policy, by the stack's name for it
-  };
-  // Every case is read before any runs, so a bad field anywhere fails at once.
+namespace {
+
+struct DeltaCase {
+  ValidationRow row;
+  CaseJob job;
+  TrainingSetup base, variant;
+  std::string policy;  // the base's recompute policy, by the stack's name for it
+};
+
+// Every case of the file, read strictly before any runs, so a bad field anywhere fails at once.
+std::vector<DeltaCase> read_delta_cases(const std::string& path) {
   const auto file = read_case_file(path);
-  std::vector<Case> cases;
+  std::vector<DeltaCase> cases;
   for (const auto& c : file.cases) {
     ObjectReader r(c);
-    Case k;
+    DeltaCase k;
     k.row.name = r.required("name").string();
     k.row.group = r.required("group").string();
     k.job = read_job(r, path);
@@ -148,10 +150,22 @@ std::vector<ValidationRow> run_stack_delta_cases(const std::string& path, const 
     k.row.reading = r.required("reading").string();
     k.row.source = r.required("source").string();
     r.finish();
-    if (only.empty() || k.row.name.find(only) != std::string::npos) cases.push_back(std::move(k));
+    cases.push_back(std::move(k));
   }
+  return cases;
+}
+
+}  // namespace
+
+std::size_t read_stack_delta_file(const std::string& path) {
+  return read_delta_cases(path).size();
+}
+
+std::vector<ValidationRow> run_stack_delta_cases(const std::string& path, const std::string& root,
+                                                 const std::string& only) {
   std::vector<ValidationRow> rows;
-  for (auto& k : cases) {
+  for (auto& k : read_delta_cases(path)) {
+    if (!only.empty() && k.row.name.find(only) == std::string::npos) continue;
     const auto topo = case_topology(k.job, root);
     const auto b = run(k.job, topo, k.base, root), v = run(k.job, topo, k.variant, root);
     k.row.simulated = b.step_time_s / v.step_time_s;

@@ -19,5 +19,8 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
 // where an absolute row would mostly check the hardware.
 std::vector<ValidationRow> run_stack_delta_cases(const std::string& path, const std::string& root,
                                                  const std::string& only = "");
+// Reads a stack-delta file strictly without running it (the number of cases; an Error naming
+// the file and JSON path on bad input): what `run_stack_delta_cases` checks before it runs.
+std::size_t read_stack_delta_file(const std::string& path);
 
 }  // namespace meshsim

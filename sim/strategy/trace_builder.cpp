@@ -137,6 +137,14 @@ const Kernel& pass_kernel(const TpGemm& g, int pass) {
   return pass == 0 ? g.forward : pass == 1 ? g.backward_input : g.backward_weight;
 }
 
+// Calls f(kernel) for each of `gemms` in `role` that `pass` runs.
+template <class F>
+void for_each_gemm(const std::vector<TpGemm>& gemms, TpRole role, int pass, F&& f) {
+  for (const auto& g : gemms)
+    if (g.role == role)
+      if (const Kernel& k = pass_kernel(g, pass); !k.empty()) f(k);
+}
+
 class Builder {
  public:
   Builder(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,
@@ -205,9 +213,11 @@ class Builder {
   // chunk reads the whole weight again), at the achievable bandwidth (SegmentCost::hbm_s).
   double gemms_hbm_s(const std::vector<TpGemm>& gemms, TpRole role, int pass,
                      std::int64_t chunks) const;
+  // One chunk GEMM of TP overlap: `gemms` in `role` cut in `chunks` along M, priced on the SMs
+  // its own collective leaves (`own_fewer_sms`, null: every SM).
   SegmentCost overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role, int pass,
-                            std::int64_t chunks, Time chunk, std::int32_t own_sms,
-                            double kernels) const;
+                            std::int64_t chunks, std::int32_t own_sms,
+                            const ComputeModel* own_fewer_sms) const;
   // Kernels of `gemms` in `role` that `pass` runs (one launch each).
   static double gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int pass);
   // The host's launch of `kernels` kernels, before the op that runs them: an op on the rank's
@@ -441,22 +451,14 @@ Time Builder::gemm_time(const Kernel& k, std::int64_t chunks, const ComputeModel
 Time Builder::gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass,
                          std::int64_t chunks, const ComputeModel* fewer_sms) const {
   Time t;
-  for (const auto& g : gemms) {
-    if (g.role != role) continue;
-    const Kernel& k = pass_kernel(g, pass);
-    if (!k.empty()) t += gemm_time(k, chunks, fewer_sms);
-  }
+  for_each_gemm(gemms, role, pass, [&](const Kernel& k) { t += gemm_time(k, chunks, fewer_sms); });
   return t;
 }
 
 double Builder::gemms_hbm_s(const std::vector<TpGemm>& gemms, TpRole role, int pass,
                             std::int64_t chunks) const {
   double bytes = 0;
-  for (const auto& g : gemms) {
-    if (g.role != role) continue;
-    const Kernel& k = pass_kernel(g, pass);
-    if (!k.empty()) bytes += chunk_of(k, chunks).bytes;
-  }
+  for_each_gemm(gemms, role, pass, [&](const Kernel& k) { bytes += chunk_of(k, chunks).bytes; });
   return bytes / hbm_achievable_Bps(cm_);
 }
 
@@ -469,8 +471,8 @@ OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t, doub
 }
 
 SegmentCost Builder::overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role, int pass,
-                                   std::int64_t chunks, Time chunk, std::int32_t own_sms,
-                                   double kernels) const {
+                                   std::int64_t chunks, std::int32_t own_sms,
+                                   const ComputeModel* own_fewer_sms) const {
   // A TP-overlap chunk GEMM is priced as it runs beside its own collective. When that
   // collective holds no SMs (async TP's copy-engine transfers: the stack's ag_sms or rs_sms is
   // 0; Megatron's file gives its ring exchange 1 SM and its reduce-scatter 24), another
@@ -480,20 +482,17 @@ SegmentCost Builder::overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role
   // so the chunk keeps its price and another collective beside it is not charged (named in
   // the README).
   SegmentCost c;
-  c.time = chunk;
+  c.time = gemms_time(gemms, role, pass, chunks, own_fewer_sms);
   c.interfered =
-      own_sms == 0 && cm_nccl_ ? gemms_time(gemms, role, pass, chunks, &*cm_nccl_) : chunk;
+      own_sms == 0 && cm_nccl_ ? gemms_time(gemms, role, pass, chunks, &*cm_nccl_) : c.time;
   c.hbm_s = gemms_hbm_s(gemms, role, pass, chunks);
-  c.kernels = kernels;
+  c.kernels = gemms_kernels(gemms, role, pass);
   return c;
 }
 
 double Builder::gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int pass) {
   double n = 0;
-  for (const auto& g : gemms) {
-    const Kernel& k = pass_kernel(g, pass);
-    if (g.role == role && !k.empty()) n += 1;
-  }
+  for_each_gemm(gemms, role, pass, [&](const Kernel&) { n += 1; });
   return n;
 }
 
@@ -570,16 +569,13 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
       trace_.info.back().holds_sms = ov.ag_sms > 0;
     }
     rs.pending = std::move(pending);
-    const Time chunk = gemms_time(gemms, *o.ag_role, o.pass, t, nullptr);
-    const double kernels = gemms_kernels(gemms, *o.ag_role, o.pass);
-    const SegmentCost piece =
-        overlap_chunk(gemms, *o.ag_role, o.pass, t, chunk, ov.ag_sms, kernels);
+    const SegmentCost piece = overlap_chunk(gemms, *o.ag_role, o.pass, t, ov.ag_sms, nullptr);
     for (std::int64_t j = 0; j < t; ++j) {
       if (j > 0) rs.pending.push_back(steps[static_cast<std::size_t>(j - 1)]);
       compute(rs, name + ".agemm" + std::to_string(j), piece, false);
     }
     used += gemms_time(gemms, *o.ag_role, o.pass, 1, nullptr);
-    used_kernels += kernels;
+    used_kernels += piece.kernels;
     used_hbm_s += gemms_hbm_s(gemms, *o.ag_role, o.pass, 1);
   }
   const Time producers = o.rs_role ? gemms_time(gemms, *o.rs_role, o.pass, 1, nullptr) : Time{};
@@ -615,10 +611,8 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     // Reduce-scatter after: the GEMM in chunks along M, each chunk's RS overlapping the next
     // chunk; the last RS is exposed. userbuffers runs the GEMM on SMs − rs_sms.
     const std::int64_t k = ov.rs_splits > 0 ? ov.rs_splits : t;
-    const Time chunk = gemms_time(gemms, *o.rs_role, o.pass, k, cm_rs_ ? &*cm_rs_ : nullptr);
-    const double kernels = gemms_kernels(gemms, *o.rs_role, o.pass);
     const SegmentCost piece =
-        overlap_chunk(gemms, *o.rs_role, o.pass, k, chunk, ov.rs_sms, kernels);
+        overlap_chunk(gemms, *o.rs_role, o.pass, k, ov.rs_sms, cm_rs_ ? &*cm_rs_ : nullptr);
     OpId last{};
     for (std::int64_t i = 0; i < k; ++i) {
       compute(rs, name + ".rgemm" + std::to_string(i), piece, false);

@@ -45,7 +45,7 @@ CaseJob read_job(ObjectReader& r, const std::string& path) {
 // The software that runs it: a bundled stack (the one the source used, with its documented
 // settings), TP communication overlap on or off, and one of the stack's recompute policies (its
 // name is returned).
-std::string read_stack(ObjectReader& r, TrainingSetup& s) {
+std::string read_case_stack(ObjectReader& r, TrainingSetup& s) {
   const auto stack_ref = r.required("stack");
   const auto* stack = bundled_stack(stack_ref.string());
   if (!stack) stack_ref.fail("no bundled stack '" + stack_ref.string() + "'");
@@ -88,7 +88,7 @@ std::vector<ValidationRow> run_training_cases(const std::string& path, const std
     auto job = read_job(r, path);
     auto& s = job.setup;
     // Each case runs on the stack its source used, with that stack's documented settings.
-    read_stack(r, s);
+    read_case_stack(r, s);
     const auto metric = r.required("metric");
     if (metric.string() != "achieved_tflops_per_gpu")
       metric.fail("expected achieved_tflops_per_gpu");
@@ -137,7 +137,7 @@ std::vector<DeltaCase> read_delta_cases(const std::string& path) {
     k.base = k.variant = k.job.setup;
     for (auto [key, setup] : {std::pair{"base", &k.base}, std::pair{"variant", &k.variant}}) {
       ObjectReader side(r.required(key));
-      const auto policy = read_stack(side, *setup);
+      const auto policy = read_case_stack(side, *setup);
       if (setup == &k.base) k.policy = policy;
       side.finish();
       setup->config.sp = setup->config.mesh.tp > 1;

@@ -93,7 +93,8 @@ TileWork tile_work(const GemmShape& s, std::int32_t sm_count, SmsTaken taken) {
   // The SMs the kernel is launched for (its grid and split) and those it runs on.
   const double all = static_cast<double>(sm_count);
   w.left = std::max(1.0, all - static_cast<double>(std::max(taken.count, 0)));
-  w.sms = taken.planned_for_all ? all : w.left;
+  const double seen = static_cast<double>(std::clamp(taken.seen, 0, std::max(taken.count, 0)));
+  w.sms = taken.planned_for_all ? std::max(1.0, all - seen) : w.left;
   w.iters = std::ceil(K * kInvTileK);
   // Useful work (unpadded tile area × iterations) over the SMs' capacity: use = padding ·
   // tiles · iters / (time · all) with padding = M·N·B / (tiles · tile area).
@@ -168,10 +169,12 @@ double gemm_occupancy(const GemmShape& s, std::int32_t sm_count, double intensit
   // work spread evenly), so one whose reuse factor is no better than the best score so far
   // cannot beat it (the 1e-12 margin covers the use's rounding). A large GEMM's first tile
   // is near 1, which skips four of the six (the price runs thousands of times per trace).
-  // A kernel launched for the whole GPU was chosen for it (the library does not see the
-  // collective beside it) and runs at that tile's use of the SMs left.
-  const bool beside = taken.count > 0 && taken.planned_for_all;
-  const auto chosen = tile_work(s, sm_count, beside ? SmsTaken{} : taken);
+  // A kernel launched for the whole GPU (or for the SMs the `seen` part of `taken` leaves) was
+  // chosen for it (the library does not see the collective beside it) and runs at that tile's
+  // use of the SMs left.
+  const bool beside = taken.count > 0 && taken.planned_for_all && taken.seen < taken.count;
+  const auto chosen =
+      tile_work(s, sm_count, beside ? SmsTaken{std::max(taken.seen, 0), false} : taken);
   const TileReuse reuse_of(intensity_half);
   double best = -1;
   std::size_t pick = 0;

@@ -40,6 +40,10 @@ struct SmsTaken {
   // §2.2); false: it was launched for the SMs left (Transformer Engine's pipelined reduce-
   // scatter sets the GEMM's SM count target to SMs − num_sm, comm_gemm_overlap.cpp).
   bool planned_for_all = true;
+  // With planned_for_all: SMs of `count` the library was told to leave out when it planned the
+  // kernel (a userbuffers chunk GEMM planned for SMs − its own reduce-scatter's num_sm), the rest
+  // arriving unseen at run time (another collective's NCCL kernels beside it). 0: none seen.
+  std::int32_t seen = 0;
 };
 
 // Per tile of the menu: the useful share of its padded tiles times the share of SM time busy

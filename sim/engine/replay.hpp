@@ -33,7 +33,10 @@ struct ReplayResult {
 // communication streams, a fixed-duration op on that rank's compute stream progresses at
 // 1/slowdown of its rate (the collective's CTAs hold SMs the kernel would use). Its remaining
 // work is carried across every change, so an op half-overlapped is slowed for half its time.
-// Both vectors are indexed by OpId; slowdown 1 (or an empty vector) leaves an op alone.
+// Both vectors are indexed by OpId; slowdown 1 (or an empty vector) leaves an op alone. A
+// compute op priced beside one of its rank's communication streams (`priced_beside`, a StreamId
+// value; a TP-overlap chunk GEMM priced on the SMs its own reduce-scatter leaves) is slowed only
+// while an op that holds SMs runs on another of the rank's communication streams.
 //
 // HBM sharing: a collective moves HBM bytes as it sends and receives (`hbm_demand`: its traffic
 // as a fraction of the achievable HBM bandwidth B); a compute op streams HBM for `hbm_fraction`
@@ -56,11 +59,12 @@ struct ReplayResult {
 // on its rank, at rate share(self, others) (the keys of the others; 1: no common link), re-rated
 // whenever one starts or ends.
 struct ReplayInterference {
-  std::vector<float> slowdown;          // compute ops
-  std::vector<bool> holds_sms;          // communication ops
-  std::vector<std::int32_t> share_key;  // communication ops; -1 (or absent): not shared
-  std::vector<float> hbm_fraction;      // compute ops (absent: 0)
-  std::vector<float> hbm_demand;        // communication ops (absent: 0)
+  std::vector<float> slowdown;              // compute ops
+  std::vector<bool> holds_sms;              // communication ops
+  std::vector<std::int32_t> priced_beside;  // compute ops; -1 (or absent): none
+  std::vector<std::int32_t> share_key;      // communication ops; -1 (or absent): not shared
+  std::vector<float> hbm_fraction;          // compute ops (absent: 0)
+  std::vector<float> hbm_demand;            // communication ops (absent: 0)
   std::function<double(std::int32_t self, std::vector<std::int32_t> others)> share;
   std::function<void(std::int32_t rank, double demand)> on_hbm;  // D after each change
 };
@@ -104,6 +108,7 @@ class Replay {
       compute_streams_.assign(ranks.size(), {});
       sharing_.assign(ranks.size(), {});
       comm_active_.assign(ranks.size(), 0);
+      holding_.assign(g_.stream_count(), false);
       hbm_load_.assign(ranks.size(), 0.0);
       kernel_hbm_.assign(ranks.size(), 0.0);
       comm_streams_.assign(ranks.size(), {});
@@ -206,7 +211,7 @@ class Replay {
     const auto r = rank_of_stream_[s.value];
     if (g_.stream(s).kind == StreamKind::compute) {
       double rate = 1.0;
-      if (comm_active_[r] > 0 && run.op.value < inter_->slowdown.size())
+      if (foreign_active(r, run.op) > 0 && run.op.value < inter_->slowdown.size())
         rate /= std::max(1.0, static_cast<double>(inter_->slowdown[run.op.value]));
       const double f = hbm_fraction(run.op);
       if (f > 0 && hbm_load_[r] > 0) rate /= 1.0 + f * std::max(0.0, f + hbm_load_[r] - 1.0);
@@ -219,6 +224,15 @@ class Replay {
       if (other != s.value) others.push_back(inter_->share_key[running_[other].op.value]);
     if (!others.empty()) rate *= inter_->share(inter_->share_key[run.op.value], std::move(others));
     return rate;
+  }
+  // SM-holding collectives running on rank r beside compute op `id`, less the one on the stream
+  // its price already counts.
+  int foreign_active(std::size_t r, OpId id) const {
+    const std::int32_t own = beside(id);
+    return comm_active_[r] - (own >= 0 && holding_[static_cast<std::size_t>(own)] ? 1 : 0);
+  }
+  std::int32_t beside(OpId id) const {
+    return id.value < inter_->priced_beside.size() ? inter_->priced_beside[id.value] : -1;
   }
   // A running collective's HBM share, 1/max(1, D).
   double hbm_share_of(StreamId s) const {
@@ -292,9 +306,14 @@ class Replay {
     const auto r = rank_of_stream_[comm_stream.value];
     const int before = comm_active_[r];
     comm_active_[r] += delta;
-    if ((before > 0) == (comm_active_[r] > 0)) return;  // the rate changes only at 0 ↔ 1
+    holding_[comm_stream.value] = delta > 0;
+    // A plain op's rate changes only at 0 ↔ 1; one priced beside a stream when its own count of
+    // the others does.
+    const bool crossed = (before > 0) != (comm_active_[r] > 0);
     for (auto cs : compute_streams_[r])
-      if (running_[cs].active()) refresh(StreamId{cs});
+      if (running_[cs].active() &&
+          (beside(running_[cs].op) >= 0 ? rate_of(StreamId{cs}) != running_[cs].rate : crossed))
+        refresh(StreamId{cs});
   }
 
   void finish(OpId id) {
@@ -341,6 +360,7 @@ class Replay {
   std::vector<std::vector<std::uint32_t>> compute_streams_;
   std::vector<std::vector<std::uint32_t>> sharing_;  // per rank: streams running a shared op
   std::vector<int> comm_active_;
+  std::vector<bool> holding_;       // per stream: an SM-holding communication op runs on it
   std::vector<double> hbm_load_;    // per rank: Σ hbm_demand of the collectives running
   std::vector<double> kernel_hbm_;  // per rank: hbm_fraction of the kernel running
   std::vector<std::vector<std::uint32_t>> comm_streams_;

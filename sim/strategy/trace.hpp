@@ -25,6 +25,10 @@ struct TraceOpInfo {
   // collective that holds SMs is in flight on its GPU; a comm op on copy engines holds none.
   float slowdown = 1.0F;
   bool holds_sms = true;
+  // A compute op priced beside its own collective (a TP-overlap chunk GEMM beside its SM-holding
+  // transfers): the rank's communication stream (StreamId value) whose ops are not "a collective
+  // beside it" for `slowdown`; -1: none.
+  std::int32_t priced_beside = -1;
   // HBM sharing (engine/replay.hpp): a compute op's HBM traffic as a fraction of its time at
   // the achievable bandwidth; a collective's HBM demand as a fraction of that bandwidth (set by
   // the training simulation from the links it uses).

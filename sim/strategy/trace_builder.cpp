@@ -214,10 +214,11 @@ class Builder {
   double gemms_hbm_s(const std::vector<TpGemm>& gemms, TpRole role, int pass,
                      std::int64_t chunks) const;
   // One chunk GEMM of TP overlap: `gemms` in `role` cut in `chunks` along M, priced on the SMs
-  // its own collective leaves (`own_fewer_sms`, null: every SM).
+  // its own collective leaves (`own_fewer_sms`, null: every SM); `interfered` beside another
+  // collective's NCCL kernels as well. Its op is priced beside the rank's TP stream (compute's
+  // `beside`): its own transfers there are not that other collective.
   SegmentCost overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role, int pass,
-                            std::int64_t chunks, std::int32_t own_sms,
-                            const ComputeModel* own_fewer_sms) const;
+                            std::int64_t chunks, const ComputeModel* own_fewer_sms) const;
   // Kernels of `gemms` in `role` that `pass` runs (one launch each).
   static double gemms_kernels(const std::vector<TpGemm>& gemms, TpRole role, int pass);
   // The host's launch of `kernels` kernels, before the op that runs them: an op on the rank's
@@ -249,7 +250,10 @@ class Builder {
                           const std::vector<TpGemm>& gemms, const Overlap& o, bool recompute,
                           std::uint64_t inst);
   bool emit(RankState& rs, const PipelineAction& a);
-  OpId compute(RankState& rs, const std::string& name, const SegmentCost& c, bool recompute);
+  // `beside`: the rank's communication stream (StreamId value) whose SM-holding ops are already
+  // in the op's price (TraceOpInfo::priced_beside); -1: none.
+  OpId compute(RankState& rs, const std::string& name, const SegmentCost& c, bool recompute,
+               std::int32_t beside = -1);
   OpId comm(RankState& rs, StreamId s, const std::string& name, GroupKind g, CollectiveOp op,
             std::vector<std::int32_t> ranks, double bytes, std::vector<OpId> deps,
             std::uint64_t instance, std::optional<CollectiveAlgo> algo = std::nullopt,
@@ -338,8 +342,9 @@ class Builder {
   bool sp_ = false, zb_ = false, overlap_ = false;
   double grad_bytes_ = 2, bucket_bytes_ = 0;
   // The GPU with a collective's SMs taken: a plain NCCL collective (interference), userbuffers'
-  // pipelined reduce-scatter, the bulk overlaps.
-  std::optional<ComputeModel> cm_nccl_, cm_rs_, cm_bulk_;
+  // pipelined reduce-scatter, the bulk overlaps, and both of the first two (a userbuffers chunk
+  // GEMM, planned for the SMs its reduce-scatter leaves, beside a plain NCCL collective).
+  std::optional<ComputeModel> cm_nccl_, cm_rs_, cm_bulk_, cm_rs_nccl_;
   Trace trace_;
   std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t, int>, OpId> sends_;
   // A rank's group of a kind (Placement::group), worked out once: every layer and micro-batch
@@ -372,6 +377,9 @@ void Builder::compute_costs() {
   overlap_ = tp_overlap_active(opt_, cfg_);
   if (overlap_) {
     if (ov.rs_sms > 0) cm_rs_.emplace(gpu, cm_.profile(), SmsTaken{ov.rs_sms, false});
+    if (ov.rs_sms > 0 && cm_nccl_)
+      cm_rs_nccl_.emplace(gpu, cm_.profile(),
+                          SmsTaken{ov.rs_sms + st.interference.nccl_sms, for_all, ov.rs_sms});
     if (ov.bulk_sms > 0) cm_bulk_.emplace(gpu, cm_.profile(), SmsTaken{ov.bulk_sms, for_all});
   }
   grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
@@ -405,8 +413,8 @@ void Builder::compute_costs() {
         tokens / static_cast<double>(mesh_.tp) * static_cast<double>(m_.moe->top_k) * h * 2;
 }
 
-OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost& c,
-                      bool recompute) {
+OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost& c, bool recompute,
+                      std::int32_t beside) {
   // In a CUDA graph the kernels follow one another with the graph's gap, not the eager one.
   const double graph_saves =
       captured(rs, rs.compute) ? c.kernels * (cm_.kernel_gap_s() - cm_.graph_kernel_gap_s()) : 0;
@@ -421,6 +429,7 @@ OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost&
   info.recompute = recompute;
   if (c.time > Time::zero() && c.interfered > c.time)
     info.slowdown = static_cast<float>(c.interfered.seconds() / c.time.seconds());
+  info.priced_beside = beside;
   if (c.time > Time::zero())
     info.hbm_fraction = static_cast<float>(std::min(1.0, c.hbm_s / c.time.seconds()));
   trace_.info.push_back(info);
@@ -471,20 +480,20 @@ OpId Builder::fixed_compute(RankState& rs, const std::string& name, Time t, doub
 }
 
 SegmentCost Builder::overlap_chunk(const std::vector<TpGemm>& gemms, TpRole role, int pass,
-                                   std::int64_t chunks, std::int32_t own_sms,
-                                   const ComputeModel* own_fewer_sms) const {
-  // A TP-overlap chunk GEMM is priced as it runs beside its own collective. When that
-  // collective holds no SMs (async TP's copy-engine transfers: the stack's ag_sms or rs_sms is
-  // 0; Megatron's file gives its ring exchange 1 SM and its reduce-scatter 24), another
+                                   std::int64_t chunks, const ComputeModel* own_fewer_sms) const {
+  // A TP-overlap chunk GEMM is priced as it runs beside its own collective. Another
   // collective's NCCL kernels beside the chunk (an FSDP all-gather, a gradient reduce-scatter)
-  // slow it as they slow every GEMM. When it does hold SMs (userbuffers' pipelined reduce-
-  // scatter, priced on the SMs it leaves), the replay cannot tell it from another collective,
-  // so the chunk keeps its price and another collective beside it is not charged (named in
-  // the README).
+  // slow it as they slow every GEMM: by the plain NCCL factor when its own transfers hold no SMs
+  // (async TP's copy engines: the stack's ag_sms or rs_sms is 0) or are not in its price (TE's
+  // ring exchange, 1 SM in Megatron's file); on the SMs left by both (cm_rs_nccl_) when its own
+  // reduce-scatter's are (userbuffers, 24). Its own SM-holding transfers are not that other
+  // collective: the caller prices the op beside the TP stream.
   SegmentCost c;
   c.time = gemms_time(gemms, role, pass, chunks, own_fewer_sms);
-  c.interfered =
-      own_sms == 0 && cm_nccl_ ? gemms_time(gemms, role, pass, chunks, &*cm_nccl_) : c.time;
+  const ComputeModel* beside_nccl = own_fewer_sms ? (cm_rs_nccl_ ? &*cm_rs_nccl_ : nullptr)
+                                    : cm_nccl_    ? &*cm_nccl_
+                                                  : nullptr;
+  c.interfered = beside_nccl ? gemms_time(gemms, role, pass, chunks, beside_nccl) : c.time;
   c.hbm_s = gemms_hbm_s(gemms, role, pass, chunks);
   c.kernels = gemms_kernels(gemms, role, pass);
   return c;
@@ -549,6 +558,8 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   const auto& ov = opt_.stack.tp_overlap;
   const auto& group = group_of(rs.rank, GroupKind::tp);
   const std::int64_t t = mesh_.tp;
+  // The chunk GEMMs' own transfers run on the TP stream (TraceOpInfo::priced_beside).
+  const auto own_tp = static_cast<std::int32_t>(rs.tp.value);
   Time used;
   double used_kernels = 0, used_hbm_s = 0;
   // All-gather before: a ring exchange of t chunks; GEMM chunk j runs on the chunk that has
@@ -569,10 +580,10 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
       trace_.info.back().holds_sms = ov.ag_sms > 0;
     }
     rs.pending = std::move(pending);
-    const SegmentCost piece = overlap_chunk(gemms, *o.ag_role, o.pass, t, ov.ag_sms, nullptr);
+    const SegmentCost piece = overlap_chunk(gemms, *o.ag_role, o.pass, t, nullptr);
     for (std::int64_t j = 0; j < t; ++j) {
       if (j > 0) rs.pending.push_back(steps[static_cast<std::size_t>(j - 1)]);
-      compute(rs, name + ".agemm" + std::to_string(j), piece, false);
+      compute(rs, name + ".agemm" + std::to_string(j), piece, false, own_tp);
     }
     used += gemms_time(gemms, *o.ag_role, o.pass, 1, nullptr);
     used_kernels += piece.kernels;
@@ -612,10 +623,10 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     // chunk; the last RS is exposed. userbuffers runs the GEMM on SMs − rs_sms.
     const std::int64_t k = ov.rs_splits > 0 ? ov.rs_splits : t;
     const SegmentCost piece =
-        overlap_chunk(gemms, *o.rs_role, o.pass, k, ov.rs_sms, cm_rs_ ? &*cm_rs_ : nullptr);
+        overlap_chunk(gemms, *o.rs_role, o.pass, k, cm_rs_ ? &*cm_rs_ : nullptr);
     OpId last{};
     for (std::int64_t i = 0; i < k; ++i) {
-      compute(rs, name + ".rgemm" + std::to_string(i), piece, false);
+      compute(rs, name + ".rgemm" + std::to_string(i), piece, false, own_tp);
       last = comm(rs, rs.tp, name + ".rs" + std::to_string(i), GroupKind::tp,
                   CollectiveOp::reduce_scatter, group, costs_.tp_bytes / static_cast<double>(k),
                   {*rs.last_compute}, inst + 100 + static_cast<std::uint64_t>(i));

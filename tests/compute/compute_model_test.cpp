@@ -85,17 +85,35 @@ TEST_CASE("GEMM occupancy: stopping at the first tile that cannot win picks the 
     for (std::int64_t n : {64, 1000, 4096, 10240, 28672})
       for (std::int64_t k : {64, 512, 8192})
         for (double half : {0.0, 7.1, 15.6, 1e6})
-          for (SmsTaken taken : {SmsTaken{}, SmsTaken{24, true}, SmsTaken{24, false}}) {
+          for (SmsTaken taken :
+               {SmsTaken{}, SmsTaken{24, true}, SmsTaken{24, false}, SmsTaken{48, true, 24}}) {
             const GemmShape s{m, n, k, 1};
             const double whole =
-                taken.count > 0 && taken.planned_for_all
-                    ? gemm_occupancy(gemm_tile_use(s, 132), gemm_tile_use(s, 132, taken), half)
+                taken.count > taken.seen && taken.planned_for_all
+                    ? gemm_occupancy(gemm_tile_use(s, 132, SmsTaken{taken.seen, false}),
+                                     gemm_tile_use(s, 132, taken), half)
                     : gemm_occupancy(gemm_tile_use(s, 132, taken), half);
             ++checked;
             if (gemm_occupancy(s, 132, half, taken) != whole) ++differ;
           }
-  CHECK(checked == 9 * 5 * 3 * 4 * 3);
+  CHECK(checked == 9 * 5 * 3 * 4 * 4);
   CHECK(differ == 0);
+}
+
+TEST_CASE("GEMM occupancy: a kernel planned for the SMs a seen collective leaves, beside another") {
+  // 1152×3072×6400: 9 × 12 = 108 tiles of 128×256 (no padding), 100 K-iterations each; useful
+  // share of the 132 SMs' capacity per time unit: 108/132 at 100 iterations.
+  const GemmShape s{1152, 3072, 6400, 1};
+  // Planned for and run on the 108 SMs its own reduce-scatter leaves (24 of 132): one whole
+  // wave, 100 iterations → 108/132.
+  CHECK(gemm_occupancy(s, 132, 7.1, SmsTaken{24, false}) == doctest::Approx(108.0 / 132));
+  CHECK(gemm_occupancy(s, 132, 7.1, SmsTaken{24, true, 24}) == doctest::Approx(108.0 / 132));
+  // The same plan (108 stream-K CTAs, fewer than 2 × 108 tiles: no data-parallel waves) meeting
+  // 24 more SMs taken by another collective: ⌈108/84⌉ = 2 rounds of 100 → half.
+  CHECK(gemm_occupancy(s, 132, 7.1, SmsTaken{48, true, 24}) == doctest::Approx(108.0 / 264));
+  // Planned for the 84 left: ⌈108 · 100 / 84⌉ = 129 iterations.
+  CHECK(gemm_occupancy(s, 132, 7.1, SmsTaken{48, false}) ==
+        doctest::Approx(108.0 / 132 * 100 / 129));
 }
 
 TEST_CASE("GEMM time: softened roofline plus fixed cost, H100 bf16 8192³") {

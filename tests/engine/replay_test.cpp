@@ -121,6 +121,46 @@ TEST_CASE("interference: a compute op slows while a collective that holds SMs ru
   CHECK(r2.ops[k.value].end == Time::us(10));
 }
 
+TEST_CASE("interference: a kernel priced beside its own collective is slowed only by another") {
+  // k: 10 µs of work priced beside its TP stream (a userbuffers chunk GEMM priced on the SMs its
+  // reduce-scatter leaves), slowdown 2 beside another collective. own: 0..12 µs on the TP stream
+  // (holds SMs); dp: 2..6 µs on the DP stream (holds SMs), after d (2 µs, no SMs).
+  // 0..2: full (2 done); 2..6: half (2 done); then 6 µs at full → ends at 12 µs.
+  // Without the mark, own alone slows k from 0: 0..12 at half does 6 µs of work, own ends,
+  // then 4 µs at full → 16 µs.
+  OpGraph g;
+  auto cs = g.add_stream(0, StreamKind::compute);
+  auto ts = g.add_stream(0, StreamKind::tp);
+  auto ds = g.add_stream(0, StreamKind::dp);
+  auto ps = g.add_stream(0, StreamKind::pp);
+  auto k = g.add_op(cs, "k", Time::us(10));
+  auto own = g.add_op(ts, "own", Time::us(12));
+  auto d = g.add_op(ps, "d", Time::us(2));
+  auto dp = g.add_op(ds, "dp", Time::us(4), {d});
+  ReplayInterference in;
+  in.slowdown = {2.0F, 1.0F, 1.0F, 1.0F};
+  in.holds_sms = {false, true, false, true};
+  in.priced_beside = {static_cast<std::int32_t>(ts.value), -1, -1, -1};
+  Simulator sim;
+  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  CHECK(r.ops[dp.value].start == Time::us(2));
+  CHECK(r.ops[own.value].end == Time::us(12));
+  CHECK(r.ops[k.value].end == Time::us(12));
+
+  in.priced_beside.clear();
+  Simulator sim2;
+  auto r2 = Replay<Simulator>(g, sim2, nullptr, &in).run();
+  CHECK(r2.ops[k.value].end == Time::us(16));
+
+  // Another collective on the kernel's own stream is not told apart (the stack's own transfers
+  // are the only SM-holding ops there): with only the marked stream busy, k runs at full rate.
+  in.priced_beside = {static_cast<std::int32_t>(ts.value), -1, -1, -1};
+  in.holds_sms = {false, true, false, false};
+  Simulator sim3;
+  auto r3 = Replay<Simulator>(g, sim3, nullptr, &in).run();
+  CHECK(r3.ops[k.value].end == Time::us(10));
+}
+
 TEST_CASE("interference: a collective starting mid-kernel slows only the overlapped part") {
   // k: 10 µs; c waits for d (3 µs on another comm stream of the same rank, holding no SMs) and
   // runs 3..5 µs holding SMs; slowdown 1.5: 0..3 full (3 done), 3..5 at 2/3 (4/3 done),

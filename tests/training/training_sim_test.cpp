@@ -456,7 +456,9 @@ TEST_CASE("TP overlap: chunk GEMMs beside another collective, by whose SMs they 
   // collective's NCCL kernels beside it (an FSDP all-gather, a gradient reduce-scatter) by the
   // same factor as any GEMM: its chunk shapes priced on the 132 − 24 SMs a plain NCCL
   // collective leaves, over the chunk priced alone. Userbuffers' pipelined reduce-scatter holds
-  // SMs itself (its chunks are priced on the SMs it leaves), so its chunks keep their price.
+  // 24 SMs itself and its chunks are planned for the 108 it leaves: beside another collective
+  // they run on 84, over their price on 108. Those ops are priced beside the rank's TP stream,
+  // so the replay does not count their own transfers as that other collective.
   TpCase c;
   const auto slowdown_of = [](const Trace& t, const std::string& name) {
     return static_cast<double>(t.info[op_id(t, name).value].slowdown);
@@ -481,8 +483,32 @@ TEST_CASE("TP overlap: chunk GEMMs beside another collective, by whose SMs they 
   StrategyOptions ub;  // megatron: userbuffers, the RS on 24 SMs, the ring exchange on 1
   ub.tp_overlap = true;
   const auto u = c.trace(ub);
-  CHECK(slowdown_of(u, "F0.L0.out.rgemm0") == 1.0);
-  CHECK(slowdown_of(u, "F0.L0.qkv.agemm1") == 1.0);
+  // The factor of `k` priced with `near` SMs taken over its price with `alone` taken.
+  const auto factor = [&](const Kernel& k, SmsTaken alone, SmsTaken near) {
+    const double t = ComputeModel(c.topo.gpu, std::nullopt, alone).model_seconds(k);
+    const double b = ComputeModel(c.topo.gpu, std::nullopt, near).model_seconds(k);
+    return Time::from_seconds_ceil(b + gap).seconds() / Time::from_seconds_ceil(t + gap).seconds();
+  };
+  // Userbuffers cuts the RS GEMM in rs_splits = 4 chunks of 1024 tokens.
+  REQUIRE(ub.stack.tp_overlap.rs_splits == 4);
+  const auto ub_chunk = gemm_kernel({1024, out.gemm.n, out.gemm.k, 1}, out.dtype);
+  const double ub_expected = factor(ub_chunk, {24, false}, {48, true, 24});
+  CHECK(ub_expected > 1.05);
+  CHECK(slowdown_of(u, "F0.L0.out.rgemm0") == doctest::Approx(ub_expected).epsilon(1e-5));
+  // The ring exchange's 1 SM is not in the all-gather chunks' price: the plain NCCL factor on
+  // TE's fused QKV GEMM in 2 chunks of 2048 tokens.
+  const auto& qkv = op_named(ops, "qkv_proj").forward;
+  const auto qkv_chunk = gemm_kernel({2048, qkv.gemm.n, qkv.gemm.k, 1}, qkv.dtype);
+  CHECK(slowdown_of(u, "F0.L0.qkv.agemm1") ==
+        doctest::Approx(factor(qkv_chunk, {}, {24, true})).epsilon(1e-5));
+  for (const Trace* t : {&u, &a})
+    for (const auto* name : {"F0.L0.out.rgemm0", "F0.L0.qkv.agemm1"}) {
+      const auto& info = t->info[op_id(*t, name).value];
+      REQUIRE(info.priced_beside >= 0);
+      const auto& st = t->graph.stream(StreamId{static_cast<std::uint32_t>(info.priced_beside)});
+      CHECK(st.kind == StreamKind::tp);
+      CHECK(st.rank == info.rank);
+    }
 }
 
 TEST_CASE("TP overlap: a GEMM taken out of its segment takes its HBM time with it") {

@@ -35,8 +35,10 @@ struct ReplayResult {
 // work is carried across every change, so an op half-overlapped is slowed for half its time.
 // Both vectors are indexed by OpId; slowdown 1 (or an empty vector) leaves an op alone. A
 // compute op priced beside one of its rank's communication streams (`priced_beside`, a StreamId
-// value; a TP-overlap chunk GEMM priced on the SMs its own reduce-scatter leaves) is slowed only
-// while an op that holds SMs runs on another of the rank's communication streams.
+// value: a TP-overlap chunk GEMM priced on the SMs its own reduce-scatter leaves, a bulk-overlap
+// GEMM beside its bulk collective) takes `slowdown` while an op that holds SMs runs on another of
+// the rank's communication streams only, `own_slowdown` (absent: 1) while one runs on that stream
+// only, and `both_slowdown` (absent or 0: `slowdown`) while both do.
 //
 // HBM sharing: a collective moves HBM bytes as it sends and receives (`hbm_demand`: its traffic
 // as a fraction of the achievable HBM bandwidth B); a compute op streams HBM for `hbm_fraction`
@@ -59,12 +61,13 @@ struct ReplayResult {
 // on its rank, at rate share(self, others) (the keys of the others; 1: no common link), re-rated
 // whenever one starts or ends.
 struct ReplayInterference {
-  std::vector<float> slowdown;              // compute ops
-  std::vector<bool> holds_sms;              // communication ops
-  std::vector<std::int32_t> priced_beside;  // compute ops; -1 (or absent): none
-  std::vector<std::int32_t> share_key;      // communication ops; -1 (or absent): not shared
-  std::vector<float> hbm_fraction;          // compute ops (absent: 0)
-  std::vector<float> hbm_demand;            // communication ops (absent: 0)
+  std::vector<float> slowdown;                     // compute ops
+  std::vector<bool> holds_sms;                     // communication ops
+  std::vector<std::int32_t> priced_beside;         // compute ops; -1 (or absent): none
+  std::vector<float> own_slowdown, both_slowdown;  // compute ops priced beside a stream
+  std::vector<std::int32_t> share_key;             // communication ops; -1 (or absent): not shared
+  std::vector<float> hbm_fraction;                 // compute ops (absent: 0)
+  std::vector<float> hbm_demand;                   // communication ops (absent: 0)
   std::function<double(std::int32_t self, std::vector<std::int32_t> others)> share;
   std::function<void(std::int32_t rank, double demand)> on_hbm;  // D after each change
 };
@@ -190,9 +193,12 @@ class Replay {
            inter_->holds_sms[id.value];
   }
   bool slowable(OpId id, const Stream& st) const {
+    const auto above_1 = [&](const std::vector<float>& v) {
+      return id.value < v.size() && v[id.value] > 1.0F;
+    };
     return st.kind == StreamKind::compute &&
-           ((id.value < inter_->slowdown.size() && inter_->slowdown[id.value] > 1.0F) ||
-            hbm_fraction(id) > 0.0);
+           (above_1(inter_->slowdown) || above_1(inter_->own_slowdown) ||
+            above_1(inter_->both_slowdown) || hbm_fraction(id) > 0.0);
   }
   double hbm_fraction(OpId id) const {
     return id.value < inter_->hbm_fraction.size() ? inter_->hbm_fraction[id.value] : 0.0;
@@ -211,8 +217,7 @@ class Replay {
     const auto r = rank_of_stream_[s.value];
     if (g_.stream(s).kind == StreamKind::compute) {
       double rate = 1.0;
-      if (foreign_active(r, run.op) > 0 && run.op.value < inter_->slowdown.size())
-        rate /= std::max(1.0, static_cast<double>(inter_->slowdown[run.op.value]));
+      rate /= std::max(1.0, slowdown_now(r, run.op));
       const double f = hbm_fraction(run.op);
       if (f > 0 && hbm_load_[r] > 0) rate /= 1.0 + f * std::max(0.0, f + hbm_load_[r] - 1.0);
       return rate;
@@ -225,11 +230,20 @@ class Replay {
     if (!others.empty()) rate *= inter_->share(inter_->share_key[run.op.value], std::move(others));
     return rate;
   }
-  // SM-holding collectives running on rank r beside compute op `id`, less the one on the stream
-  // its price already counts.
-  int foreign_active(std::size_t r, OpId id) const {
+  // Compute op `id`'s slowdown on rank r now: by the SM-holding collectives running beside it,
+  // its own stream's (priced_beside) apart from the others.
+  double slowdown_now(std::size_t r, OpId id) const {
     const std::int32_t own = beside(id);
-    return comm_active_[r] - (own >= 0 && holding_[static_cast<std::size_t>(own)] ? 1 : 0);
+    const bool own_busy = own >= 0 && holding_[static_cast<std::size_t>(own)];
+    const bool other = comm_active_[r] - (own_busy ? 1 : 0) > 0;
+    const auto at = [&](const std::vector<float>& v, float absent) {
+      return static_cast<double>(id.value < v.size() ? v[id.value] : absent);
+    };
+    const double plain = at(inter_->slowdown, 1.0F);
+    if (!own_busy) return other ? plain : 1.0;
+    if (!other) return at(inter_->own_slowdown, 1.0F);
+    const double both = at(inter_->both_slowdown, 0.0F);
+    return both > 0 ? both : plain;
   }
   std::int32_t beside(OpId id) const {
     return id.value < inter_->priced_beside.size() ? inter_->priced_beside[id.value] : -1;

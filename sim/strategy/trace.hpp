@@ -26,9 +26,13 @@ struct TraceOpInfo {
   float slowdown = 1.0F;
   bool holds_sms = true;
   // A compute op priced beside its own collective (a TP-overlap chunk GEMM beside its SM-holding
-  // transfers): the rank's communication stream (StreamId value) whose ops are not "a collective
-  // beside it" for `slowdown`; -1: none.
+  // transfers, a bulk-overlap GEMM beside its bulk collective): the rank's communication stream
+  // (StreamId value) whose ops are not "a collective beside it" for `slowdown`; -1: none. While
+  // only that stream's SM-holding op runs, the op runs `own_slowdown` times longer; while it and
+  // another do, `both_slowdown` times (0: `slowdown`).
   std::int32_t priced_beside = -1;
+  float own_slowdown = 1.0F;
+  float both_slowdown = 0.0F;
   // HBM sharing (engine/replay.hpp): a compute op's HBM traffic as a fraction of its time at
   // the achievable bandwidth; a collective's HBM demand as a fraction of that bandwidth (set by
   // the training simulation from the links it uses).

@@ -342,9 +342,10 @@ class Builder {
   bool sp_ = false, zb_ = false, overlap_ = false;
   double grad_bytes_ = 2, bucket_bytes_ = 0;
   // The GPU with a collective's SMs taken: a plain NCCL collective (interference), userbuffers'
-  // pipelined reduce-scatter, the bulk overlaps, and both of the first two (a userbuffers chunk
-  // GEMM, planned for the SMs its reduce-scatter leaves, beside a plain NCCL collective).
-  std::optional<ComputeModel> cm_nccl_, cm_rs_, cm_bulk_, cm_rs_nccl_;
+  // pipelined reduce-scatter, the bulk overlaps, and each of the last two with a plain NCCL
+  // collective as well (a userbuffers chunk GEMM keeps the plan made for the SMs its reduce-
+  // scatter leaves; a bulk-overlap GEMM was planned for every SM).
+  std::optional<ComputeModel> cm_nccl_, cm_rs_, cm_bulk_, cm_rs_nccl_, cm_bulk_nccl_;
   Trace trace_;
   std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t, int>, OpId> sends_;
   // A rank's group of a kind (Placement::group), worked out once: every layer and micro-batch
@@ -381,6 +382,9 @@ void Builder::compute_costs() {
       cm_rs_nccl_.emplace(gpu, cm_.profile(),
                           SmsTaken{ov.rs_sms + st.interference.nccl_sms, for_all, ov.rs_sms});
     if (ov.bulk_sms > 0) cm_bulk_.emplace(gpu, cm_.profile(), SmsTaken{ov.bulk_sms, for_all});
+    if (ov.bulk_sms > 0 && cm_nccl_)
+      cm_bulk_nccl_.emplace(gpu, cm_.profile(),
+                            SmsTaken{ov.bulk_sms + st.interference.nccl_sms, for_all});
   }
   grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
   bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));
@@ -540,16 +544,28 @@ OpId Builder::bulk_gemm(RankState& rs, const std::string& name, const std::vecto
                         int pass) {
   // The GEMM keeps every SM but shares bulk_sms of them with the collective while it runs
   // (software-stacks.md §1: "all (no margin)"): with the stack's interference on, the replay
-  // slows it for that time only, as it does beside any collective; without, the whole GEMM is
-  // priced beside it.
+  // slows it for that time only; beside another collective's NCCL kernels (a DP reduce-scatter)
+  // as any GEMM; beside both, on the SMs both leave. Without, the whole GEMM is priced beside its
+  // own collective.
+  const auto priced = [&](const std::optional<ComputeModel>& fewer) {
+    return gemms_time(gemms, TpRole::column_parallel, pass, 1, fewer ? &*fewer : nullptr);
+  };
   SegmentCost c;
-  c.interfered =
-      gemms_time(gemms, TpRole::column_parallel, pass, 1, cm_bulk_ ? &*cm_bulk_ : nullptr);
+  const Time own = priced(cm_bulk_);
   c.kernels = gemms_kernels(gemms, TpRole::column_parallel, pass);
+  if (!opt_.stack.interference.on) return fixed_compute(rs, name, own, c.kernels);
   c.hbm_s = gemms_hbm_s(gemms, TpRole::column_parallel, pass, 1);
-  if (!opt_.stack.interference.on) return fixed_compute(rs, name, c.interfered, c.kernels);
-  c.time = gemms_time(gemms, TpRole::column_parallel, pass, 1, nullptr);
-  return compute(rs, name, c, false);
+  c.time = priced(std::nullopt);
+  c.interfered = priced(cm_nccl_);
+  const OpId id = compute(rs, name, c, false, static_cast<std::int32_t>(rs.tp.value));
+  auto& info = trace_.info.back();
+  const auto factor = [&](Time t) {
+    return c.time > Time::zero() && t > c.time ? static_cast<float>(t.seconds() / c.time.seconds())
+                                               : 1.0F;
+  };
+  info.own_slowdown = factor(own);
+  info.both_slowdown = factor(cm_bulk_nccl_ ? priced(cm_bulk_nccl_) : std::max(own, c.interfered));
+  return id;
 }
 
 void Builder::overlapped_segment(RankState& rs, const std::string& name, const SegmentCost& seg,
@@ -614,7 +630,8 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   if (o.bulk_dgrad_ag) {
     regathered = comm(rs, rs.tp, name + ".ag_bulk", GroupKind::tp, CollectiveOp::all_gather, group,
                       costs_.tp_bytes, {*rs.last_compute}, inst + 300);
-    trace_.info.back().holds_sms = opt_.stack.interference.on;  // else priced into the dgrad
+    // Else priced into the dgrad; async TP's copies hold no SMs (bulk_sms 0).
+    trace_.info.back().holds_sms = opt_.stack.interference.on && ov.bulk_sms > 0;
     bulk_gemm(rs, name + ".dgrad", gemms, 1);
     if (!o.bulk_wgrad) rs.pending.push_back(*regathered);
   }
@@ -639,8 +656,8 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     // qkv/fc1 wgrad), which keeps every SM but shares them with the collective's bulk_sms.
     const auto id = comm(rs, rs.tp, name + ".rs_bulk", GroupKind::tp, CollectiveOp::reduce_scatter,
                          group, costs_.tp_bytes, {*rs.last_compute}, inst + 200);
-    trace_.info.back().holds_sms = opt_.stack.interference.on;  // else priced into the wgrad
-    if (regathered) rs.pending.push_back(*regathered);          // the wgrad's input
+    trace_.info.back().holds_sms = opt_.stack.interference.on && ov.bulk_sms > 0;  // as above
+    if (regathered) rs.pending.push_back(*regathered);  // the wgrad's input
     bulk_gemm(rs, name + ".wgrad", gemms, 2);
     rs.pending.push_back(id);
   }

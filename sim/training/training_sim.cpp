@@ -269,6 +269,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     in.slowdown.reserve(n);
     in.holds_sms.reserve(n);
     in.priced_beside.reserve(n);
+    in.own_slowdown.reserve(n);
+    in.both_slowdown.reserve(n);
     in.hbm_fraction.reserve(n);
     in.hbm_demand.reserve(n);
     HbmDemand demand(topo, placement, st.interference.hbm_bytes_per_wire_byte,
@@ -277,6 +279,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
       in.slowdown.push_back(info.slowdown);
       in.holds_sms.push_back(info.comm && info.holds_sms);
       in.priced_beside.push_back(info.comm ? -1 : info.priced_beside);
+      in.own_slowdown.push_back(info.own_slowdown);
+      in.both_slowdown.push_back(info.both_slowdown);
       in.hbm_fraction.push_back(info.comm ? 0.0F : info.hbm_fraction);
       in.hbm_demand.push_back(!info.comm            ? 0.0F
                               : info.wire_bytes > 0 ? demand(info.rank, info.group)

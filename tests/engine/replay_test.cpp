@@ -121,7 +121,7 @@ TEST_CASE("interference: a compute op slows while a collective that holds SMs ru
   CHECK(r2.ops[k.value].end == Time::us(10));
 }
 
-TEST_CASE("interference: a kernel priced beside its own collective is slowed only by another") {
+TEST_CASE("interference: a kernel priced beside its own collective, and another beside it") {
   // k: 10 µs of work priced beside its TP stream (a userbuffers chunk GEMM priced on the SMs its
   // reduce-scatter leaves), slowdown 2 beside another collective. own: 0..12 µs on the TP stream
   // (holds SMs); dp: 2..6 µs on the DP stream (holds SMs), after d (2 µs, no SMs).
@@ -152,9 +152,20 @@ TEST_CASE("interference: a kernel priced beside its own collective is slowed onl
   auto r2 = Replay<Simulator>(g, sim2, nullptr, &in).run();
   CHECK(r2.ops[k.value].end == Time::us(16));
 
-  // Another collective on the kernel's own stream is not told apart (the stack's own transfers
-  // are the only SM-holding ops there): with only the marked stream busy, k runs at full rate.
+  // A bulk-overlap GEMM: 1.25 beside its own collective only, 4 beside both, 2 beside the other
+  // only. 0..2 own: 2/1.25 = 1.6 µs done; 2..6 both: 1 (2.6); 6..12 own: 4.8 (7.4); the 2.6 µs
+  // left at full → 14.6 µs.
   in.priced_beside = {static_cast<std::int32_t>(ts.value), -1, -1, -1};
+  in.own_slowdown = {1.25F, 1.0F, 1.0F, 1.0F};
+  in.both_slowdown = {4.0F, 0.0F, 0.0F, 0.0F};
+  Simulator sim4;
+  auto r4 = Replay<Simulator>(g, sim4, nullptr, &in).run();
+  CHECK(r4.ops[k.value].end.seconds() == doctest::Approx(14.6e-6).epsilon(1e-9).scale(0));
+  in.own_slowdown.clear();
+  in.both_slowdown.clear();
+
+  // The other collective on copy engines (no SMs): only the marked stream is busy, and k runs
+  // at full rate.
   in.holds_sms = {false, true, false, false};
   Simulator sim3;
   auto r3 = Replay<Simulator>(g, sim3, nullptr, &in).run();

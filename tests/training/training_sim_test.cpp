@@ -567,16 +567,39 @@ TEST_CASE("TE's bulk overlap: the wgrad GEMM keeps every SM and is slowed while 
   StrategyOptions opt;  // megatron: bulk RS of the dgrad output beside the wgrad, on 16 SMs
   opt.tp_overlap = true;
   REQUIRE(opt.stack.tp_overlap.bulk_sms == 16);
+  REQUIRE(opt.stack.interference.nccl_sms == 24);
   const auto trace = c.trace(opt);
   // FC1's wgrad, alone and launched for all 132 SMs with 16 held by the userbuffers kernel.
   const auto wgrad = fc1_wgrad(c);
-  const double factor = slowed(c, wgrad, {16, true});
-  CHECK(factor > 1.0);
-  // Priced alone; the replay stretches it only while an SM-holding collective runs.
+  const double own = slowed(c, wgrad, {16, true});
+  CHECK(own > 1.0);
+  // Priced alone; the replay stretches it only while an SM-holding collective runs: its own
+  // bulk RS on the TP stream (16 SMs), another collective (a plain NCCL one, 24), or both (40).
   const auto g = op_id(trace, "B0.L31.mlp.wgrad");
+  const auto& info = trace.info[g.value];
   CHECK(trace.graph.op(g).duration == c.cm.time(wgrad));
-  CHECK(trace.info[g.value].slowdown == doctest::Approx(factor).epsilon(1e-6));
+  CHECK(info.own_slowdown == doctest::Approx(own).epsilon(1e-6));
+  CHECK(info.slowdown == doctest::Approx(slowed(c, wgrad, {24, true})).epsilon(1e-6));
+  CHECK(info.both_slowdown == doctest::Approx(slowed(c, wgrad, {40, true})).epsilon(1e-6));
+  CHECK(info.both_slowdown > info.slowdown);
+  REQUIRE(info.priced_beside >= 0);
+  CHECK(trace.graph.stream(StreamId{static_cast<std::uint32_t>(info.priced_beside)}).kind ==
+        StreamKind::tp);
   CHECK(trace.info[op_id(trace, "B0.L31.mlp.rs_bulk").value].holds_sms);
+  // Async TP's transfers are copies (bulk_sms 0): the RS holds no SMs and slows nothing, and the
+  // wgrad beside another collective is slowed as any GEMM.
+  StrategyOptions async;
+  async.stack = *bundled_stack("torchtitan-compile");
+  async.tp_overlap = true;
+  REQUIRE(async.stack.tp_overlap.bulk_sms == 0);
+  const auto a = c.trace(async);
+  const auto& ainfo = a.info[op_id(a, "B0.L31.mlp.wgrad").value];
+  CHECK(!a.info[op_id(a, "B0.L31.mlp.rs_bulk").value].holds_sms);
+  CHECK(ainfo.own_slowdown == 1.0F);
+  // torchtitan runs FC1 as w1 and w3: two wgrad GEMMs, each half of the fused one's 14336 rows.
+  REQUIRE(wgrad.gemm.n == 14336);
+  const auto part = gemm_kernel({wgrad.gemm.m, 7168, wgrad.gemm.k, 1}, wgrad.dtype);
+  CHECK(ainfo.slowdown == doctest::Approx(slowed(c, part, {24, true})).epsilon(1e-6));
 }
 
 TEST_CASE(

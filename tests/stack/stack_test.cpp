@@ -218,6 +218,45 @@ TEST_CASE("an eager RMSNorm is priced as its kernels") {
   CHECK(parts.forward.time.seconds() == doctest::Approx(sum).epsilon(1e-6));
 }
 
+TEST_CASE("the loss as each stack runs it") {
+  // Llama 3.1 8B at 4096 tokens, TP 1: 4096 × 128256 logits. The catalogue's fused loss moves
+  // 6 B per logit each way (16-bit logits in, fp32 softmax kept; 16-bit gradients out).
+  const auto m = model("llama3.1-8b");
+  LayerShape shape;
+  shape.seq = 4096;
+  const auto head = head_ops(m, shape, {});
+  const OpSpec& loss = head.back();
+  REQUIRE(loss.name == "loss");
+  const double logits = 4096.0 * 128256;
+  CHECK(loss.forward.bytes == doctest::Approx(6 * logits));
+  const ComputeModel cm(*find_gpu("H100-SXM5-80GB"));
+  const auto priced = [&](const char* stack) {
+    return price_op(loss, {cm, *bundled_stack(stack), nullptr, {}});
+  };
+  const auto each = [&](double bytes_per_logit, int kernels) {
+    return kernels *
+           cm.seconds(memory_kernel(MemoryClass::softmax, bytes_per_logit * logits / kernels));
+  };
+  // Megatron's unfused vocabulary-parallel cross entropy: cast (2 + 4), max (4), subtract (4 + 4),
+  // exp (4 + 4), sum (4), divide (4 + 4) = 38 B in 6 kernels; backward multiply (4 + 4) and cast
+  // back (4 + 2) = 14 B in 2 (the file rounds the factors to 6.33 and 2.33 of the fused 6).
+  const auto meg = priced("megatron");
+  CHECK(meg.forward.time.seconds() == doctest::Approx(each(6 * 6.33, 6)).epsilon(1e-6));
+  CHECK(meg.forward.time.seconds() == doctest::Approx(each(38, 6)).epsilon(1e-3));
+  CHECK(meg.dgrad.time.seconds() == doctest::Approx(each(14, 2)).epsilon(1e-3));
+  // torchtitan (eager and compiled: the loss is outside the compiled blocks) and Hugging Face
+  // under DeepSpeed: cast (2 + 4) and log_softmax (4 + 4) = 14 B in 2; backward the zero-filled
+  // nll gradient (4), log_softmax_backward (4 + 4 + 4) and the cast back (4 + 2) = 22 B in 3.
+  for (const char* stack : {"torchtitan", "torchtitan-compile", "deepspeed"}) {
+    const auto t = priced(stack);
+    CHECK(t.forward.time.seconds() == doctest::Approx(each(14, 2)).epsilon(1e-3));
+    CHECK(t.dgrad.time.seconds() == doctest::Approx(each(22, 3)).epsilon(1e-3));
+  }
+  // The ideal stack keeps the fused kernel.
+  CHECK(priced("ideal").forward.time.seconds() ==
+        doctest::Approx(cm.seconds(loss.forward)).epsilon(1e-9));
+}
+
 TEST_CASE("a measured launch gap is paid once per kernel") {
   // A profile whose harness `launch` section measured 1.5 µs between kernels launched one by one:
   // torchtitan's eager RMSNorm (8 kernels) pays it 8 times, its separate wq, wk, wv 3 times,

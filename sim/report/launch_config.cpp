@@ -82,7 +82,8 @@ std::string megatron_architecture(const ModelSpec& m) {
   return s;
 }
 
-std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j) {
+std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j,
+                          const LaunchStack& stack) {
   // Megatron-LM's argument names (megatron/training/arguments.py).
   const auto& mesh = c.mesh;
   std::string s = fmt::format(
@@ -93,6 +94,8 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   if (!m.has_architecture()) s += fmt::format(" --num-layers {}", m.layers);
   s += megatron_architecture(m);
   if (c.sp && mesh.tp > 1) s += " --sequence-parallel";
+  if (stack.tp_overlap.value_or(false) && c.sp && mesh.tp > 1) s += " --tp-comm-overlap";
+  if (stack.fused_loss) s += " --cross-entropy-loss-fusion";
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
     const auto chunks = mesh.pp * c.schedule.virtual_stages;
     if (m.layers % chunks == 0)
@@ -126,7 +129,8 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   return s;
 }
 
-std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j) {
+std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j,
+                            const LaunchStack& stack) {
   // torchtitan's job config (torchtitan/config/job_config.py): DDP is the replicate degree,
   // FSDP2 the shard degree.
   const auto& mesh = c.mesh;
@@ -183,6 +187,9 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
       m.layers % (mesh.pp * c.schedule.virtual_stages) == 0)
     s += fmt::format("pipeline_parallel_layers_per_stage = {}\n",
                      m.layers / (mesh.pp * c.schedule.virtual_stages));
+  const bool compiled = stack.name == "torchtitan-compile";
+  if (compiled && stack.tp_overlap.value_or(false) && c.sp && mesh.tp > 1)
+    s += "enable_async_tensor_parallel = true\n";
   // local_batch_size is one rank's batch per optimizer micro-step: torchtitan accumulates
   // gradients over global / (local × dp) steps and, with PP, splits the local batch into
   // micro-batches of pipeline_parallel_microbatch_size (torchtitan/train.py).
@@ -202,6 +209,11 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
     s += "mode = \"selective\"\nselective_ac_option = \"op\"\n";
   else
     s += fmt::format("mode = \"{}\"\n", name_of(c.recompute));
+  // The torchtitan-compile stack compiles the blocks and leaves the loss eager (as torchtitan
+  // did before compile.components, workloads/stacks/torchtitan-compile.json).
+  if (compiled)
+    s += fmt::format("\n[compile]\nenable = true\ncomponents = {}\n",
+                     stack.fused_loss ? "[\"model\", \"loss\"]" : "[\"model\"]");
   return s;
 }
 
@@ -261,18 +273,19 @@ std::pair<std::string, std::string> torchtitan_flavor(const ModelSpec& m) {
 }
 
 std::string launch_config(const std::string& format, const ModelSpec& model,
-                          const ParallelConfig& config, const LaunchJob& job) {
+                          const ParallelConfig& config, const LaunchJob& job,
+                          const LaunchStack& stack) {
   if (format == "megatron")
     return megatron_caveats(model, config) + "pretrain_gpt.py " +
-           megatron_args(model, config, job) + "\n";
-  if (format == "torchtitan") return torchtitan_toml(model, config, job);
+           megatron_args(model, config, job, stack) + "\n";
+  if (format == "torchtitan") return torchtitan_toml(model, config, job, stack);
   if (format == "accelerate") return accelerate_yaml(model, config, job);
   if (format == "torchrun")
     return megatron_caveats(model, config) +
            fmt::format(
                "torchrun --nnodes {} --nproc-per-node {} --rdzv-backend c10d "
                "--rdzv-endpoint $MASTER_ADDR:29500 pretrain_gpt.py {}\n",
-               job.nodes, job.gpus_per_node, megatron_args(model, config, job));
+               job.nodes, job.gpus_per_node, megatron_args(model, config, job, stack));
   throw Error("", "--emit",
               "'" + format + "': expected megatron, torchtitan, accelerate or torchrun");
 }

@@ -2,6 +2,7 @@
 // A training layout as the launch configuration a user pastes: Megatron-LM arguments, a
 // torchtitan [parallelism] TOML section, an Accelerate FSDP2 YAML, or a torchrun line.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -19,18 +20,33 @@ struct LaunchJob {
   std::int64_t nodes = 1, gpus_per_node = 8;
 };
 
+// What a launch configuration says of the software stack that runs it: the stack's name (empty:
+// not said), TP communication overlap (Megatron --tp-comm-overlap, torchtitan async TP; nullopt:
+// the stack's default) and a fused loss (Megatron --cross-entropy-loss-fusion, torchtitan's
+// compiled loss).
+struct LaunchStack {
+  std::string name;
+  std::optional<bool> tp_overlap;
+  bool fused_loss = false;
+};
+
 // A launch configuration read back (report/megatron_line.hpp, report/torchtitan_config.hpp).
 struct LaunchLayout {
   ParallelConfig config;
   LaunchJob job;  // seq 0 / global_batch 0: not given (the job file's or dp × mbs)
+  LaunchStack stack;
 };
 
 // torchtitan's (model name, flavor) of a bundled model ({"llama3", "70B"}), or empty ones.
 std::pair<std::string, std::string> torchtitan_flavor(const ModelSpec& model);
 
 // format: megatron, torchtitan, accelerate, torchrun. Throws Error("", "--emit", ...) otherwise.
+// `stack`: the stack simulated, written as the framework's switches (Megatron's
+// --tp-comm-overlap and --cross-entropy-loss-fusion; torchtitan's [compile] for
+// torchtitan-compile and async TP), so that reading the text back runs the same stack.
 std::string launch_config(const std::string& format, const ModelSpec& model,
-                          const ParallelConfig& config, const LaunchJob& job);
+                          const ParallelConfig& config, const LaunchJob& job,
+                          const LaunchStack& stack = {});
 
 // A serving layout as engine launch lines: one `vllm serve` per replica (pinned to its GPUs,
 // one port each, behind any HTTP load balancer), or one SGLang server with --dp-size replicas

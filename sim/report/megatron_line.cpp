@@ -80,6 +80,9 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
       {"--num-distributed-optimizer-instances", true},
       {"--overlap-grad-reduce", false},
       {"--overlap-param-gather", false},
+      // the software stack (workloads/stacks/megatron.json runs Megatron-LM's defaults)
+      {"--tp-comm-overlap", false},
+      {"--cross-entropy-loss-fusion", false},
       // recompute and precision
       {"--recompute-granularity", true},
       {"--recompute-method", true},
@@ -281,6 +284,18 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
   j.seq = int_flag(line, "--seq-length", 0, where);
   j.micro_batch = int_flag(line, "--micro-batch-size", 1, where);
   j.global_batch = int_flag(line, "--global-batch-size", 0, where);
+
+  // The stack: Megatron-LM's (its defaults are the megatron stack's), with TE's userbuffers
+  // overlap when asked for (Megatron asserts sequence parallelism for it, arguments.py) and the
+  // fused cross entropy when asked for.
+  out.stack.name = "megatron";
+  if (has(line, "--tp-comm-overlap")) {
+    if (!c.sp)
+      throw Error("", where,
+                  "--tp-comm-overlap needs --sequence-parallel (Megatron-LM asserts it)");
+    out.stack.tp_overlap = true;
+  }
+  out.stack.fused_loss = has(line, "--cross-entropy-loss-fusion");
   return out;
 }
 

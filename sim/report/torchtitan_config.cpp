@@ -94,6 +94,14 @@ class Keys {
     if (!it->second.quoted) fail(it, k + " must be a quoted string");
     return it->second.text;
   }
+  bool boolean(const std::string& k, bool fallback) {
+    const auto it = find(k);
+    if (it == keys_.end()) return fallback;
+    const auto& t = it->second.text;
+    if (it->second.quoted || (t != "true" && t != "false"))
+      fail(it, fmt::format("{} = {} is not true or false", k, t));
+    return t == "true";
+  }
   std::string literal(const std::string& k) {
     const auto it = find(k);
     return it == keys_.end() ? "" : it->second.text;
@@ -238,6 +246,22 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
     throw Error("", where,
                 "mixed_precision_param '" + precision + "': expected bfloat16, float16 or float32");
   if (k.literal("model.converters").find("float8") != std::string::npos) j.dtype = DType::fp8;
+
+  // The stack: torch.compile per block ([compile] enable, or [training] compile before torchtitan
+  // moved it), whose components default to the model and the loss (a compiled loss is the
+  // catalogue's fused kernel); async TP needs compile (torchtitan refuses it without).
+  const bool compiled = k.boolean("compile.enable", false) || k.boolean("training.compile", false);
+  out.layout.stack.name = compiled ? "torchtitan-compile" : "torchtitan";
+  if (compiled && k.has("compile.enable")) {
+    const auto components = k.literal("compile.components");
+    out.layout.stack.fused_loss =
+        components.empty() || components.find("\"loss\"") != std::string::npos;
+  }
+  if (k.boolean("parallelism.enable_async_tensor_parallel", false)) {
+    if (!compiled)
+      throw Error("", where, "enable_async_tensor_parallel needs torch.compile ([compile] enable)");
+    out.layout.stack.tp_overlap = true;
+  }
   out.ignored = k.unread();
   return out;
 }

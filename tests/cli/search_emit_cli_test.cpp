@@ -82,20 +82,24 @@ TEST_CASE("search: the emitted torchtitan config runs the winner again (--from-t
   // where the search's winner is (FSDP over all 32 GPUs): 14 layouts instead of 150.
   const std::string common = " --topology " + topology_path("dgx-h100-superpod.json") +
                              " --nodes 4 --workload llama3.1-70b";
+  // Searched on torchtitan-compile: the config compiles the blocks (not the loss), and reading
+  // it back runs that stack again.
   const auto s = run_cli("search" + common +
                          " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --tp 1 --pp 1 "
-                         "--emit torchtitan "
+                         "--stack torchtitan-compile --emit torchtitan "
                          "--json");
   REQUIRE_MESSAGE(s.exit_code == 0, s.err);
   const auto j = json::parse(s.out);
   const auto text = j["launch"]["text"].get<std::string>();
   CHECK(text.starts_with("[model]\nname = \"llama3\"\nflavor = \"70B\"\n"));
+  CHECK(text.ends_with("\n[compile]\nenable = true\ncomponents = [\"model\"]\n"));
   const auto file = (std::filesystem::temp_directory_path() / "meshsim_emitted.toml").string();
   std::ofstream(file) << text;
   const auto t = run_cli("train" + common + " --from-torchtitan " + file + " --json");
   REQUIRE_MESSAGE(t.exit_code == 0, t.err);
   const auto k = json::parse(t.out);
   const auto& best = j["results"][0];
+  CHECK(k["stack"] == "torchtitan-compile");
   CHECK(k["mesh"] == best["mesh"]);
   CHECK(k["zero"] == best["zero"]);
   CHECK(k["mbs"] == best["mbs"]);

@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -137,6 +138,52 @@ TEST_CASE("train and memory: torchtitan's layer AC, from the flag and from its c
   CHECK(bad.exit_code == 2);
   CHECK(bad.err ==
         "error: --from-torchtitan: stack 'megatron' has no policy recomputing one layer in 2\n");
+}
+
+TEST_CASE("train: a launch configuration runs on the stack it names") {
+  const std::string base = " --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") + " --json --allow-oom";
+  auto run = [&](const std::string& flags) {
+    const auto r = run_cli("train" + base + flags);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out);
+  };
+  // A torchtitan config without --stack runs on torchtitan's stack: eager, or compiled with
+  // async TP when it says so (the same step as the flags).
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto eager = (dir / "meshsim_eager.toml").string(),
+             comp = (dir / "meshsim_comp.toml").string();
+  const std::string job =
+      "[parallelism]\ntensor_parallel_degree = 2\n{}[training]\nseq_len = 4096\n"
+      "local_batch_size = 1\n[activation_checkpoint]\nmode = \"none\"\n";
+  std::ofstream(eager) << fmt::format(fmt::runtime(job), "");
+  std::ofstream(comp) << fmt::format(fmt::runtime(job), "enable_async_tensor_parallel = true\n")
+                      << "[compile]\nenable = true\ncomponents = [\"model\"]\n";
+  const auto e = run(" --from-torchtitan " + eager);
+  CHECK(e["stack"] == "torchtitan");
+  CHECK(e["step_time_s"] == run(" --mesh tp=2 --zero 3 --seq 4096 --gbs 4 --recompute none "
+                                "--stack torchtitan")["step_time_s"]);
+  const auto c = run(" --from-torchtitan " + comp);
+  CHECK(c["stack"] == "torchtitan-compile");
+  CHECK(c["tp_overlap"] == true);
+  CHECK(c["step_time_s"] == run(" --mesh tp=2 --zero 3 --seq 4096 --gbs 4 --recompute none "
+                                "--stack torchtitan-compile --tp-overlap on")["step_time_s"]);
+  // --stack and --tp-overlap still win over the config.
+  CHECK(run(" --stack megatron --tp-overlap off --from-torchtitan " + comp)["stack"] == "megatron");
+  // A Megatron line's --tp-comm-overlap turns TE's overlap on; --cross-entropy-loss-fusion runs
+  // the catalogue's fused loss instead of the stack's unfused one (a shorter step).
+  const std::string line =
+      " --from-megatron \"--tensor-model-parallel-size 2 --sequence-parallel --seq-length 4096 "
+      "--micro-batch-size 1 --global-batch-size 4 --bf16";
+  const auto plain = run(line + "\"");
+  const auto overlap = run(line + " --tp-comm-overlap\"");
+  CHECK(plain["stack"] == "megatron");
+  CHECK(overlap["tp_overlap"] == true);
+  CHECK(overlap["step_time_s"] == run(" --mesh tp=2 --zero 0 --seq 4096 --gbs 4 --dtype bf16 "
+                                      "--tp-overlap on")["step_time_s"]);
+  const auto fused = run(line + " --cross-entropy-loss-fusion\"");
+  CHECK(fused["stack"] == "megatron +fused-loss");
+  CHECK(fused["step_time_s"].get<double>() < plain["step_time_s"].get<double>());
 }
 
 TEST_CASE("train: text report and same bytes twice") {
@@ -352,7 +399,9 @@ TEST_CASE("--help shows the defaults that are used, not the placeholders of unse
   const auto r = run_cli("train --help");
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("--schedule TEXT=1f1b") != std::string::npos);
-  CHECK(r.out.find("--stack TEXT=megatron") != std::string::npos);
+  // --stack's default depends on --from-torchtitan, so its help says it in words.
+  CHECK(r.out.find("--stack TEXT=") == std::string::npos);
+  CHECK(r.out.find("Software stack: megatron (default;") != std::string::npos);
   CHECK(r.out.find("--rank-order TEXT=tp-cp-dp-pp") != std::string::npos);
   CHECK(r.out.find("--gbs INT=0") == std::string::npos);  // 0: "dp × mbs" or the job file's
   CHECK(r.out.find("--gbs INT") != std::string::npos);

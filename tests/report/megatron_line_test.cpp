@@ -215,3 +215,24 @@ TEST_CASE("launch lines meshsim cannot model are clear errors naming the flag") 
   CHECK(error_of([] { parse_megatron_line("--bf16 stray", "x"); }) ==
         "x: 'stray' is not a flag (a value without one?)");
 }
+
+TEST_CASE("a Megatron line's stack switches: --tp-comm-overlap, --cross-entropy-loss-fusion") {
+  const auto job_of = [](const std::string& text) {
+    return megatron_job(parse_megatron_line(text, "x"), 16, 32, "x");
+  };
+  const auto plain = job_of("--tensor-model-parallel-size 2 --sequence-parallel");
+  CHECK(plain.stack.name == "megatron");
+  CHECK(!plain.stack.tp_overlap.has_value());
+  CHECK(!plain.stack.fused_loss);
+  const auto line = parse_megatron_line(
+      "--tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap "
+      "--cross-entropy-loss-fusion",
+      "x");
+  CHECK(line.ignored.empty());  // both are read
+  const auto both = megatron_job(line, 16, 32, "x");
+  CHECK(both.stack.tp_overlap == std::optional<bool>(true));
+  CHECK(both.stack.fused_loss);
+  // Megatron-LM asserts sequence parallelism for the userbuffers overlap.
+  CHECK(error_of([&] { job_of("--tensor-model-parallel-size 2 --tp-comm-overlap"); }) ==
+        "x: --tp-comm-overlap needs --sequence-parallel (Megatron-LM asserts it)");
+}

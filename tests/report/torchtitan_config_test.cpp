@@ -177,3 +177,39 @@ TEST_CASE("torchtitan configs meshsim cannot read are errors naming the line") {
         "c.toml: activation_checkpoint.selective_ac_option 'often': expected op or a positive "
         "integer");
 }
+
+TEST_CASE("a torchtitan config names its stack: compile, its loss, async TP") {
+  const std::string base =
+      "[parallelism]\ntensor_parallel_degree = 2\n[training]\nseq_len = 4096\n"
+      "global_batch_size = 8\nlocal_batch_size = 1\n";
+  const auto stack_of = [&](const std::string& extra) {
+    return parse_torchtitan_toml(base + extra, 8, 32, "c.toml").layout.stack;
+  };
+  // Eager unless compiled.
+  CHECK(stack_of("").name == "torchtitan");
+  CHECK(!stack_of("").tp_overlap.has_value());
+  CHECK(!stack_of("").fused_loss);
+  // [compile] enable: its components default to the model and the loss.
+  const auto compiled = stack_of("[compile]\nenable = true\n");
+  CHECK(compiled.name == "torchtitan-compile");
+  CHECK(compiled.fused_loss);
+  CHECK(!stack_of("[compile]\nenable = true\ncomponents = [\"model\"]\n").fused_loss);
+  CHECK(stack_of("[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n").fused_loss);
+  CHECK(stack_of("[compile]\nenable = false\n").name == "torchtitan");
+  // The older [training] compile compiled the blocks only.
+  const auto older = stack_of("compile = true\n");  // still in [training]
+  CHECK(older.name == "torchtitan-compile");
+  CHECK(!older.fused_loss);
+  // Async TP (in [parallelism]) needs compile.
+  const auto async = parse_torchtitan_toml(
+      "[parallelism]\ntensor_parallel_degree = 2\nenable_async_tensor_parallel = true\n"
+      "[compile]\nenable = true\n",
+      8, 32, "c.toml");
+  CHECK(async.layout.stack.tp_overlap == std::optional<bool>(true));
+  CHECK(error_of([] {
+          parse_torchtitan_toml("[parallelism]\nenable_async_tensor_parallel = true\n", 8, 32,
+                                "c.toml");
+        }) == "c.toml: enable_async_tensor_parallel needs torch.compile ([compile] enable)");
+  CHECK(error_of([&] { stack_of("[compile]\nenable = \"yes\"\n"); }) ==
+        "c.toml: line 8: compile.enable = yes is not true or false");
+}

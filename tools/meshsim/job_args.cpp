@@ -171,8 +171,9 @@ void JobArgs::add_to(CLI::App* cmd) {
                       "The stack's policy (none, selective, full, or the stack's own names such as "
                       "torchtitan's op); default the stack's");
   cmd->add_option("--stack", stack,
-                  "Software stack: megatron (default), torchtitan, torchtitan-compile, deepspeed, "
-                  "ideal, or a stack file (workloads/stacks/*.json)");
+                  "Software stack: megatron (default; with --from-torchtitan, torchtitan or "
+                  "torchtitan-compile as the config compiles), torchtitan, torchtitan-compile, "
+                  "deepspeed, ideal, or a stack file (workloads/stacks/*.json)");
   cmd->add_option("--tp-overlap", tp_overlap,
                   "TP communication overlap on or off (default: the stack's; needs SP)");
   auto* seq_opt = cmd->add_option("--seq", seq, "Sequence length in tokens (8192, 8k, 128K)");
@@ -204,7 +205,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   const auto& w = r.workload;
   r.dtype = !dtype.empty() ? dtype_flag(dtype, "--dtype") : w.job.dtype.value_or(DType::bf16);
   auto& cfg = r.config;
-  r.stack = resolve_stack(stack);
+  r.stack = resolve_stack(stack.empty() ? "megatron" : stack);
   if (!tp_overlap.empty()) r.tp_overlap = on_off(tp_overlap, "--tp-overlap");
   cfg.reshard_after_forward = on_off(reshard, "--reshard-after-forward");
   // The layout, sequence and batch: from a launch configuration, or from the flags. 0: not
@@ -214,6 +215,10 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   std::string recompute_name = recompute.empty() ? r.stack.default_recompute : recompute;
   if (launch) {
     const auto m = launch_layout(w.model, world, cfg.reshard_after_forward);
+    // The stack the configuration runs on, unless --stack / --tp-overlap say otherwise.
+    if (stack.empty() && !m.stack.name.empty()) r.stack = resolve_stack(m.stack.name);
+    if (tp_overlap.empty() && m.stack.tp_overlap) r.tp_overlap = m.stack.tp_overlap;
+    if (m.stack.fused_loss && r.stack.op_kernels.erase("loss") > 0) r.stack.name += " +fused-loss";
     cfg = m.config;
     recompute_name = name_of(m.config.recompute);  // the stack's policy of that name
     // torchtitan's layer SAC: the stack's full policy of that period.

@@ -65,7 +65,10 @@ struct JobArgs {
   std::string workload, mesh;
   std::int32_t zero = 0;
   std::string recompute, dtype, sp, schedule = "1f1b", attention = "flash", reshard = "on",
-                                    stack = "megatron", tp_overlap;
+                                    tp_overlap;
+  // Empty: what a launch configuration says (--from-torchtitan: torchtitan or torchtitan-compile),
+  // else megatron.
+  std::string stack;
   std::string seq;  // tokens, with K/M suffixes ("8k"); empty: the job file's
   // A Megatron-LM launch line (or script) giving the mesh, ZeRO stage, recompute, schedule, SP,
   // batch, sequence and precision instead of the flags (sim/report/megatron_line.hpp).

@@ -341,13 +341,19 @@ int run_search_command(const SearchArgs& a) {
   std::string launch;
   if (!a.emit.empty() && !r.results.empty() && r.results.front().error.empty()) {
     const auto& best = r.results.front();
-    const LaunchJob lj{job.seq,
-                       job.global_batch,
-                       best.candidate.micro_batch,
-                       job.dtype,
-                       static_cast<std::int64_t>(topo.node_count()),
-                       topo.gpus_per_node()};
-    launch = launch_config(a.emit, model, best.candidate.config, lj);
+    LaunchJob lj;
+    lj.seq = job.seq;
+    lj.global_batch = job.global_batch;
+    lj.micro_batch = best.candidate.micro_batch;
+    lj.dtype = job.dtype;
+    lj.nodes = static_cast<std::int64_t>(topo.node_count());
+    lj.gpus_per_node = topo.gpus_per_node();
+    // The winner's stack (one of several when the search compared them).
+    const auto strategy = setup_of(best.candidate, job, opt).strategy;
+    LaunchStack ls;
+    ls.name = strategy.stack.name;
+    ls.tp_overlap = strategy.tp_overlap.value_or(strategy.stack.tp_overlap.on);
+    launch = launch_config(a.emit, model, best.candidate.config, lj, ls);
   }
   if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {
     // The winner again, with its trace, for the timeline.

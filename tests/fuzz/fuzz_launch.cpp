@@ -1,10 +1,11 @@
 // Fuzzes the launch-configuration readers (train --from-megatron, --from-torchtitan): any
 // Megatron line or torchtitan TOML they accept must give a layout that fills the cluster and a
-// positive micro-batch, and the architecture check must answer, not crash.
+// positive micro-batch on a bundled stack, and the architecture check must answer, not crash.
 #include "fuzz_common.hpp"
 #include "model/model_spec.hpp"
 #include "report/megatron_line.hpp"
 #include "report/torchtitan_config.hpp"
+#include "stack/stack.hpp"
 
 namespace {
 
@@ -13,6 +14,9 @@ constexpr std::int64_t kWorld = 1024;
 void check(const meshsim::LaunchLayout& l) {
   if (l.config.mesh.world() != kWorld) __builtin_trap();
   if (l.job.micro_batch < 1 || l.config.schedule.virtual_stages < 1) __builtin_trap();
+  // The stack named is a bundled one, and async TP only with compile.
+  if (l.stack.name.empty() || !meshsim::bundled_stack(l.stack.name)) __builtin_trap();
+  if (l.stack.tp_overlap && l.stack.name == "torchtitan") __builtin_trap();
   if (l.config.zero < 0 || l.config.zero > 3) __builtin_trap();
 }
 

@@ -273,6 +273,11 @@ Stack resolve_stack(const std::string& name_or_file) {
   return load_stack(name_or_file);
 }
 
+Stack with_fused_loss(Stack stack) {
+  if (stack.op_kernels.erase("loss") > 0) stack.name += " +fused-loss";
+  return stack;
+}
+
 RecomputePolicy recompute_policy(const Stack& stack, std::string_view name) {
   if (const auto* p = stack.policy(name)) return *p;
   // none / selective / full: the stack's first policy of that mode.

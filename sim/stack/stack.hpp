@@ -178,6 +178,10 @@ const Stack* bundled_stack(std::string_view name);
 const Stack& default_stack();
 // A bundled name, else a file path; an unknown name that is not a file is an Error naming both.
 Stack resolve_stack(const std::string& name_or_file);
+// The stack running the catalogue's fused loss kernel instead of its own loss kernels (Megatron's
+// --cross-entropy-loss-fusion, torchtitan's compiled loss), named "<name> +fused-loss"; the
+// stack itself when it runs the fused kernel already.
+Stack with_fused_loss(Stack stack);
 
 // The policy a user's --recompute names (the stack's names, or none/selective/full mapped to the
 // stack's policy of that mode); an Error lists the stack's names.

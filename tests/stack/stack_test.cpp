@@ -252,9 +252,14 @@ TEST_CASE("the loss as each stack runs it") {
     CHECK(t.forward.time.seconds() == doctest::Approx(each(14, 2)).epsilon(1e-3));
     CHECK(t.dgrad.time.seconds() == doctest::Approx(each(22, 3)).epsilon(1e-3));
   }
-  // The ideal stack keeps the fused kernel.
+  // The ideal stack keeps the fused kernel, and so does a stack asked for it.
   CHECK(priced("ideal").forward.time.seconds() ==
         doctest::Approx(cm.seconds(loss.forward)).epsilon(1e-9));
+  const Stack fused = with_fused_loss(*bundled_stack("megatron"));
+  CHECK(fused.name == "megatron +fused-loss");
+  CHECK(price_op(loss, {cm, fused, nullptr, {}}).forward.time.seconds() ==
+        doctest::Approx(cm.seconds(loss.forward)).epsilon(1e-9));
+  CHECK(with_fused_loss(*bundled_stack("ideal")).name == "ideal");
 }
 
 TEST_CASE("a measured launch gap is paid once per kernel") {

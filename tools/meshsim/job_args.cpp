@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 #include "commands.hpp"
 #include "core/enum_names.hpp"
@@ -218,7 +219,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     // The stack the configuration runs on, unless --stack / --tp-overlap say otherwise.
     if (stack.empty() && !m.stack.name.empty()) r.stack = resolve_stack(m.stack.name);
     if (tp_overlap.empty() && m.stack.tp_overlap) r.tp_overlap = m.stack.tp_overlap;
-    if (m.stack.fused_loss && r.stack.op_kernels.erase("loss") > 0) r.stack.name += " +fused-loss";
+    if (m.stack.fused_loss) r.stack = with_fused_loss(std::move(r.stack));
     cfg = m.config;
     recompute_name = name_of(m.config.recompute);  // the stack's policy of that name
     // torchtitan's layer SAC: the stack's full policy of that period.

@@ -94,7 +94,7 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   if (!m.has_architecture()) s += fmt::format(" --num-layers {}", m.layers);
   s += megatron_architecture(m);
   if (c.sp && mesh.tp > 1) s += " --sequence-parallel";
-  if (stack.tp_overlap.value_or(false) && c.sp && mesh.tp > 1) s += " --tp-comm-overlap";
+  if (stack.tp_overlap && c.sp && mesh.tp > 1) s += " --tp-comm-overlap";
   if (stack.fused_loss) s += " --cross-entropy-loss-fusion";
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
     const auto chunks = mesh.pp * c.schedule.virtual_stages;
@@ -188,7 +188,7 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
     s += fmt::format("pipeline_parallel_layers_per_stage = {}\n",
                      m.layers / (mesh.pp * c.schedule.virtual_stages));
   const bool compiled = stack.name == "torchtitan-compile";
-  if (compiled && stack.tp_overlap.value_or(false) && c.sp && mesh.tp > 1)
+  if (compiled && stack.tp_overlap && c.sp && mesh.tp > 1)
     s += "enable_async_tensor_parallel = true\n";
   // local_batch_size is one rank's batch per optimizer micro-step: torchtitan accumulates
   // gradients over global / (local × dp) steps and, with PP, splits the local batch into

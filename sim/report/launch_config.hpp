@@ -2,7 +2,6 @@
 // A training layout as the launch configuration a user pastes: Megatron-LM arguments, a
 // torchtitan [parallelism] TOML section, an Accelerate FSDP2 YAML, or a torchrun line.
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -21,12 +20,12 @@ struct LaunchJob {
 };
 
 // What a launch configuration says of the software stack that runs it: the stack's name (empty:
-// not said), TP communication overlap (Megatron --tp-comm-overlap, torchtitan async TP; nullopt:
-// the stack's default) and a fused loss (Megatron --cross-entropy-loss-fusion, torchtitan's
-// compiled loss).
+// not said), TP communication overlap asked for (Megatron --tp-comm-overlap, torchtitan async TP;
+// false: the stack's default, off in every bundled stack) and a fused loss (Megatron
+// --cross-entropy-loss-fusion, torchtitan's compiled loss).
 struct LaunchStack {
   std::string name;
-  std::optional<bool> tp_overlap;
+  bool tp_overlap = false;
   bool fused_loss = false;
 };
 

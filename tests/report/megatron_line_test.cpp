@@ -222,7 +222,7 @@ TEST_CASE("a Megatron line's stack switches: --tp-comm-overlap, --cross-entropy-
   };
   const auto plain = job_of("--tensor-model-parallel-size 2 --sequence-parallel");
   CHECK(plain.stack.name == "megatron");
-  CHECK(!plain.stack.tp_overlap.has_value());
+  CHECK(!plain.stack.tp_overlap);
   CHECK(!plain.stack.fused_loss);
   const auto line = parse_megatron_line(
       "--tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap "
@@ -230,7 +230,7 @@ TEST_CASE("a Megatron line's stack switches: --tp-comm-overlap, --cross-entropy-
       "x");
   CHECK(line.ignored.empty());  // both are read
   const auto both = megatron_job(line, 16, 32, "x");
-  CHECK(both.stack.tp_overlap == std::optional<bool>(true));
+  CHECK(both.stack.tp_overlap);
   CHECK(both.stack.fused_loss);
   // Megatron-LM asserts sequence parallelism for the userbuffers overlap.
   CHECK(error_of([&] { job_of("--tensor-model-parallel-size 2 --tp-comm-overlap"); }) ==

@@ -187,7 +187,7 @@ TEST_CASE("a torchtitan config names its stack: compile, its loss, async TP") {
   };
   // Eager unless compiled.
   CHECK(stack_of("").name == "torchtitan");
-  CHECK(!stack_of("").tp_overlap.has_value());
+  CHECK(!stack_of("").tp_overlap);
   CHECK(!stack_of("").fused_loss);
   // [compile] enable: its components default to the model and the loss.
   const auto compiled = stack_of("[compile]\nenable = true\n");
@@ -205,7 +205,7 @@ TEST_CASE("a torchtitan config names its stack: compile, its loss, async TP") {
       "[parallelism]\ntensor_parallel_degree = 2\nenable_async_tensor_parallel = true\n"
       "[compile]\nenable = true\n",
       8, 32, "c.toml");
-  CHECK(async.layout.stack.tp_overlap == std::optional<bool>(true));
+  CHECK(async.layout.stack.tp_overlap);
   CHECK(error_of([] {
           parse_torchtitan_toml("[parallelism]\nenable_async_tensor_parallel = true\n", 8, 32,
                                 "c.toml");

@@ -218,7 +218,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     const auto m = launch_layout(w.model, world, cfg.reshard_after_forward);
     // The stack the configuration runs on, unless --stack / --tp-overlap say otherwise.
     if (stack.empty() && !m.stack.name.empty()) r.stack = resolve_stack(m.stack.name);
-    if (tp_overlap.empty() && m.stack.tp_overlap) r.tp_overlap = m.stack.tp_overlap;
+    if (tp_overlap.empty() && m.stack.tp_overlap) r.tp_overlap = true;
     if (m.stack.fused_loss) r.stack = with_fused_loss(std::move(r.stack));
     cfg = m.config;
     recompute_name = name_of(m.config.recompute);  // the stack's policy of that name

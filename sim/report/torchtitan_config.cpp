@@ -108,6 +108,8 @@ class Keys {
   }
   // A key that is read but has no effect here (not listed as ignored).
   void no_effect(const std::string& k) { read_.insert(k); }
+  // An error at the line of key `k`, which is given.
+  [[noreturn]] void fail(const std::string& k, const std::string& why) { fail(find(k), why); }
   [[noreturn]] void fail(std::map<std::string, Value>::const_iterator it,
                          const std::string& why) const {
     throw Error("", where_, fmt::format("line {}: {}", it->second.line, why));
@@ -259,7 +261,8 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
   }
   if (k.boolean("parallelism.enable_async_tensor_parallel", false)) {
     if (!compiled)
-      throw Error("", where, "enable_async_tensor_parallel needs torch.compile ([compile] enable)");
+      k.fail("parallelism.enable_async_tensor_parallel",
+             "enable_async_tensor_parallel needs torch.compile ([compile] enable)");
     out.layout.stack.tp_overlap = true;
   }
   out.ignored = k.unread();

@@ -209,7 +209,8 @@ TEST_CASE("a torchtitan config names its stack: compile, its loss, async TP") {
   CHECK(error_of([] {
           parse_torchtitan_toml("[parallelism]\nenable_async_tensor_parallel = true\n", 8, 32,
                                 "c.toml");
-        }) == "c.toml: enable_async_tensor_parallel needs torch.compile ([compile] enable)");
+        }) ==
+        "c.toml: line 2: enable_async_tensor_parallel needs torch.compile ([compile] enable)");
   CHECK(error_of([&] { stack_of("[compile]\nenable = \"yes\"\n"); }) ==
         "c.toml: line 8: compile.enable = yes is not true or false");
 }

@@ -321,6 +321,18 @@ TEST_CASE("train: invalid meshes and flags give one error line and exit 2") {
                          source_path("workloads/models/dense-70b.json") + " --mesh dp=8 --seq 64");
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("training needs an architecture") != std::string::npos);
+  // A job file's batch that the mesh cannot split names the file's field, not --gbs (which was
+  // not given); --gbs still overrides it.
+  const auto job = source_path("workloads/jobs/llama3.1-8b-8k.json");
+  const auto from_file = run_cli("train --topology " + topology_path("dgx-h100.json") +
+                                 " --workload " + job + " --mesh tp=1,dp=3 --zero 3");
+  CHECK(from_file.exit_code == 2);
+  CHECK(from_file.err == "error: " + job +
+                             ":/global_batch: global batch 512 is not a multiple of dp × "
+                             "micro-batch = 3 (--gbs overrides it)\n");
+  CHECK(run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " + job +
+                " --mesh tp=1,dp=3 --zero 3 --gbs 7")
+            .err == "error: --gbs: global batch 7 is not a multiple of dp × micro-batch = 3\n");
 }
 
 TEST_CASE("train: reliability flags out of their domain are errors, not defaults") {

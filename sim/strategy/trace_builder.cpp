@@ -69,6 +69,14 @@ std::string_view op_name(CollectiveOp op) {
   return name_of(op);
 }
 
+// How many times longer an op priced `base` runs when priced `slowed` (TraceOpInfo's slowdown
+// factors): 1 unless it is slower.
+float slowdown_factor(Time base, Time slowed) {
+  return base > Time::zero() && slowed > base
+             ? static_cast<float>(slowed.seconds() / base.seconds())
+             : 1.0F;
+}
+
 // Per-GPU bytes sent for a collective of size S on n ranks (ring-equivalent volume).
 double wire_bytes(CollectiveOp op, double s, std::size_t n) {
   if (n < 2 && op != CollectiveOp::send_recv) return 0;
@@ -431,8 +439,7 @@ OpId Builder::compute(RankState& rs, const std::string& name, const SegmentCost&
   info.model_flops = c.model_flops;
   info.hardware_flops = c.hardware_flops;
   info.recompute = recompute;
-  if (c.time > Time::zero() && c.interfered > c.time)
-    info.slowdown = static_cast<float>(c.interfered.seconds() / c.time.seconds());
+  info.slowdown = slowdown_factor(c.time, c.interfered);
   info.priced_beside = beside;
   if (c.time > Time::zero())
     info.hbm_fraction = static_cast<float>(std::min(1.0, c.hbm_s / c.time.seconds()));
@@ -559,12 +566,9 @@ OpId Builder::bulk_gemm(RankState& rs, const std::string& name, const std::vecto
   c.interfered = priced(cm_nccl_);
   const OpId id = compute(rs, name, c, false, static_cast<std::int32_t>(rs.tp.value));
   auto& info = trace_.info.back();
-  const auto factor = [&](Time t) {
-    return c.time > Time::zero() && t > c.time ? static_cast<float>(t.seconds() / c.time.seconds())
-                                               : 1.0F;
-  };
-  info.own_slowdown = factor(own);
-  info.both_slowdown = factor(cm_bulk_nccl_ ? priced(cm_bulk_nccl_) : std::max(own, c.interfered));
+  info.own_slowdown = slowdown_factor(c.time, own);
+  info.both_slowdown =
+      slowdown_factor(c.time, cm_bulk_nccl_ ? priced(cm_bulk_nccl_) : std::max(own, c.interfered));
   return id;
 }
 

@@ -56,16 +56,21 @@ void check_mesh(const ModelSpec& model, const ParallelConfig& config, const Mesh
   if (m.fsdp > 0 && config.zero == 0)
     fail("--mesh", "fsdp=" + s(m.fsdp) +
                        " shards ZeRO/FSDP state over a sub-group; it needs --zero 1, 2 or 3");
+  // The batch is the flag's, or the job file's value (which the flag overrides).
+  const auto batch_fail = [&job](const std::string& what) {
+    if (job.batch_file.empty()) fail("--gbs", what);
+    throw Error(job.batch_file, "/global_batch", what + " (--gbs overrides it)");
+  };
   if (job.global_batch > 0 && job.global_batch % (m.dp * job.micro_batch) != 0)
-    fail("--gbs", "global batch " + s(job.global_batch) +
-                      " is not a multiple of dp × micro-batch = " + s(m.dp * job.micro_batch));
+    batch_fail("global batch " + s(job.global_batch) +
+               " is not a multiple of dp × micro-batch = " + s(m.dp * job.micro_batch));
   // Every micro-batch is simulated op by op: a step of 2^30 of them would allocate without bound.
   if (job.global_batch > 0 && job.micro_batch > 0 &&
       job.global_batch / (m.dp * job.micro_batch) > kMaxMicrobatches)
-    fail("--gbs", "global batch " + s(job.global_batch) + " is " +
-                      s(job.global_batch / (m.dp * job.micro_batch)) +
-                      " micro-batches per step for dp × micro-batch = " +
-                      s(m.dp * job.micro_batch) + "; the limit is " + s(kMaxMicrobatches));
+    batch_fail("global batch " + s(job.global_batch) + " is " +
+               s(job.global_batch / (m.dp * job.micro_batch)) +
+               " micro-batches per step for dp × micro-batch = " + s(m.dp * job.micro_batch) +
+               "; the limit is " + s(kMaxMicrobatches));
 }
 
 }  // namespace meshsim

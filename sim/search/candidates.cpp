@@ -115,7 +115,7 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     continue;
                   }
                   try {
-                    check_mesh(model, cfg, {job.seq, job.global_batch, mbs, true});
+                    check_mesh(model, cfg, {job.seq, job.global_batch, mbs, true, {}});
                   } catch (const Error&) {
                     reject("invalid (divisibility)");
                     continue;

@@ -382,7 +382,7 @@ namespace {
 bool fits(const ModelSpec& model, const SearchJob& job, const Candidate& c, const GpuSpec& gpu,
           const MemoryOptions& memory) {
   try {
-    check_mesh(model, c.config, {job.seq, job.global_batch, c.micro_batch, true});
+    check_mesh(model, c.config, {job.seq, job.global_batch, c.micro_batch, true, {}});
   } catch (const Error&) {
     return false;
   }

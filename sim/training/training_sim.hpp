@@ -36,6 +36,9 @@ struct TrainingSetup {
   std::optional<CalibrationProfile> profile;
   bool full = false;         // simulate every rank (default: one per pipeline stage)
   double input_stall_s = 0;  // data-loader stall added to every step
+  // The job file that gave job.global_batch (its errors name the file's /global_batch); empty:
+  // the --gbs flag or the dp × micro-batch default.
+  std::string global_batch_file;
   // Memory this simulation may plan for its trace; 0: memory_budget_bytes(). A search running
   // N simulations at once gives each 1/N.
   double memory_budget_bytes = 0;

@@ -333,6 +333,10 @@ TEST_CASE("train: invalid meshes and flags give one error line and exit 2") {
   CHECK(run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " + job +
                 " --mesh tp=1,dp=3 --zero 3 --gbs 7")
             .err == "error: --gbs: global batch 7 is not a multiple of dp × micro-batch = 3\n");
+  // `memory` goes through the same rule.
+  CHECK(run_cli("memory --topology " + topology_path("dgx-h100.json") + " --workload " + job +
+                " --mesh tp=1,dp=3 --zero 3")
+            .err == from_file.err);
 }
 
 TEST_CASE("train: reliability flags out of their domain are errors, not defaults") {

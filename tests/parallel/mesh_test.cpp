@@ -81,8 +81,8 @@ TEST_CASE("mesh rules, one precise error each") {
     return std::string("ok");
   };
   // The seed's two 512-GPU candidates for a 70B model at 32K context.
-  CHECK(err(llama, "tp=8,pp=4,cp=4,dp=4", {32768, 512, 1, true}) == "ok");
-  CHECK(err(llama, "tp=8,pp=8,cp=2,dp=4", {32768, 512, 1, true}) == "ok");
+  CHECK(err(llama, "tp=8,pp=4,cp=4,dp=4", {32768, 512, 1, true, {}}) == "ok");
+  CHECK(err(llama, "tp=8,pp=8,cp=2,dp=4", {32768, 512, 1, true, {}}) == "ok");
   CHECK(err(llama, "tp=3", {}) ==
         "--mesh: tp=3 does not divide the 64 attention heads of llama3.1-70b");
   CHECK(err(llama, "tp=32", {}) == "ok");  // 8 KV heads replicated 4×
@@ -93,16 +93,20 @@ TEST_CASE("mesh rules, one precise error each") {
   CHECK(err(llama, "dp=2,ep=2", {}) == "--mesh: ep=2 but llama3.1-70b has no experts");
   CHECK(err(mix, "tp=2", {}, false) ==
         "--sp: MoE layers with tp > 1 need sequence parallelism (as in Megatron-Core)");
-  CHECK(err(llama, "cp=4", {4100, 0, 1, true}) ==
+  CHECK(err(llama, "cp=4", {4100, 0, 1, true, {}}) ==
         "--seq: sequence 4100 is not a multiple of 8 (2 × cp: causal load balancing gives each "
         "CP rank two chunks)");
-  CHECK(err(llama, "dp=4", {4096, 10, 1, true}) ==
+  CHECK(err(llama, "dp=4", {4096, 10, 1, true, {}}) ==
         "--gbs: global batch 10 is not a multiple of dp × micro-batch = 4");
   // 2^30 sequences on one rank: 2^30 micro-batches to simulate, refused before any allocation.
-  CHECK(err(llama, "dp=4", {4096, std::int64_t{1} << 30, 1, true}) ==
+  CHECK(err(llama, "dp=4", {4096, std::int64_t{1} << 30, 1, true, {}}) ==
         "--gbs: global batch 1073741824 is 268435456 micro-batches per step for dp × micro-batch "
         "= 4; the limit is 8192");
-  CHECK(err(llama, "dp=4", {4096, 4 * 8192, 1, true}) == "ok");
+  CHECK(err(llama, "dp=4", {4096, 4 * 8192, 1, true, {}}) == "ok");
+  // A batch the job file gave names the file's field; the flag overrides it.
+  CHECK(err(llama, "dp=4", {4096, 10, 1, true, "jobs/x.json"}) ==
+        "jobs/x.json:/global_batch: global batch 10 is not a multiple of dp × micro-batch = 4 "
+        "(--gbs overrides it)");
 }
 
 TEST_CASE("HSDP: fsdp shards over a sub-group of DP, replicated across the rest") {

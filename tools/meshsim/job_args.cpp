@@ -273,14 +273,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   r.seq = seq_tokens > 0 ? seq_tokens : w.job.seq.value_or(0);
   r.micro_batch = micro > 0 ? micro : w.job.micro_batch.value_or(1);
   r.global_batch = global > 0 ? global : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
-  // A batch from the job file that the mesh cannot split is that file's value, not a flag's
-  // (the mesh rules, sim/parallel/mesh_rules.cpp, name --gbs).
-  if (global <= 0 && w.job.global_batch && r.micro_batch > 0 &&
-      r.global_batch % (cfg.mesh.dp * r.micro_batch) != 0)
-    throw Error(w.file, "/global_batch",
-                fmt::format("global batch {} is not a multiple of dp × micro-batch = {} (--gbs "
-                            "overrides it)",
-                            r.global_batch, cfg.mesh.dp * r.micro_batch));
+  if (global <= 0 && w.job.global_batch) r.global_batch_file = w.file;
   return r;
 }
 
@@ -336,6 +329,7 @@ LaunchLayout JobArgs::launch_layout(const ModelSpec& model, std::int64_t world,
 TrainingSetup training_setup(const JobArgs::Resolved& job) {
   TrainingSetup setup;
   setup.job = {job.seq, job.global_batch, job.micro_batch, job.dtype, job.flash_attention};
+  setup.global_batch_file = job.global_batch_file;
   setup.config = job.config;
   setup.memory.recipe = stack_recipe(job.stack, job.dtype);
   setup.strategy.stack = job.stack;

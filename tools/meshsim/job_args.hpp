@@ -82,6 +82,7 @@ struct JobArgs {
     Workload workload;
     ParallelConfig config;
     std::int64_t seq = 0, global_batch = 0, micro_batch = 1;
+    std::string global_batch_file;  // the job file that gave the batch; empty: --gbs or default
     DType dtype = DType::bf16;
     bool flash_attention = true;
     Stack stack;

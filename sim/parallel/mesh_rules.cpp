@@ -56,10 +56,9 @@ void check_mesh(const ModelSpec& model, const ParallelConfig& config, const Mesh
   if (m.fsdp > 0 && config.zero == 0)
     fail("--mesh", "fsdp=" + s(m.fsdp) +
                        " shards ZeRO/FSDP state over a sub-group; it needs --zero 1, 2 or 3");
-  // The batch is the flag's, or the job file's value (which the flag overrides).
   const auto batch_fail = [&job](const std::string& what) {
-    if (job.batch_file.empty()) fail("--gbs", what);
-    throw Error(job.batch_file, "/global_batch", what + " (--gbs overrides it)");
+    const auto& from = job.batch_from;
+    throw Error(from.file, from.field, what + from.note);
   };
   if (job.global_batch > 0 && job.global_batch % (m.dp * job.micro_batch) != 0)
     batch_fail("global batch " + s(job.global_batch) +

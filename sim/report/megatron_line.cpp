@@ -284,6 +284,13 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
   j.seq = int_flag(line, "--seq-length", 0, where);
   j.micro_batch = int_flag(line, "--micro-batch-size", 1, where);
   j.global_batch = int_flag(line, "--global-batch-size", 0, where);
+  // Megatron-LM asserts it (ConstantNumMicroBatchesCalculator, megatron/core/
+  // num_microbatches_calculator.py), so the line is refused as Megatron would refuse it.
+  if (j.global_batch > 0 && j.global_batch % (j.micro_batch * c.mesh.dp) != 0)
+    throw Error("", where,
+                fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} × "
+                            "the data-parallel degree {}",
+                            j.global_batch, j.micro_batch, c.mesh.dp));
 
   // The stack: Megatron-LM's (its defaults are the megatron stack's), with TE's userbuffers
   // overlap when asked for (Megatron asserts sequence parallelism for it, arguments.py) and the

@@ -13,6 +13,7 @@
 #include "engine/replay.hpp"
 #include "memory/memory_model.hpp"
 #include "model/model_spec.hpp"
+#include "parallel/mesh_rules.hpp"
 #include "parallel/placement.hpp"
 #include "strategy/trace_builder.hpp"
 #include "topology/topology.hpp"
@@ -36,9 +37,7 @@ struct TrainingSetup {
   std::optional<CalibrationProfile> profile;
   bool full = false;         // simulate every rank (default: one per pipeline stage)
   double input_stall_s = 0;  // data-loader stall added to every step
-  // The job file that gave job.global_batch (its errors name the file's /global_batch); empty:
-  // the --gbs flag or the dp × micro-batch default.
-  std::string global_batch_file;
+  BatchSource batch_from;    // where job.global_batch came from, for its errors
   // Memory this simulation may plan for its trace; 0: memory_budget_bytes(). A search running
   // N simulations at once gives each 1/N.
   double memory_budget_bytes = 0;

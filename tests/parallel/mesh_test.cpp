@@ -104,9 +104,15 @@ TEST_CASE("mesh rules, one precise error each") {
         "= 4; the limit is 8192");
   CHECK(err(llama, "dp=4", {4096, 4 * 8192, 1, true, {}}) == "ok");
   // A batch the job file gave names the file's field; the flag overrides it.
-  CHECK(err(llama, "dp=4", {4096, 10, 1, true, "jobs/x.json"}) ==
+  CHECK(err(llama, "dp=4",
+            {4096, 10, 1, true, {"jobs/x.json", "/global_batch", " (--gbs overrides it)"}}) ==
         "jobs/x.json:/global_batch: global batch 10 is not a multiple of dp × micro-batch = 4 "
         "(--gbs overrides it)");
+  // A launch configuration's batch names the configuration and its key.
+  CHECK(
+      err(llama, "dp=4", {4096, 8192 * 4 + 4, 1, true, {"", "run.sh", " (--global-batch-size)"}}) ==
+      "run.sh: global batch 32772 is 8193 micro-batches per step for dp × micro-batch = 4; the "
+      "limit is 8192 (--global-batch-size)");
 }
 
 TEST_CASE("HSDP: fsdp shards over a sub-group of DP, replicated across the rest") {

@@ -163,6 +163,12 @@ TEST_CASE("a user's Megatron launch script reads into a job") {
   CHECK(j.job.seq == 4096);
   CHECK(j.job.global_batch == 512);
   CHECK(j.job.dtype == DType::bf16);
+  // Megatron-LM asserts global batch % (micro-batch × dp) == 0; so does the reader: 512 sequences
+  // do not split over dp = 96 / 32 = 3.
+  CHECK_THROWS_WITH_AS(megatron_job(line, 96, 80, "run.sh"),
+                       "run.sh: --global-batch-size 512 is not a multiple of --micro-batch-size 1 "
+                       "× the data-parallel degree 3",
+                       Error);
   const auto llama2 = load_model(model_path("llama2-70b"));
   CHECK(!megatron_architecture_mismatch(line, llama2).has_value());
 

@@ -238,6 +238,10 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     seq_tokens = m.job.seq;
     global = m.job.global_batch;
     micro = m.job.micro_batch;
+    if (global > 0)
+      r.batch_from = {
+          "", launch_source(),
+          from_megatron.empty() ? " (training.global_batch_size)" : " (--global-batch-size)"};
     if (seq_tokens > (std::int64_t{1} << 24))
       throw Error("", launch_flag(), "the sequence must be at most 16777216 tokens");
     if (global > (std::int64_t{1} << 30) || micro > (std::int64_t{1} << 30))
@@ -273,7 +277,8 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   r.seq = seq_tokens > 0 ? seq_tokens : w.job.seq.value_or(0);
   r.micro_batch = micro > 0 ? micro : w.job.micro_batch.value_or(1);
   r.global_batch = global > 0 ? global : w.job.global_batch.value_or(cfg.mesh.dp * r.micro_batch);
-  if (global <= 0 && w.job.global_batch) r.global_batch_file = w.file;
+  if (global <= 0 && w.job.global_batch)
+    r.batch_from = {w.file, "/global_batch", launch ? "" : " (--gbs overrides it)"};
   return r;
 }
 
@@ -292,6 +297,14 @@ std::string JobArgs::launch_flag() const {
   return from_megatron.empty() ? "--from-torchtitan" : "--from-megatron";
 }
 
+std::string JobArgs::launch_source() const {
+  if (from_megatron.empty()) return from_torchtitan;
+  // A script file, or the line itself (pasted in quotes, so it has spaces).
+  const bool file = from_megatron.find(' ') == std::string::npos &&
+                    std::filesystem::is_regular_file(from_megatron);
+  return file ? from_megatron : "--from-megatron";
+}
+
 LaunchLayout JobArgs::launch_layout(const ModelSpec& model, std::int64_t world,
                                     bool reshard_after_forward) const {
   const std::string flag = launch_flag();
@@ -301,10 +314,8 @@ LaunchLayout JobArgs::launch_layout(const ModelSpec& model, std::int64_t world,
                 "is what fills its GPUs");
   if (!from_megatron.empty()) {
     // Errors name the script file when the line came from one, else the flag.
-    // A script file or the line itself (pasted in quotes).
-    const bool file = from_megatron.find(' ') == std::string::npos &&
-                      std::filesystem::is_regular_file(from_megatron);
-    const std::string where = file ? from_megatron : flag;
+    const std::string where = launch_source();
+    const bool file = where != flag;
     const auto line =
         parse_megatron_line(file ? read_input_file(from_megatron) : from_megatron, where);
     if (const auto mismatch = megatron_architecture_mismatch(line, model))
@@ -329,7 +340,7 @@ LaunchLayout JobArgs::launch_layout(const ModelSpec& model, std::int64_t world,
 TrainingSetup training_setup(const JobArgs::Resolved& job) {
   TrainingSetup setup;
   setup.job = {job.seq, job.global_batch, job.micro_batch, job.dtype, job.flash_attention};
-  setup.global_batch_file = job.global_batch_file;
+  setup.batch_from = job.batch_from;
   setup.config = job.config;
   setup.memory.recipe = stack_recipe(job.stack, job.dtype);
   setup.strategy.stack = job.stack;

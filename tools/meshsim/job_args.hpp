@@ -82,7 +82,7 @@ struct JobArgs {
     Workload workload;
     ParallelConfig config;
     std::int64_t seq = 0, global_batch = 0, micro_batch = 1;
-    std::string global_batch_file;  // the job file that gave the batch; empty: --gbs or default
+    BatchSource batch_from;  // where global_batch came from, for its errors
     DType dtype = DType::bf16;
     bool flash_attention = true;
     Stack stack;
@@ -101,6 +101,9 @@ struct JobArgs {
   LaunchLayout launch_layout(const ModelSpec& model, std::int64_t world,
                              bool reshard_after_forward) const;
   std::string launch_flag() const;
+  // What a launch configuration's errors name: its file (a TOML, a Megatron script), or the flag
+  // when the Megatron line was given in quotes.
+  std::string launch_source() const;
 };
 
 // A training setup with the job, the parallel config and the dtype's precision recipe set; the

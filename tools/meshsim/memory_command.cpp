@@ -108,7 +108,7 @@ int run_memory(const MemoryArgs& a) {
     if (job.seq <= 0 && model.has_architecture())
       throw Error("", "--seq", "give the sequence length (or a job file with seq)");
     check_mesh(model, cfg,
-               {job.seq, job.global_batch, job.micro_batch, true, job_flags.global_batch_file});
+               {job.seq, job.global_batch, job.micro_batch, true, job_flags.batch_from});
     const auto stages = training_memory_per_stage(model, job, cfg, opt);
     b = worst_stage(stages);
     header = fmt::format(

@@ -339,26 +339,29 @@ TEST_CASE("train: invalid meshes and flags give one error line and exit 2") {
             .err == from_file.err);
   // A launch configuration's batch names the configuration (--gbs cannot be given with it):
   // Megatron-LM's own divisibility assertion, and the micro-batch limit for a torchtitan file.
-  const std::string cluster =
-      "train --topology " + topology_path("dgx-h100.json") + " --workload " + job;
-  const auto script =
-      (std::filesystem::temp_directory_path() / "meshsim_bad_batch_megatron.sh").string();
-  std::ofstream(script) << "torchrun pretrain_gpt.py --tensor-model-parallel-size 2 \\\n"
-                           "  --micro-batch-size 1 --global-batch-size 6 --seq-length 4096\n";
-  const auto megatron = run_cli(cluster + " --from-megatron " + script);
-  CHECK(megatron.exit_code == 2);
-  CHECK(megatron.err == "error: " + script +
-                            ": --global-batch-size 6 is not a multiple of --micro-batch-size 1 × "
-                            "the data-parallel degree 4\n");
-  const auto toml =
-      (std::filesystem::temp_directory_path() / "meshsim_bad_batch_torchtitan.toml").string();
-  std::ofstream(toml) << "[training]\nlocal_batch_size = 1\nglobal_batch_size = 80000\n"
-                         "seq_len = 1024\n";
-  const auto titan = run_cli(cluster + " --from-torchtitan " + toml);
-  CHECK(titan.exit_code == 2);
-  CHECK(titan.err == "error: " + toml +
-                         ": global batch 80000 is 10000 micro-batches per step for dp × "
-                         "micro-batch = 8; the limit is 8192 (training.global_batch_size)\n");
+  // refused(flag, file, text): the error for a launch file holding `text`, and its expected start.
+  const auto refused = [&job](const std::string& flag, const std::string& file,
+                              const std::string& text) {
+    const auto path = (std::filesystem::temp_directory_path() / file).string();
+    std::ofstream(path) << text;
+    const auto run = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                             job + " " + flag + " " + path);
+    CHECK(run.exit_code == 2);
+    return std::pair{run.err, "error: " + path + ": "};
+  };
+  const auto [megatron, script] =
+      refused("--from-megatron", "meshsim_bad_batch_megatron.sh",
+              "torchrun pretrain_gpt.py --tensor-model-parallel-size 2 \\\n"
+              "  --micro-batch-size 1 --global-batch-size 6 --seq-length 4096\n");
+  CHECK(megatron == script +
+                        "--global-batch-size 6 is not a multiple of --micro-batch-size 1 × the "
+                        "data-parallel degree 4\n");
+  const auto [titan, toml] =
+      refused("--from-torchtitan", "meshsim_bad_batch_torchtitan.toml",
+              "[training]\nlocal_batch_size = 1\nglobal_batch_size = 80000\nseq_len = 1024\n");
+  CHECK(titan == toml +
+                     "global batch 80000 is 10000 micro-batches per step for dp × micro-batch = "
+                     "8; the limit is 8192 (training.global_batch_size)\n");
 }
 
 TEST_CASE("train: reliability flags out of their domain are errors, not defaults") {

@@ -278,6 +278,10 @@ Stack with_fused_loss(Stack stack) {
   return stack;
 }
 
+bool runs_fused_loss(const Stack& stack) {
+  return !stack.op_kernels.contains("loss");
+}
+
 RecomputePolicy recompute_policy(const Stack& stack, std::string_view name) {
   if (const auto* p = stack.policy(name)) return *p;
   // none / selective / full: the stack's first policy of that mode.

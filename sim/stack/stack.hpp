@@ -182,6 +182,9 @@ Stack resolve_stack(const std::string& name_or_file);
 // --cross-entropy-loss-fusion, torchtitan's compiled loss), named "<name> +fused-loss"; the
 // stack itself when it runs the fused kernel already.
 Stack with_fused_loss(Stack stack);
+// Whether the stack runs the catalogue's fused loss kernel (it has no loss kernels of its own):
+// what a launch configuration written for it says (--cross-entropy-loss-fusion).
+bool runs_fused_loss(const Stack& stack);
 
 // The policy a user's --recompute names (the stack's names, or none/selective/full mapped to the
 // stack's policy of that mode); an Error lists the stack's names.

@@ -33,6 +33,9 @@ TEST_CASE("search: the emitted Megatron line runs the winner again through train
   CHECK(j["launch"]["format"] == "megatron");
   const auto text = j["launch"]["text"].get<std::string>();
   CHECK(text.find("--hidden-size 8192 --ffn-hidden-size 28672") != std::string::npos);
+  // The megatron stack runs Megatron's unfused vocabulary-parallel loss, so the line leaves
+  // --cross-entropy-loss-fusion out (a stack with the fused loss writes it: next test case).
+  CHECK(text.find("--cross-entropy-loss-fusion") == std::string::npos);
   const auto& best = j["results"][0];
   const auto file =
       (std::filesystem::temp_directory_path() / "meshsim_emitted_megatron.sh").string();
@@ -75,6 +78,27 @@ TEST_CASE("search: the emitted Megatron line runs the winner again through train
   CHECK(none.err ==
         "error: --mesh: is required (or give the layout with --from-megatron or "
         "--from-torchtitan)\n");
+}
+
+TEST_CASE("search: a winner on a stack with the fused loss is emitted with the fused loss") {
+  // The ideal stack runs the catalogue's fused loss kernel; its Megatron line asks for Megatron's
+  // fused cross entropy, which reading the line back runs (as `megatron +fused-loss`). One layout.
+  const std::string common = " --topology " + topology_path("dgx-h100.json") + " --workload " +
+                             source_path("workloads/models/llama3.1-8b.json") + " --seq 4k --gbs 8";
+  const auto s = run_cli("search" + common +
+                         " --tp 8 --pp 1 --cp 1 --zero 1 --schedule 1f1b --mbs 1 --top 1 "
+                         "--stack ideal --emit megatron --json");
+  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+  const auto text = json::parse(s.out)["launch"]["text"].get<std::string>();
+  CHECK(text.find(" --cross-entropy-loss-fusion") != std::string::npos);
+  const auto file =
+      (std::filesystem::temp_directory_path() / "meshsim_emitted_fused_loss.sh").string();
+  std::ofstream(file) << text;
+  const auto t = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                         source_path("workloads/models/llama3.1-8b.json") + " --from-megatron " +
+                         file + " --json");
+  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
+  CHECK(json::parse(t.out)["stack"] == "megatron +fused-loss");
 }
 
 TEST_CASE("search: the emitted torchtitan config runs the winner again (--from-torchtitan)") {

@@ -260,6 +260,10 @@ TEST_CASE("the loss as each stack runs it") {
   CHECK(price_op(loss, {cm, fused, nullptr, {}}).forward.time.seconds() ==
         doctest::Approx(cm.seconds(loss.forward)).epsilon(1e-9));
   CHECK(with_fused_loss(*bundled_stack("ideal")).name == "ideal");
+  CHECK(runs_fused_loss(fused));
+  CHECK(runs_fused_loss(*bundled_stack("ideal")));
+  CHECK_FALSE(runs_fused_loss(*bundled_stack("megatron")));
+  CHECK_FALSE(runs_fused_loss(*bundled_stack("torchtitan-compile")));
 }
 
 TEST_CASE("a measured launch gap is paid once per kernel") {

@@ -353,6 +353,7 @@ int run_search_command(const SearchArgs& a) {
     LaunchStack ls;
     ls.name = strategy.stack.name;
     ls.tp_overlap = strategy.tp_overlap.value_or(strategy.stack.tp_overlap.on);
+    ls.fused_loss = runs_fused_loss(strategy.stack);
     launch = launch_config(a.emit, model, best.candidate.config, lj, ls);
   }
   if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {

@@ -10,7 +10,7 @@ namespace meshsim {
 
 // Where a job's global batch came from, as its errors name it: the --gbs flag or the dp ×
 // micro-batch default ({"", "--gbs"}), a job file ({file, "/global_batch", " (--gbs overrides
-// it)"}) or a launch configuration ({"", script or --from-megatron, " (--global-batch-size)"}).
+// it)"}) or a launch configuration ({"", its file or --from-megatron, " (its batch key)"}).
 struct BatchSource {
   std::string file;             // Error's file; empty: a flag
   std::string field = "--gbs";  // Error's path

@@ -161,8 +161,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   const auto& job = setup.job;
   const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
   if (job.seq < 1) throw Error("", "--seq", "give the sequence length (or a job file with seq)");
-  check_mesh(model, cfg,
-             {job.seq, job.global_batch, job.micro_batch, true, setup.batch_from});
+  check_mesh(model, cfg, {job.seq, job.global_batch, job.micro_batch, true, setup.batch_from});
   if (mesh.world() != gpus)
     throw Error("", "--mesh",
                 to_string(mesh) + " has " + std::to_string(mesh.world()) +

@@ -18,6 +18,9 @@ void check(const meshsim::LaunchLayout& l) {
   if (l.stack.name.empty() || !meshsim::bundled_stack(l.stack.name)) __builtin_trap();
   if (l.stack.tp_overlap && l.stack.name == "torchtitan") __builtin_trap();
   if (l.config.zero < 0 || l.config.zero > 3) __builtin_trap();
+  // A global batch split over dp (0: not given). Megatron's must split into whole micro-batches
+  // too (checked below); torchtitan's PP micro-batch need not divide its local batch.
+  if (l.job.global_batch < 0 || l.job.global_batch % l.config.mesh.dp != 0) __builtin_trap();
 }
 
 }  // namespace
@@ -35,7 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     model.ffn = 14336;
     model.vocab = 128256;
     (void)meshsim::megatron_architecture_mismatch(line, model);
-    check(meshsim::megatron_job(line, kWorld, model.layers, "--from-megatron"));
+    const auto job = meshsim::megatron_job(line, kWorld, model.layers, "--from-megatron");
+    check(job);
+    if (job.job.global_batch % (job.job.micro_batch * job.config.mesh.dp) != 0) __builtin_trap();
   });
   return meshsim::fuzz::run(data, size, [](const std::string& text) {
     check(meshsim::parse_torchtitan_toml(text, kWorld, 32, "fuzz.toml").layout);

@@ -60,7 +60,7 @@ struct LocalIdw {
 }  // namespace
 
 ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profile, SmsTaken taken)
-    : gpu_(std::move(gpu)), taken_(taken), profile_(std::move(profile)) {
+    : gpu_(std::move(gpu)), kernel_gpu_(gpu_), taken_(taken), profile_(std::move(profile)) {
   if (gpu_.sm_count <= 0) throw Error(gpu_.model, "sm_count", "must be greater than zero");
   if (gpu_.hbm_Bps <= 0) throw Error(gpu_.model, "hbm_GBps", "must be greater than zero");
   params_ = bundled_kernel_params(gpu_);
@@ -87,7 +87,9 @@ ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profil
     for (const auto c : {MemoryClass::elementwise, MemoryClass::optimizer})
       params_.of(c).fixed_s = params_.of(c).floor_s = profile_->launch_overhead->seconds();
   // Corrections against the whole GPU's model, so a model with SMs taken keeps its ratio to it.
-  const auto whole_gpu = [this](const Kernel& k) { return kernel_seconds(k, gpu_, params_); };
+  const auto whole_gpu = [this](const Kernel& k) {
+    return kernel_seconds(k, kernel_gpu_, params_);
+  };
   std::vector<MeasuredPoint> gemm, attention;
   for (const auto& p : profile_->gemm) {
     const auto k = gemm_kernel(p.shape, p.dtype);
@@ -104,11 +106,11 @@ ComputeModel::ComputeModel(GpuSpec gpu, std::optional<CalibrationProfile> profil
 }
 
 double ComputeModel::peak_flops(DType dtype) const {
-  return peak_flops_of(gpu_, dtype);
+  return kernel_gpu_.peak_flops(dtype);
 }
 
 double ComputeModel::model_seconds(const Kernel& k) const {
-  return kernel_seconds(k, gpu_, params_, taken_);
+  return kernel_seconds(k, kernel_gpu_, params_, taken_);
 }
 
 double ComputeModel::correction(const Kernel& k) const {

@@ -76,6 +76,7 @@ class ComputeModel {
   double correction(const Kernel& k) const;
 
   GpuSpec gpu_;
+  KernelGpu kernel_gpu_;
   SmsTaken taken_;
   KernelParams params_;
   std::optional<CalibrationProfile> profile_;

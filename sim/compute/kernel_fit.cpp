@@ -55,8 +55,9 @@ std::string error_note(const Vec& errors) {
 
 }  // namespace
 
-std::vector<double> log_errors(const std::vector<MeasuredKernel>& rows, const GpuSpec& gpu,
+std::vector<double> log_errors(const std::vector<MeasuredKernel>& rows, const GpuSpec& spec,
                                const KernelParams& params) {
+  const KernelGpu gpu(spec);
   std::vector<double> out;
   out.reserve(rows.size());
   for (const auto& r : rows)
@@ -64,8 +65,9 @@ std::vector<double> log_errors(const std::vector<MeasuredKernel>& rows, const Gp
   return out;
 }
 
-KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSpec& gpu,
+KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSpec& spec,
                             const KernelParams& base) {
+  const KernelGpu gpu(spec);
   KernelFit fit;
   KernelParams& p = fit.params;
   p = base;
@@ -122,7 +124,7 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
         "intensity_half {:.1f}, memory {:.3f} of HBM, sharpness {:.2f}, {:.2f} µs fixed; {}",
         all.size(), g16.size(), g8.size(), p.gemm.fraction_16bit, p.gemm.fraction_fp8,
         p.gemm.k_half, p.gemm.intensity_half, p.gemm.memory_fraction, p.gemm.sharpness,
-        p.gemm.fixed_s * 1e6, error_note(log_errors(all, gpu, p))));
+        p.gemm.fixed_s * 1e6, error_note(log_errors(all, spec, p))));
   }
 
   // Memory-bound kernels, class by class.
@@ -152,7 +154,7 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
     fit.lines.push_back(
         fmt::format("{}: {} kernels: {:.3f} of HBM, {:.2f} µs fixed, {:.2f} µs floor; {}",
                     name_of(c), cls.size(), p.of(c).bandwidth_fraction, p.of(c).fixed_s * 1e6,
-                    p.of(c).floor_s * 1e6, error_note(log_errors(cls, gpu, p))));
+                    p.of(c).floor_s * 1e6, error_note(log_errors(cls, spec, p))));
   }
   if (!memory.empty()) fit.model["memory"] = memory;
 
@@ -206,7 +208,7 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
         "{:.3f} µs per tile, split above {:.0f} keys, {:.2f} µs fixed, backward ratio {:.3f}; {}",
         prefill.size(), backward.size(), p.attention.fraction, p.attention.kv_half,
         p.attention.tile_s * 1e6, p.attention.split_min_keys, p.attention.fixed_s * 1e6,
-        p.attention.backward_ratio, error_note(log_errors(both, gpu, p))));
+        p.attention.backward_ratio, error_note(log_errors(both, spec, p))));
   }
   if (decode.size() >= 3) {
     const auto set = [&](const Vec& x) {
@@ -223,7 +225,7 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
     fit.lines.push_back(fmt::format(
         "decode attention: {} kernels: {:.3f} of HBM, {:.2f} µs fixed, {:.3f} µs per sequence; {}",
         decode.size(), p.decode.bandwidth_fraction, p.decode.fixed_s * 1e6,
-        p.decode.per_sequence_s * 1e6, error_note(log_errors(decode, gpu, p))));
+        p.decode.per_sequence_s * 1e6, error_note(log_errors(decode, spec, p))));
   }
   return fit;
 }

@@ -18,23 +18,27 @@ constexpr double intensity(double tm, double tn) {
   return tm * tn / (tm + tn);
 }
 
-// Tile sizes are powers of two, so x · (1/size) is exactly x / size (the price is computed
-// thousands of times per trace; a multiply is several times cheaper than a divide).
+// Tile sides are 64, 128 or 256: side class 0, 1, 2 (the blocks of a shape's side are counted
+// once per class, not once per tile).
+constexpr int kSideShift = 6;  // side class c is 2^(6 + c)
+constexpr double kSides[] = {64, 128, 256};
+constexpr int side_class(double side) {
+  return side == 64 ? 0 : side == 128 ? 1 : 2;
+}
 struct Tile {
   double m, n;
-  double inv_m = 1 / m, inv_n = 1 / n, reuse = intensity(m, n);
+  double reuse = intensity(m, n);
+  int row_class = side_class(m), col_class = side_class(n);
 };
 constexpr std::array<Tile, 6> kTiles{
     {{128, 256}, {256, 128}, {128, 128}, {64, 128}, {128, 64}, {64, 64}}};
-constexpr double kTileK = 64;  // K depth of one main-loop iteration (the stream-K work unit)
-constexpr double kInvTileK = 1 / kTileK;
-constexpr bool power_of_two(double x) {
-  while (x > 1) x /= 2;
-  return x == 1;
-}
+constexpr int kTileKShift = 6;  // K depth of one main-loop iteration, 2^6 (the stream-K work unit)
 static_assert(std::all_of(kTiles.begin(), kTiles.end(),
-                          [](const Tile& t) { return power_of_two(t.m) && power_of_two(t.n); }) &&
-              power_of_two(kTileK));
+                          [](const Tile& t) {
+                            return kSides[t.row_class] == t.m && kSides[t.col_class] == t.n;
+                          }) &&
+              kSides[0] == 1 << kSideShift && kSides[1] == 2 << kSideShift &&
+              kSides[2] == 4 << kSideShift);
 // The menu runs from the most operand reuse to the least, so with intensity_half ≥ 0 (the
 // loader and the fit keep it positive) each tile's efficiency factor is at most the one
 // before it: gemm_occupancy(shape, ...) stops at the first tile that cannot win.
@@ -44,28 +48,78 @@ static_assert([] {
   return true;
 }());
 
+// A tile whose half-height tile (the same columns) is later in the menu: when both need as many
+// row blocks, they launch as many tiles and take as long, so the taller one's use is exactly
+// half the shorter one's, while its reuse factor is at most the ratio of their intensities
+// (≤ 1.5, as intensity_half ≥ 0): it cannot win and is not priced (a decode-sized GEMM skips
+// three of the six).
+constexpr std::array<bool, kTiles.size()> kHasHalfLater = [] {
+  std::array<bool, kTiles.size()> has{};
+  for (std::size_t i = 0; i < kTiles.size(); ++i)
+    for (std::size_t j = i + 1; j < kTiles.size(); ++j)
+      if (kTiles[j].m * 2 == kTiles[i].m && kTiles[j].n == kTiles[i].n) {
+        has[i] = true;
+        if (kTiles[i].reuse >= 2 * kTiles[j].reuse) throw "the taller tile could win";
+      }
+  return has;
+}();
+static_assert(!kHasHalfLater[0] && kHasHalfLater[1] && kHasHalfLater[2] && !kHasHalfLater[3] &&
+              kHasHalfLater[4] && !kHasHalfLater[5]);
+
 // Units of `per_sm`-sized work spread over `sms` SMs: the busiest SM sets the time.
 double spread(double units, double sms) {
   return units / (ceil_div(units, sms) * sms);
 }
 
-// (a^p + b^p)^(1/p), computed without overflow: max · (1 + (min/max)^p)^(1/p).
+// (a^p + b^p)^(1/p), computed without overflow: max · (1 + (min/max)^p)^(1/p), as
+// max · exp(log1p(exp(p · log(min/max))) / p): within a few units in the last place of
+// std::pow's, and a quarter cheaper than two pow calls (glibc's pow pays for correct rounding;
+// the price runs thousands of times per trace).
 double soft_max(double a, double b, double p) {
   const double hi = std::max(a, b), lo = std::min(a, b);
   if (hi <= 0) return 0;
-  return hi * std::pow(1.0 + std::pow(lo / hi, p), 1.0 / p);
+  if (lo <= 0) return hi;
+  return hi * std::exp(std::log1p(std::exp(p * std::log(lo / hi))) / p);
 }
 
-}  // namespace
-
-double peak_flops_of(const GpuSpec& gpu, DType dtype) {
+// 0 when the GPU has no peak for `dtype`.
+double find_peak(const GpuSpec& gpu, DType dtype) {
   const auto it = gpu.peak_flops.find(name_of(dtype));
   if (it != gpu.peak_flops.end()) return it->second;
   // FP32 GEMMs in training run on tensor cores as TF32 (PyTorch allow_tf32 for matmul).
   if (dtype == DType::fp32)
     if (auto tf = gpu.peak_flops.find("tf32"); tf != gpu.peak_flops.end()) return tf->second;
-  throw Error(gpu.model, "peak_flops",
+  return 0.0;
+}
+
+[[noreturn]] void no_peak(const std::string& model, DType dtype) {
+  throw Error(model, "peak_flops",
               "this GPU has no " + std::string(name_of(dtype)) + " tensor-core peak");
+}
+
+}  // namespace
+
+double peak_flops_of(const GpuSpec& gpu, DType dtype) {
+  const double peak = find_peak(gpu, dtype);
+  if (peak > 0) return peak;
+  no_peak(gpu.model, dtype);
+}
+
+static_assert([] {
+  for (std::size_t i = 0; i < kAllDTypes.size(); ++i)
+    if (static_cast<std::size_t>(kAllDTypes[i]) != i) return false;
+  return true;
+}());
+
+KernelGpu::KernelGpu(const GpuSpec& gpu)
+    : model(gpu.model), hbm_Bps(gpu.hbm_Bps), sm_count(gpu.sm_count) {
+  for (const auto d : kAllDTypes) peak[static_cast<std::size_t>(d)] = find_peak(gpu, d);
+}
+
+double KernelGpu::peak_flops(DType dtype) const {
+  const double p = peak[static_cast<std::size_t>(dtype)];
+  if (p > 0) return p;
+  no_peak(model, dtype);
 }
 
 double gemm_fraction(const GemmParams& p, DType dtype) {
@@ -77,7 +131,9 @@ namespace {
 // What every tile of the menu shares for one shape on the SMs given.
 struct TileWork {
   bool empty = false;  // a degenerate shape: every tile's use is 1
-  double M = 0, N = 0, B = 0, left = 0, sms = 0, iters = 0, useful = 0;
+  double B = 0, left = 0, sms = 0, iters = 0, useful = 0;
+  // Blocks of 64, 128 and 256 along M and N (ceil(M / side)).
+  std::array<double, 3> row_blocks{}, col_blocks{};
 };
 
 TileWork tile_work(const GemmShape& s, std::int32_t sm_count, SmsTaken taken) {
@@ -86,25 +142,32 @@ TileWork tile_work(const GemmShape& s, std::int32_t sm_count, SmsTaken taken) {
     w.empty = true;
     return w;
   }
-  w.M = static_cast<double>(s.m);
-  w.N = static_cast<double>(s.n);
+  const double M = static_cast<double>(s.m), N = static_cast<double>(s.n);
+  // Sides are powers of two: ⌈x / 2^b⌉ in integers, shifts rather than divides and ceil (the
+  // price runs thousands of times per trace).
+  const auto blocks = [](std::int64_t x, int shift) {
+    return static_cast<double>((x >> shift) + ((x & ((std::int64_t{1} << shift) - 1)) != 0));
+  };
+  for (int c = 0; c < 3; ++c) {
+    w.row_blocks[c] = blocks(s.m, kSideShift + c);
+    w.col_blocks[c] = blocks(s.n, kSideShift + c);
+  }
   w.B = static_cast<double>(s.batch);
-  const double K = static_cast<double>(s.k);
   // The SMs the kernel is launched for (its grid and split) and those it runs on.
   const double all = static_cast<double>(sm_count);
   w.left = std::max(1.0, all - static_cast<double>(std::max(taken.count, 0)));
   const double seen = static_cast<double>(std::clamp(taken.seen, 0, std::max(taken.count, 0)));
   w.sms = taken.planned_for_all ? std::max(1.0, all - seen) : w.left;
-  w.iters = std::ceil(K * kInvTileK);
+  w.iters = blocks(s.k, kTileKShift);
   // Useful work (unpadded tile area × iterations) over the SMs' capacity: use = padding ·
   // tiles · iters / (time · all) with padding = M·N·B / (tiles · tile area).
-  w.useful = w.M * w.N * w.B * w.iters / all;
+  w.useful = M * N * w.B * w.iters / all;
   return w;
 }
 
 double tile_use(const TileWork& w, const Tile& t) {
   if (w.empty) return 1.0;
-  const double tiles = std::ceil(w.M * t.inv_m) * std::ceil(w.N * t.inv_n) * w.B;
+  const double tiles = w.row_blocks[t.row_class] * w.col_blocks[t.col_class] * w.B;
   // Stream-K's hybrid schedule (Osama et al., "Stream-K: Work-centric Parallel Decomposition
   // for Dense Matrix-Matrix Multiplication", PPoPP 2023, §5 "DP + one-tile SK"; CUTLASS's
   // stream-K tile scheduler): all but the last one or two waves' tiles run as whole data-
@@ -179,6 +242,10 @@ double gemm_occupancy(const GemmShape& s, std::int32_t sm_count, double intensit
   double best = -1;
   std::size_t pick = 0;
   for (std::size_t i = 0; i < kTiles.size(); ++i) {
+    // Skipping a tile before the stop test below is safe: the tiles after it reuse no more.
+    const int rows = kTiles[i].row_class;
+    if (kHasHalfLater[i] && chosen.row_blocks[rows] == chosen.row_blocks[rows - 1])
+      continue;  // loses to its half-height tile, later in the menu (kHasHalfLater)
     const double reuse = reuse_of(kTiles[i]);
     if (best > reuse * (1 + 1e-12)) break;
     const double score = tile_use(chosen, kTiles[i]) * reuse;
@@ -191,10 +258,10 @@ double gemm_occupancy(const GemmShape& s, std::int32_t sm_count, double intensit
   return tile_use(tile_work(s, sm_count, taken), kTiles[pick]) * reuse_of(kTiles[pick]);
 }
 
-double gemm_seconds(const Kernel& k, double occupancy, const GpuSpec& gpu, const GemmParams& g) {
+double gemm_seconds(const Kernel& k, double occupancy, const KernelGpu& gpu, const GemmParams& g) {
   const double kk = static_cast<double>(std::max<std::int64_t>(k.gemm.k, 1));
   const double eff = gemm_fraction(g, k.dtype) * occupancy * kk / (kk + g.k_half);
-  const double compute = k.flops / (peak_flops_of(gpu, k.dtype) * eff);
+  const double compute = k.flops / (gpu.peak_flops(k.dtype) * eff);
   const double memory = k.bytes / (gpu.hbm_Bps * g.memory_fraction);
   return soft_max(compute, memory, g.sharpness) + g.fixed_s;
 }
@@ -224,7 +291,8 @@ AttentionWork attention_work(const AttentionShape& s, std::int32_t sm_count,
   return w;
 }
 
-double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p, SmsTaken taken) {
+double kernel_seconds(const Kernel& k, const KernelGpu& gpu, const KernelParams& p,
+                      SmsTaken taken) {
   switch (k.kind) {
     case KernelKind::none:
       return 0.0;
@@ -249,7 +317,7 @@ double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p
       if (s.backward) eff *= a.backward_ratio;
       // FlashAttention runs its GEMMs in bf16/fp16 even in FP8 recipes (Transformer Engine's
       // default DotProductAttention), so the 16-bit peak applies.
-      const double peak = peak_flops_of(gpu, k.dtype == DType::fp8 ? DType::bf16 : k.dtype);
+      const double peak = gpu.peak_flops(k.dtype == DType::fp8 ? DType::bf16 : k.dtype);
       const double compute = std::max(k.flops / (peak * eff), work.units_per_sm * a.tile_s);
       const double memory = k.bytes / (gpu.hbm_Bps * p.gemm.memory_fraction);
       return std::max(compute, memory) + a.fixed_s;

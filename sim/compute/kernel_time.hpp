@@ -18,6 +18,7 @@
 //  - Memory-bound: max(floor, fixed + bytes / (HBM · fraction)) with the kernel class's numbers.
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "compute/kernel.hpp"
 #include "compute/kernel_params.hpp"
@@ -27,6 +28,19 @@ namespace meshsim {
 
 // Dense peak FLOP/s of `dtype` (FP32 GEMMs run as TF32); an Error when the GPU has none.
 double peak_flops_of(const GpuSpec& gpu, DType dtype);
+
+// The GPU numbers the kernel model reads, with the peaks looked up once per dtype: the
+// catalogue keeps them by name, and a price runs thousands of times per trace.
+struct KernelGpu {
+  explicit KernelGpu(const GpuSpec& gpu);
+  // As peak_flops_of: an Error when the GPU has no peak for `dtype`.
+  double peak_flops(DType dtype) const;
+
+  std::string model;
+  std::array<double, kAllDTypes.size()> peak{};  // by DType; 0: the GPU has none
+  double hbm_Bps = 0;
+  std::int32_t sm_count = 0;
+};
 
 // The GEMM fraction of the dtype's class: fp8, or 16-bit for everything else.
 double gemm_fraction(const GemmParams& p, DType dtype);
@@ -60,7 +74,7 @@ double gemm_occupancy(const GemmTileUse& chosen_by, const GemmTileUse& runs_at,
 double gemm_occupancy(const GemmShape& shape, std::int32_t sm_count, double intensity_half,
                       SmsTaken taken = {});
 // The GEMM roofline at a given occupancy.
-double gemm_seconds(const Kernel& k, double occupancy, const GpuSpec& gpu, const GemmParams& p);
+double gemm_seconds(const Kernel& k, double occupancy, const KernelGpu& gpu, const GemmParams& p);
 
 // One thread block per (sequence, head, query block); query blocks of 16–128 rows, the smallest
 // power of two holding the queries; split-KV spreads a block's keys over idle SMs.
@@ -73,7 +87,11 @@ struct AttentionWork {
 AttentionWork attention_work(const AttentionShape& shape, std::int32_t sm_count,
                              double split_min_keys);
 
-double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p,
+double kernel_seconds(const Kernel& k, const KernelGpu& gpu, const KernelParams& p,
                       SmsTaken taken = {});
+inline double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p,
+                             SmsTaken taken = {}) {
+  return kernel_seconds(k, KernelGpu(gpu), p, taken);
+}
 
 }  // namespace meshsim

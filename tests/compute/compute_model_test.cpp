@@ -78,16 +78,18 @@ TEST_CASE("GEMM occupancy: tile menu, stream-K over the K loop") {
 }
 
 TEST_CASE("GEMM occupancy: stopping at the first tile that cannot win picks the menu's best") {
-  // gemm_occupancy(shape, ...) stops scanning the menu early; it must equal the occupancy of
-  // the whole menu's uses, exactly, with and without a collective's SMs taken beside it.
+  // gemm_occupancy(shape, ...) stops scanning the menu early and skips a tile whose half-height
+  // tile needs as many row blocks (M on either side of 64, 128 and 256 rows); it must equal the
+  // occupancy of the whole menu's uses, exactly, with and without a collective's SMs taken
+  // beside it.
   std::int64_t checked = 0, differ = 0;
-  for (std::int64_t m : {1, 7, 64, 100, 128, 129, 640, 2049, 8192})
+  for (std::int64_t m : {1, 7, 64, 65, 100, 128, 129, 192, 256, 257, 640, 2049, 8192})
     for (std::int64_t n : {64, 1000, 4096, 10240, 28672})
       for (std::int64_t k : {64, 512, 8192})
         for (double half : {0.0, 7.1, 15.6, 1e6})
           for (SmsTaken taken :
                {SmsTaken{}, SmsTaken{24, true}, SmsTaken{24, false}, SmsTaken{48, true, 24}}) {
-            const GemmShape s{m, n, k, 1};
+            const GemmShape s{m, n, k, m % 2 ? 3 : 1};
             const double whole =
                 taken.count > taken.seen && taken.planned_for_all
                     ? gemm_occupancy(gemm_tile_use(s, 132, SmsTaken{taken.seen, false}),
@@ -96,7 +98,7 @@ TEST_CASE("GEMM occupancy: stopping at the first tile that cannot win picks the 
             ++checked;
             if (gemm_occupancy(s, 132, half, taken) != whole) ++differ;
           }
-  CHECK(checked == 9 * 5 * 3 * 4 * 4);
+  CHECK(checked == 13 * 5 * 3 * 4 * 4);
   CHECK(differ == 0);
 }
 

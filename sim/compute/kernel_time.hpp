@@ -89,6 +89,7 @@ AttentionWork attention_work(const AttentionShape& shape, std::int32_t sm_count,
 
 double kernel_seconds(const Kernel& k, const KernelGpu& gpu, const KernelParams& p,
                       SmsTaken taken = {});
+// For a one-off price: looks the peaks up again on every call (loops build one KernelGpu).
 inline double kernel_seconds(const Kernel& k, const GpuSpec& gpu, const KernelParams& p,
                              SmsTaken taken = {}) {
   return kernel_seconds(k, KernelGpu(gpu), p, taken);

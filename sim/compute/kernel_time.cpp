@@ -79,7 +79,8 @@ double soft_max(double a, double b, double p) {
   const double hi = std::max(a, b), lo = std::min(a, b);
   if (hi <= 0) return 0;
   if (lo <= 0) return hi;
-  return hi * std::exp(std::log1p(std::exp(p * std::log(lo / hi))) / p);
+  const double inv_p = 1 / p;  // computed beside the chain below, not at its end
+  return hi * std::exp(std::log1p(std::exp(p * std::log(lo / hi))) * inv_p);
 }
 
 // 0 when the GPU has no peak for `dtype`.
@@ -260,8 +261,10 @@ double gemm_occupancy(const GemmShape& s, std::int32_t sm_count, double intensit
 
 double gemm_seconds(const Kernel& k, double occupancy, const KernelGpu& gpu, const GemmParams& g) {
   const double kk = static_cast<double>(std::max<std::int64_t>(k.gemm.k, 1));
-  const double eff = gemm_fraction(g, k.dtype) * occupancy * kk / (kk + g.k_half);
-  const double compute = k.flops / (gpu.peak_flops(k.dtype) * eff);
+  // FLOPs / (peak · fraction · occupancy · K/(K + k_half)), with one division after the
+  // occupancy rather than two (the price's latency is a chain of dependent divisions).
+  const double compute = k.flops * (kk + g.k_half) /
+                         (gpu.peak_flops(k.dtype) * gemm_fraction(g, k.dtype) * occupancy * kk);
   const double memory = k.bytes / (gpu.hbm_Bps * g.memory_fraction);
   return soft_max(compute, memory, g.sharpness) + g.fixed_s;
 }

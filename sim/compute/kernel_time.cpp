@@ -18,12 +18,14 @@ constexpr double intensity(double tm, double tn) {
   return tm * tn / (tm + tn);
 }
 
-// Tile sides are 64, 128 or 256: side class 0, 1, 2 (the blocks of a shape's side are counted
-// once per class, not once per tile).
-constexpr int kSideShift = 6;  // side class c is 2^(6 + c)
-constexpr double kSides[] = {64, 128, 256};
+// Tile sides are 64, 128 or 256 = 2^(6 + c) for side class c = 0, 1, 2 (the blocks of a shape's
+// side are counted once per class, not once per tile).
+constexpr int kSideShift = 6;
+constexpr double side_of(int c) {
+  return static_cast<double>(std::int64_t{1} << (kSideShift + c));
+}
 constexpr int side_class(double side) {
-  return side == 64 ? 0 : side == 128 ? 1 : 2;
+  return side == side_of(0) ? 0 : side == side_of(1) ? 1 : 2;
 }
 struct Tile {
   double m, n;
@@ -33,12 +35,9 @@ struct Tile {
 constexpr std::array<Tile, 6> kTiles{
     {{128, 256}, {256, 128}, {128, 128}, {64, 128}, {128, 64}, {64, 64}}};
 constexpr int kTileKShift = 6;  // K depth of one main-loop iteration, 2^6 (the stream-K work unit)
-static_assert(std::all_of(kTiles.begin(), kTiles.end(),
-                          [](const Tile& t) {
-                            return kSides[t.row_class] == t.m && kSides[t.col_class] == t.n;
-                          }) &&
-              kSides[0] == 1 << kSideShift && kSides[1] == 2 << kSideShift &&
-              kSides[2] == 4 << kSideShift);
+static_assert(std::all_of(kTiles.begin(), kTiles.end(), [](const Tile& t) {
+  return side_of(t.row_class) == t.m && side_of(t.col_class) == t.n;
+}));
 // The menu runs from the most operand reuse to the least, so with intensity_half ≥ 0 (the
 // loader and the fit keep it positive) each tile's efficiency factor is at most the one
 // before it: gemm_occupancy(shape, ...) stops at the first tile that cannot win.

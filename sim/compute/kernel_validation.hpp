@@ -9,14 +9,9 @@
 #include <vector>
 
 #include "compute/kernel_fit.hpp"
+#include "core/error_stats.hpp"
 
 namespace meshsim {
-
-struct ErrorStats {
-  std::size_t count = 0;
-  double median = 0, p95 = 0, max = 0;  // of |relative error|
-};
-ErrorStats error_stats(std::vector<double> relative_errors);
 
 struct KernelCheck {
   std::string group, op, layer;

@@ -11,6 +11,9 @@ one model out at a time. Nothing is fitted here: every row is one Vidur median, 
 microseconds, with the kernel shape meshsim's op catalogue gives the same op (sim/model/
 op_catalogue.cpp). Each row carries `group` (the model), `layer` (model, TP and tokens: one
 transformer block's forward on one GPU) and `op` (the catalogue's name).
+It also writes validation/collectives/vidur-nccl.json from vidur-network.csv: Vidur's NCCL
+all-reduce and send/recv kernel times on DGX H100 and DGX A100 nodes, each row with the bundled
+topology, node count and ranks meshsim prices it on (tests/network/measured_collectives_test.cpp).
 Standard library only; the output is deterministic (rows in file order, fixed formatting).
 """
 import csv
@@ -152,6 +155,62 @@ def azure_rows(gpu):
     return gemm, attention
 
 
+NET_SOURCE = ("Microsoft Vidur (https://github.com/microsoft/vidur, commit 7d47513363ec, MIT licence, "
+              "copyright (c) Microsoft Corporation): data/profiling/network/{h100_dgx,a100_dgx}/"
+              "{all_reduce,send_recv}.csv; curated copy and provenance in "
+              "../shared/measurements/README.md. torch.distributed (NCCL) on fp16 buffers after "
+              "cuda.synchronize and a barrier, 11 back-to-back launches; a sample is the median NCCL "
+              "kernel duration of those launches (PyTorch profiler), measured_us the median of three "
+              "samples on rank 0. Converted by tools/convert_vidur.py.")
+
+# Vidur's node types -> the bundled cluster file of one node and of several.
+NET_TOPOLOGIES = {"h100_dgx": ("dgx-h100.json", "dgx-h100-superpod.json"),
+                  "a100_dgx": ("dgx-a100.json", "dgx-a100-superpod.json")}
+GPUS_PER_NODE = 8
+
+
+def network_rows(path):
+    """Rows of the DGX node types: the pairwise-NVLink 4-GPU VMs have no bundled cluster file."""
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["system"] not in NET_TOPOLOGIES:
+                continue
+            workers, per_node = int(r["num_workers"]), int(r["devices_per_node"])
+            nodes = workers // per_node
+            one, several = NET_TOPOLOGIES[r["system"]]
+            # The first `per_node` GPUs of each node, as Vidur's launcher places ranks.
+            ranks = [n * GPUS_PER_NODE + g for n in range(nodes) for g in range(per_node)]
+            rows.append({"system": r["system"], "op": r["collective"],
+                         "topology": one if nodes == 1 else several, "nodes": nodes,
+                         "ranks": ranks, "bytes": int(r["size"]),
+                         "measured_us": round(float(r["median_ms"]) * 1000, 3),
+                         "std_us": round(float(r["std_ms"]) * 1000, 3)})
+    return rows
+
+
+def write_network(src, out):
+    rows = network_rows(os.path.join(src, "vidur-network.csv"))
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "vidur-nccl.json")
+    notes = [NET_SOURCE,
+             "Licence: MIT (see ../shared/measurements/LICENSE-vidur); the measured values are "
+             "Vidur's, unchanged except ms -> us.",
+             "Ranks: the first devices_per_node GPUs of each node. Clusters: one node is the bundled "
+             "DGX file, several nodes the SuperPOD file rebuilt with that many nodes (Vidur does not "
+             "describe its inter-node network).",
+             "Left out: the 4-GPU pairwise-NVLink VMs (h100/a100_pairwise_nvlink), which no bundled "
+             "cluster file describes."]
+    with open(path, "w") as f:
+        f.write("{\n")
+        f.write(f'  "notes": {json.dumps(notes)},\n')
+        f.write('  "rows": [\n')
+        for j, row in enumerate(rows):
+            f.write("    " + json.dumps(row, separators=(",", ":")) + ("," if j + 1 < len(rows) else "") + "\n")
+        f.write("  ]\n}\n")
+    print(f"{path}: {len(rows)} collective rows")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "shared", "measurements")
@@ -199,6 +258,7 @@ def main():
                     f.write(f'  "{key}": {json.dumps(value)}{sep}\n')
             f.write("}\n")
         print(f"{path}: {len(gemm)} gemm, {len(memory)} memory, {len(attention)} attention rows")
+    write_network(src, os.path.join(out, "..", "collectives"))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,173 @@
+// Vidur's measured NCCL kernel times against meshsim's collective price
+// (network/measured_collectives.hpp). The accuracy case prices every row of
+// validation/collectives/vidur-nccl.json and writes validation/collectives-vidur.md; its ceilings
+// are today's figures with a little headroom, so a regression fails (they are not targets).
+#include "network/measured_collectives.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/median.hpp"
+#include "network/collective_runner.hpp"
+#include "test_paths.hpp"
+#include "topology/topology_loader.hpp"
+
+namespace meshsim {
+namespace {
+
+std::string write(const std::string& name, const std::string& text) {
+  const auto p = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(p) << text;
+  return p;
+}
+
+std::string row(const std::string& fields) {
+  return R"({"system":"h100_dgx","op":"all_reduce","topology":"dgx-h100.json","nodes":1,)" +
+         fields + "}";
+}
+
+std::string file_of(const std::string& rows) {
+  return R"({"notes":["test"],"rows":[)" + rows + "]}";
+}
+
+}  // namespace
+
+TEST_CASE("measured collectives: each row priced as meshsim collective prices it") {
+  const auto path = write(
+      "ms_vn1.json",
+      file_of(row(R"("ranks":[0,1,2,3],"bytes":16777216,"measured_us":100,"std_us":1)") + "," +
+              R"({"system":"h100_dgx","op":"send_recv","topology":"dgx-h100-superpod.json",)"
+              R"("nodes":2,"ranks":[0,8],"bytes":1048576,"measured_us":50,"std_us":0})"));
+  const auto rows = price_measured_collectives(path, test::source_path(""));
+  REQUIRE(rows.size() == 2);
+  const Topology one = load_topology(test::topology_path("dgx-h100.json"));
+  Router router(one);
+  const auto direct =
+      price_collective(one, router, {CollectiveOp::all_reduce, {0, 1, 2, 3}, 16777216.0}, {});
+  CHECK(rows[0].predicted_s == direct.time.seconds());
+  CHECK(rows[0].measured_s == doctest::Approx(100e-6));
+  CHECK(rows[0].error() == doctest::Approx(direct.time.seconds() / 100e-6 - 1));
+  CHECK(rows[0].chosen ==
+        std::string(name_of(direct.algo)) + "/" + std::string(name_of(direct.protocol)));
+  CHECK(rows[0].layout() == "4 GPUs, 1 node");
+  TopologyOptions two_nodes;
+  two_nodes.nodes = 2;
+  const Topology pod = load_topology(test::topology_path("dgx-h100-superpod.json"), two_nodes);
+  Router pod_router(pod);
+  CHECK(rows[1].predicted_s ==
+        price_collective(pod, pod_router, {CollectiveOp::send_recv, {0, 8}, 1048576.0}, {})
+            .time.seconds());
+  CHECK(rows[1].layout() == "2 GPUs, 2 nodes");
+}
+
+TEST_CASE("measured collectives: size bands and the table, by hand") {
+  CHECK(collective_size_band(1048575) == "< 1 MiB");
+  CHECK(collective_size_band(1048576) == "1–16 MiB");
+  CHECK(collective_size_band(16.0 * 1048576) == "16–64 MiB");
+  CHECK(collective_size_band(64.0 * 1048576) == "≥ 64 MiB");
+  // Three 8-GPU all-reduces of 2 MiB measured 100 µs, priced 80, 90 and 130 µs: errors −20 %,
+  // −10 %, +30 %; signed median −10 %, |error| median 20 %, p95 20 + 0.9 · 10 = 29 %, max 30 %.
+  std::vector<MeasuredCollective> rows;
+  for (double us : {80.0, 90.0, 130.0}) {
+    MeasuredCollective m;
+    m.system = "h100_dgx";
+    m.ranks = {0, 1, 2, 3, 4, 5, 6, 7};
+    m.bytes = 2 * 1048576.0;
+    m.measured_s = 100e-6;
+    m.predicted_s = us * 1e-6;
+    m.chosen = us > 100 ? "ring/LL128" : "ring/LL";
+    rows.push_back(m);
+  }
+  CHECK(measured_collectives_markdown(rows, "# T\n") ==
+        "# T\n\n| node type | collective | layout | size | count | signed median % | median "
+        "\\|error\\| % | p95 % | max % | priced as |\n"
+        "|---|---|---|---|---:|---:|---:|---:|---:|---|\n"
+        "| h100_dgx | all_reduce | 8 GPUs, 1 node | 1–16 MiB | 3 | -10.0 | 20.0 | 29.0 | 30.0 | "
+        "ring/LL ×2, ring/LL128 ×1 |\n");
+}
+
+TEST_CASE("measured collectives: a file that cannot be priced says where") {
+  const auto root = test::source_path("");
+  const auto fails = [&](const std::string& name, const std::string& text) {
+    return price_measured_collectives(write(name, text), root);
+  };
+  CHECK_THROWS_WITH_AS(
+      fails("ms_vn2.json",
+            file_of(R"({"system":"h100_dgx","op":"all_to_any","topology":"dgx-h100.json",)"
+                    R"("nodes":1,"ranks":[0,1],"bytes":8,"measured_us":1,"std_us":0})")),
+      doctest::Contains("/rows/0/op: unknown collective 'all_to_any'"), Error);
+  CHECK_THROWS_WITH_AS(
+      fails("ms_vn3.json", file_of(row(R"("ranks":[0,8],"bytes":8,"measured_us":1,"std_us":0)"))),
+      doctest::Contains("/rows/0/ranks/1"), Error);
+  CHECK_THROWS_WITH_AS(
+      fails("ms_vn4.json", file_of(row(R"("ranks":[1,1],"bytes":8,"measured_us":1,"std_us":0)"))),
+      doctest::Contains("/rows/0/ranks/1: GPU 1 appears twice"), Error);
+  CHECK_THROWS_WITH_AS(
+      fails("ms_vn5.json", file_of(row(R"("ranks":[0],"bytes":8,"measured_us":1,"std_us":0)"))),
+      doctest::Contains("/rows/0/ranks: a collective needs at least two ranks"), Error);
+  CHECK_THROWS_WITH_AS(
+      fails("ms_vn6.json", file_of(row(R"("ranks":[0,1],"bytes":8,"measured_us":0,"std_us":0)"))),
+      doctest::Contains("/rows/0/measured_us"), Error);
+  CHECK_THROWS_WITH_AS(
+      fails("ms_vn7.json",
+            file_of(row(R"("ranks":[0,1],"bytes":8,"measured_us":1,"std_us":0,"extra":1)"))),
+      doctest::Contains("/rows/0/extra"), Error);
+  CHECK_THROWS_WITH_AS(fails("ms_vn8.json", R"({"notes":[],"rows":[]})"),
+                       doctest::Contains("ms_vn8.json:/rows"), Error);
+}
+
+TEST_CASE("measured collectives accuracy: Vidur's NCCL sweeps on DGX H100 and A100") {
+  const auto rows = price_measured_collectives(
+      test::source_path("validation/collectives/vidur-nccl.json"), test::source_path(""));
+  CHECK(rows.size() == 1232);
+  // Regression ceilings on the signed median error from 1 MiB up, today's figures with headroom
+  // (the model is fast on A100 NVLink at these sizes and on every cross-node A100 row; see the
+  // preamble below). `within` holds the within-node H100 rings where the model is close.
+  std::vector<double> within, a100_node;
+  for (const auto& r : rows) {
+    if (r.bytes < 1048576) continue;
+    if (r.system == "h100_dgx" && r.nodes == 1 && r.op == CollectiveOp::all_reduce &&
+        r.ranks.size() >= 4)
+      within.push_back(r.error());
+    if (r.system == "a100_dgx" && r.nodes == 1 && r.op == CollectiveOp::all_reduce)
+      a100_node.push_back(r.error());
+  }
+  CHECK(std::abs(median_of(within)) < 0.08);
+  CHECK(median_of(a100_node) > -0.40);
+  const std::string preamble =
+      "# Collectives against Vidur's measured NCCL kernels\n\n"
+      "Generated by `build/release/tests/test_network -tc=\"measured collectives accuracy*\"` "
+      "(ctest label `accuracy`); do not edit.\n\n"
+      "Vidur's published NCCL all-reduce and send/recv kernel times on DGX H100 and DGX A100 "
+      "nodes (`validation/collectives/vidur-nccl.json`, converted from `../shared/measurements/` "
+      "by `tools/convert_vidur.py`; MIT licence, provenance in that folder's README), each priced "
+      "as `meshsim collective` prices the same collective, GPUs and size on the bundled cluster "
+      "file (one node: `dgx-h100.json`, `dgx-a100.json`; two: the SuperPOD file rebuilt with two "
+      "nodes), with NCCL's algorithm and protocol choice. Nothing is fitted to these rows. Error "
+      "= (predicted − measured) / measured of the kernel time; negative: meshsim is faster.\n\n"
+      "How to read it:\n"
+      "- Below 1 MiB the measurements bound latency from above rather than measure it: the timed "
+      "kernel also waits for the slowest rank after the barrier (30–60 µs even at 2 KiB on 4–8 "
+      "GPUs, per the measurements' README), so those rows are not a check of the model.\n"
+      "- Vidur does not describe its clusters' inter-node network. Its A100 cluster moves 7.8 GB/s "
+      "between two nodes (send/recv at 64 MiB, about 62 Gb/s), far below a DGX SuperPOD's 200 "
+      "Gb/s per GPU, so the cross-node A100 rows compare with another network than the one "
+      "priced and are not a check of the model either. The H100 pair across nodes moves 35.9 "
+      "GB/s at 64 MiB, against the model's 47 GB/s on a 400 Gb/s NIC.\n"
+      "- Within a node the sizes stop at 64 MiB. On A100 all-reduce the model is 19–37 % fast from "
+      "16 MiB up "
+      "(30–50 % at 1–16 MiB), as against Azure's nccl-tests sweep (collectives.md, the rows "
+      "marked known gap): meshsim "
+      "reaches its NVLink plateau at smaller sizes than NCCL does on A100 (NCCL's channel and "
+      "chunk ramp is not modelled); send/recv's median is within 11 %. On H100 all-reduce, 4 and 8 "
+      "GPUs "
+      "are within 8 % from 16 MiB up, and 2 "
+      "GPUs come out 18–19 % fast (not investigated).\n";
+  std::ofstream(test::source_path("validation/collectives-vidur.md"))
+      << measured_collectives_markdown(rows, preamble);
+}
+
+}  // namespace meshsim

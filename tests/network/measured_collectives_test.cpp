@@ -8,9 +8,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "core/error.hpp"
 #include "core/median.hpp"
+#include "core/rng.hpp"
+#include "json_mutation.hpp"
 #include "network/collective_runner.hpp"
 #include "test_paths.hpp"
 #include "topology/topology_loader.hpp"
@@ -117,6 +120,35 @@ TEST_CASE("measured collectives: a file that cannot be priced says where") {
       doctest::Contains("/rows/0/extra"), Error);
   CHECK_THROWS_WITH_AS(fails("ms_vn8.json", R"({"notes":[],"rows":[]})"),
                        doctest::Contains("ms_vn8.json:/rows"), Error);
+}
+
+TEST_CASE("measured collectives: mutants of the converted file price or fail cleanly") {
+  // Two rows of each node type, op and node count from the real file, then one to three
+  // structural mutations (tests/json_mutation.hpp): each mutant prices or throws one Error line.
+  const Json original = load_json_file(test::source_path("validation/collectives/vidur-nccl.json"));
+  Json base = {{"notes", original["notes"]}, {"rows", Json::array()}};
+  std::map<std::string, int> taken;
+  for (const auto& r : original["rows"]) {
+    const auto key = r["system"].get<std::string>() + r["op"].get<std::string>() +
+                     std::to_string(r["nodes"].get<int>());
+    if (taken[key]++ < 2) base["rows"].push_back(r);
+  }
+  REQUIRE(base["rows"].size() == 14);
+  Rng rng(11);
+  int errors = 0;
+  for (int i = 0; i < 150; ++i) {
+    Json doc = base;
+    for (std::uint64_t k = 0, m = 1 + rng.below(3); k < m; ++k) test::mutate(doc, rng);
+    const auto path = write("ms_vn_mutant.json", doc.dump());
+    try {
+      for (const auto& r : price_measured_collectives(path, test::source_path("")))
+        CHECK(r.predicted_s > 0);
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+      ++errors;
+    }
+  }
+  CHECK(errors > 20);
 }
 
 TEST_CASE("measured collectives accuracy: Vidur's NCCL sweeps on DGX H100 and A100") {

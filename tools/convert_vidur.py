@@ -179,7 +179,8 @@ def network_rows(path):
             workers, per_node = int(r["num_workers"]), int(r["devices_per_node"])
             nodes = workers // per_node
             one, several = NET_TOPOLOGIES[r["system"]]
-            # The first `per_node` GPUs of each node, as Vidur's launcher places ranks.
+            # Assumption (README, assumptions table): the first `per_node` GPUs of each node; Vidur's
+            # files do not say which GPUs of a node its ranks ran on.
             ranks = [n * GPUS_PER_NODE + g for n in range(nodes) for g in range(per_node)]
             rows.append({"system": r["system"], "op": r["collective"],
                          "topology": one if nodes == 1 else several, "nodes": nodes,
@@ -258,7 +259,7 @@ def main():
                     f.write(f'  "{key}": {json.dumps(value)}{sep}\n')
             f.write("}\n")
         print(f"{path}: {len(gemm)} gemm, {len(memory)} memory, {len(attention)} attention rows")
-    write_network(src, os.path.join(out, "..", "collectives"))
+    write_network(src, os.path.normpath(os.path.join(out, "..", "collectives")))
 
 
 if __name__ == "__main__":

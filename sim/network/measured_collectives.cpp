@@ -20,10 +20,21 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr std::array<const char*, 4> kBands{"< 1 MiB", "1–16 MiB", "16–64 MiB", "≥ 64 MiB"};
 
+std::string layout_of(std::size_t gpus, std::int32_t nodes) {
+  return fmt::format("{} GPUs, {} node{}", gpus, nodes, nodes == 1 ? "" : "s");
+}
+
+// A cluster file loaded once, with its router (and the router's route cache) for every row on it.
+struct Cluster {
+  explicit Cluster(Topology t) : topo(std::move(t)), router(topo) {}
+  Topology topo;
+  Router router;
+};
+
 }  // namespace
 
 std::string MeasuredCollective::layout() const {
-  return fmt::format("{} GPUs, {} node{}", ranks.size(), nodes, nodes == 1 ? "" : "s");
+  return layout_of(ranks.size(), nodes);
 }
 
 std::string collective_size_band(double bytes) {
@@ -40,7 +51,7 @@ std::vector<MeasuredCollective> price_measured_collectives(const std::string& pa
   top.required("notes").array();
   const auto rows_ref = top.required("rows").non_empty_array();
   top.finish();
-  std::map<std::pair<std::string, std::int32_t>, std::unique_ptr<Topology>> clusters;
+  std::map<std::pair<std::string, std::int32_t>, std::unique_ptr<Cluster>> clusters;
   std::vector<MeasuredCollective> out;
   for (const auto& ref : rows_ref) {
     ObjectReader r(ref);
@@ -62,9 +73,10 @@ std::vector<MeasuredCollective> price_measured_collectives(const std::string& pa
       TopologyOptions opt;
       opt.nodes = m.nodes;
       clusters.emplace(
-          key, std::make_unique<Topology>(load_topology(root + "/topologies/" + m.topology, opt)));
+          key, std::make_unique<Cluster>(load_topology(root + "/topologies/" + m.topology, opt)));
     }
-    const Topology& topo = *clusters.at(key);
+    Cluster& cluster = *clusters.at(key);
+    const Topology& topo = cluster.topo;
     std::set<std::int64_t> seen;
     for (const auto& g : ranks_ref.non_empty_array()) {
       const auto gpu = g.integer_in(0, static_cast<std::int64_t>(topo.gpu_count()) - 1);
@@ -72,8 +84,8 @@ std::vector<MeasuredCollective> price_measured_collectives(const std::string& pa
       m.ranks.push_back(static_cast<std::int32_t>(gpu));
     }
     if (m.ranks.size() < 2) ranks_ref.fail("a collective needs at least two ranks");
-    Router router(topo);
-    const auto priced = price_collective(topo, router, {m.op, m.ranks, m.bytes}, std::nullopt);
+    const auto priced =
+        price_collective(topo, cluster.router, {m.op, m.ranks, m.bytes}, std::nullopt);
     m.predicted_s = priced.time.seconds();
     m.chosen = fmt::format("{}/{}", name_of(priced.algo), name_of(priced.protocol));
     out.push_back(std::move(m));
@@ -90,13 +102,11 @@ std::string measured_collectives_markdown(const std::vector<MeasuredCollective>&
     std::map<std::string, int> chosen;
   };
   std::map<Key, std::map<std::string, Band>> groups;
-  std::map<Key, std::string> layouts;
   for (const auto& r : rows) {
     const Key key{r.system, std::string(name_of(r.op)), r.ranks.size(), r.nodes};
     auto& band = groups[key][collective_size_band(r.bytes)];
     band.errors.push_back(r.error());
     ++band.chosen[r.chosen];
-    layouts[key] = r.layout();
   }
   std::string md = preamble;
   md +=
@@ -111,7 +121,8 @@ std::string measured_collectives_markdown(const std::vector<MeasuredCollective>&
       for (const auto& [c, n] : it->second.chosen)
         chosen += fmt::format("{}{} ×{}", chosen.empty() ? "" : ", ", c, n);
       md += fmt::format("| {} | {} | {} | {} | {} | {:+.1f} | {:.1f} | {:.1f} | {:.1f} | {} |\n",
-                        std::get<0>(key), std::get<1>(key), layouts.at(key), name, s.count,
+                        std::get<0>(key), std::get<1>(key),
+                        layout_of(std::get<2>(key), std::get<3>(key)), name, s.count,
                         100 * median_of(it->second.errors), 100 * s.median, 100 * s.p95,
                         100 * s.max, chosen);
     }

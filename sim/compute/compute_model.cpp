@@ -134,7 +134,10 @@ double ComputeModel::correction(const Kernel& k) const {
 
 double ComputeModel::seconds(const Kernel& k) const {
   if (k.empty()) return 0.0;
-  return model_seconds(k) * correction(k);
+  const double model = model_seconds(k);
+  // Without measured points the correction is exactly 1: not looked for (a price runs
+  // thousands of times per trace).
+  return gemm_points_.empty() && attention_points_.empty() ? model : model * correction(k);
 }
 
 Time ComputeModel::time(const Kernel& k) const {

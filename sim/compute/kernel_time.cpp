@@ -116,30 +116,28 @@ KernelGpu::KernelGpu(const GpuSpec& gpu)
   for (const auto d : kAllDTypes) peak[static_cast<std::size_t>(d)] = find_peak(gpu, d);
 }
 
-double KernelGpu::peak_flops(DType dtype) const {
-  const double p = peak[static_cast<std::size_t>(dtype)];
-  if (p > 0) return p;
-  no_peak(model, dtype);
-}
-
-double gemm_fraction(const GemmParams& p, DType dtype) {
-  return dtype == DType::fp8 ? p.fraction_fp8 : p.fraction_16bit;
+void KernelGpu::no_peak(DType dtype) const {
+  meshsim::no_peak(model, dtype);
 }
 
 namespace {
 
 // What every tile of the menu shares for one shape on the SMs given.
+// No default member initializers: every field is set on the path that reads it, so a price does
+// not begin by zeroing the struct (a `rep stos` whose start-up is a tenth of the price).
 struct TileWork {
-  bool empty = false;  // a degenerate shape: every tile's use is 1
-  double B = 0, left = 0, sms = 0, iters = 0, useful = 0;
+  bool empty;  // a degenerate shape: every tile's use is 1, and nothing else is read
+  double B, left, sms, iters, useful;
   // Blocks of 64, 128 and 256 along M and N (ceil(M / side)).
-  std::array<double, 3> row_blocks{}, col_blocks{};
+  std::array<double, 3> row_blocks, col_blocks;
 };
 
 TileWork tile_work(const GemmShape& s, std::int32_t sm_count, SmsTaken taken) {
-  TileWork w;
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) {
-    w.empty = true;
+  TileWork w;  // one object, built in place (a second one would be copied out field by field)
+  w.empty = s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0;
+  if (w.empty) {
+    w.B = w.left = w.sms = w.iters = w.useful = 0;
+    w.row_blocks = w.col_blocks = {};
     return w;
   }
   const double M = static_cast<double>(s.m), N = static_cast<double>(s.n);

@@ -33,8 +33,14 @@ double peak_flops_of(const GpuSpec& gpu, DType dtype);
 // catalogue keeps them by name, and a price runs thousands of times per trace.
 struct KernelGpu {
   explicit KernelGpu(const GpuSpec& gpu);
-  // As peak_flops_of: an Error when the GPU has no peak for `dtype`.
-  double peak_flops(DType dtype) const;
+  // As peak_flops_of: an Error when the GPU has no peak for `dtype` (inline: every GEMM price
+  // reads it).
+  double peak_flops(DType dtype) const {
+    const double p = peak[static_cast<std::size_t>(dtype)];
+    if (p > 0) return p;
+    no_peak(dtype);
+  }
+  [[noreturn]] void no_peak(DType dtype) const;
 
   std::string model;
   std::array<double, kAllDTypes.size()> peak{};  // by DType; 0: the GPU has none
@@ -43,7 +49,9 @@ struct KernelGpu {
 };
 
 // The GEMM fraction of the dtype's class: fp8, or 16-bit for everything else.
-double gemm_fraction(const GemmParams& p, DType dtype);
+inline double gemm_fraction(const GemmParams& p, DType dtype) {
+  return dtype == DType::fp8 ? p.fraction_fp8 : p.fraction_16bit;
+}
 
 // SMs another kernel holds while a kernel runs (a collective's CTAs beside it).
 struct SmsTaken {

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+
 using namespace meshsim;
 
 TEST_CASE("Time constructors agree on picoseconds") {
@@ -41,6 +44,28 @@ TEST_CASE("from_seconds_ceil does not add a tick for floating-point noise") {
   CHECK(Time::from_seconds_ceil(100e-9) == Time::ns(100));
   CHECK(Time::from_seconds_ceil(500e-9) == Time::ns(500));
   CHECK(Time::from_seconds_ceil(100.4e-12) == Time::ps(101));
+}
+
+// The rule above, written with std::nearbyint as it was before the price stopped calling libm.
+static std::int64_t reference_ticks(double seconds) {
+  const double exact = seconds * 1e12;
+  const double nearest = std::nearbyint(exact);
+  return static_cast<std::int64_t>(
+      std::fabs(exact - nearest) <= 1e-9 * std::max(1.0, nearest) ? nearest : std::ceil(exact));
+}
+
+TEST_CASE("from_seconds_ceil's nearest tick is std::nearbyint's, below and above 2^52 ticks") {
+  // Half-way values (ties go to even), values just off a tick, and values past 2^52 ps (about
+  // 75 minutes), where every double is a whole number of ticks.
+  for (const double ps :
+       {0.5, 1.5, 2.5, 1e6 + 0.5, 1e6 + 1e-4, 1e6 - 1e-4, 123456789.49999, 4503599627370495.5,
+        4503599627370496.0, 4503599627370497.0, 9007199254740994.0, 1e17 + 64})
+    CHECK(Time::from_seconds_ceil(ps * 1e-12).picoseconds() == reference_ticks(ps * 1e-12));
+  // A sweep of kernel-sized times, 1 ns to 10 s, on a grid that lands near and between ticks.
+  std::int64_t mismatches = 0;
+  for (double s = 1e-9; s < 10; s *= 1.0007)
+    mismatches += Time::from_seconds_ceil(s).picoseconds() != reference_ticks(s);
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("as_double converts a count exactly below 2^53") {

@@ -109,6 +109,10 @@ TEST_CASE("measured collectives: a file that cannot be priced says where") {
       {file_of(row(R"("ranks":[0,1],"bytes":8,"measured_us":0,"std_us":0)")),
        "/rows/0/measured_us"},
       {file_of(row(R"("ranks":[0,1],"extra":1,)" + good)), "/rows/0/extra"},
+      {file_of(R"({"system":"h100_dgx","op":"all_reduce","topology":"../topologies/dgx-h100.json",)"
+               R"("nodes":1,"ranks":[0,1],)" +
+               good + "}"),
+       "/rows/0/topology: '../topologies/dgx-h100.json' is not a file name in topologies/"},
       {R"({"notes":[],"rows":[]})", "/rows"},
   };
   int n = 0;

@@ -242,6 +242,13 @@ std::string JsonRef::string() const {
   return value_->get<std::string>();
 }
 
+std::string JsonRef::file_name() const {
+  auto s = string();
+  if (s.empty() || s == "." || s == ".." || s.find('/') != std::string::npos)
+    fail("'" + s + "' must be a bare file name, without a folder");
+  return s;
+}
+
 bool JsonRef::boolean() const {
   if (!value_->is_boolean()) fail("expected true or false, found " + type_name(*value_));
   return value_->get<bool>();

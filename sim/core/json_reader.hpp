@@ -54,6 +54,9 @@ class JsonRef {
   std::int64_t integer_in(std::int64_t lo,
                           std::int64_t hi) const;  // "must be an integer from lo to hi"
   std::string string() const;
+  // A bare file name, which the reader joins to a folder of its own (topologies/, workloads/):
+  // a folder in it ("../x", "/etc/x") could reach any file on the machine.
+  std::string file_name() const;
   bool boolean() const;
   std::vector<JsonRef> array() const;
   std::vector<JsonRef> non_empty_array() const;

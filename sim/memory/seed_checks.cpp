@@ -21,7 +21,7 @@ std::vector<ValidationRow> run_seed_checks(const std::string& path, const std::s
     row.group = "seed-checks";
     row.name = r.required("name").string();
     const auto check = r.required("check");
-    const auto model = load_model(root + "/workloads/models/" + r.required("workload").string());
+    const auto model = load_model(root + "/workloads/models/" + r.required("workload").file_name());
     std::int64_t gpus = 1, zero = 0, seq = 0;
     if (auto v = r.optional("gpus")) gpus = v->positive_integer();
     if (auto v = r.optional("zero")) zero = v->integer();

@@ -23,11 +23,13 @@ std::vector<ValidationRow> run_collective_cases(const std::string& path, const s
     ValidationRow row;
     row.group = "collectives";
     row.name = r.required("name").string();
-    const auto topo_name = r.required("topology").string();
+    const auto topo_name = r.required("topology").file_name();
     const auto op_ref = r.required("op");
     const auto op = parse_collective_op(op_ref.string());
     if (!op) op_ref.fail("unknown collective '" + op_ref.string() + "'");
-    const auto gpus = static_cast<std::int32_t>(r.required("gpus").positive_integer());
+    const auto gpus_ref = r.required("gpus");
+    // Checked against the cluster once it is loaded (below).
+    const auto gpus = static_cast<std::int32_t>(gpus_ref.integer_in(2, kMaxGpus));
     const double bytes = r.required("bytes").positive_number();
     const auto algo_ref = r.required("algo");
     std::optional<CollectiveAlgo> algo;
@@ -45,7 +47,8 @@ std::vector<ValidationRow> run_collective_cases(const std::string& path, const s
     if (auto v = r.optional("reading")) row.reading = v->string();
     if (auto g = r.optional("known_gap")) row.known_gap = g->string();
     std::int32_t nodes = 0;
-    if (auto nd = r.optional("nodes")) nodes = static_cast<std::int32_t>(nd->positive_integer());
+    if (auto nd = r.optional("nodes"))
+      nodes = static_cast<std::int32_t>(nd->integer_in(1, kMaxGpus));
     r.finish();
     if (!only.empty() && row.name.find(only) == std::string::npos) continue;
     const auto key = std::pair{topo_name, nodes};
@@ -56,6 +59,8 @@ std::vector<ValidationRow> run_collective_cases(const std::string& path, const s
           key, std::make_unique<Topology>(load_topology(root + "/topologies/" + topo_name, opt)));
     }
     const Topology& topo = *topologies.at(key);
+    if (static_cast<std::size_t>(gpus) > topo.gpu_count())
+      gpus_ref.fail(fmt::format("{} GPUs asked, the cluster has {}", gpus, topo.gpu_count()));
     Router router(topo);
     std::vector<std::int32_t> ranks;
     for (std::int32_t g = 0; g < gpus; ++g) ranks.push_back(g);

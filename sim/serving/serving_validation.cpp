@@ -50,8 +50,8 @@ std::vector<ValidationRow> run_serving_cases(const std::string& path, const std:
     ObjectReader r(c);
     const auto name = r.required("name").string();
     const auto group = r.required("group").string();
-    const auto topo_file = r.required("topology").string();
-    const auto model_file = r.required("workload").string();
+    const auto topo_file = r.required("topology").file_name();
+    const auto model_file = r.required("workload").file_name();
     ServingSetup s;
     const auto mesh_ref = r.required("mesh");
     const Mesh mesh = parse_mesh(mesh_ref.string(), path + ":" + mesh_ref.path());

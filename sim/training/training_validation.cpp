@@ -22,9 +22,9 @@ struct CaseJob {
 
 CaseJob read_job(ObjectReader& r, const std::string& path) {
   CaseJob c;
-  c.topology = r.required("topology").string();
-  c.nodes = static_cast<std::int32_t>(r.required("nodes").positive_integer());
-  c.workload = r.required("workload").string();
+  c.topology = r.required("topology").file_name();
+  c.nodes = static_cast<std::int32_t>(r.required("nodes").integer_in(1, kMaxGpus));
+  c.workload = r.required("workload").file_name();
   auto& s = c.setup;
   const auto mesh = r.required("mesh");
   s.config.mesh = parse_mesh(mesh.string(), path + ":" + mesh.path());

@@ -79,6 +79,21 @@ TEST_CASE("numbers are checked for sign and integrality") {
   CHECK(root.child("big").number() == 1e300);
 }
 
+TEST_CASE("file names are bare: no folder, nothing that names one") {
+  const Json j = Json::parse(
+      R"({"ok": "dgx-h100.json", "up": "../x.json", "abs": "/etc/passwd", "dot": "..", "no": ""})");
+  const auto root = JsonRef::root(j, "f.json");
+  CHECK(root.child("ok").file_name() == "dgx-h100.json");
+  CHECK(error_of([&] { root.child("up").file_name(); }) ==
+        "f.json:/up: '../x.json' must be a bare file name, without a folder");
+  CHECK(error_of([&] { root.child("abs").file_name(); }) ==
+        "f.json:/abs: '/etc/passwd' must be a bare file name, without a folder");
+  CHECK(error_of([&] { root.child("dot").file_name(); }) ==
+        "f.json:/dot: '..' must be a bare file name, without a folder");
+  CHECK(error_of([&] { root.child("no").file_name(); }) ==
+        "f.json:/no: '' must be a bare file name, without a folder");
+}
+
 TEST_CASE("byte fields accept integers and suffixed strings") {
   const Json j = Json::parse(R"({"a": 1024, "b": "80G", "c": -3})");
   const auto root = JsonRef::root(j, "b.json");

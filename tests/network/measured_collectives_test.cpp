@@ -112,7 +112,8 @@ TEST_CASE("measured collectives: a file that cannot be priced says where") {
       {file_of(R"({"system":"h100_dgx","op":"all_reduce","topology":"../topologies/dgx-h100.json",)"
                R"("nodes":1,"ranks":[0,1],)" +
                good + "}"),
-       "/rows/0/topology: '../topologies/dgx-h100.json' is not a file name in topologies/"},
+       "/rows/0/topology: '../topologies/dgx-h100.json' must be a bare file name, without a "
+       "folder"},
       {R"({"notes":[],"rows":[]})", "/rows"},
   };
   int n = 0;
@@ -136,21 +137,13 @@ TEST_CASE("measured collectives: mutants of the converted file price or fail cle
     if (taken[key]++ < 2) base["rows"].push_back(r);
   }
   REQUIRE(base["rows"].size() == 14);
-  Rng rng(11);
-  int errors = 0;
-  for (int i = 0; i < 150; ++i) {
-    Json doc = base;
-    for (std::uint64_t k = 0, m = 1 + rng.below(3); k < m; ++k) test::mutate(doc, rng);
-    const auto path = write("ms_vn_mutant.json", doc.dump());
-    try {
-      for (const auto& r : price_measured_collectives(path, test::source_path("")))
-        CHECK(r.predicted_s > 0);
-    } catch (const Error& e) {
-      CHECK(std::string(e.what()).find('\n') == std::string::npos);
-      ++errors;
-    }
-  }
-  CHECK(errors > 20);
+  const auto outcome =
+      test::run_mutants(base, 150, 11, write("ms_vn_mutant.json", ""), [](const std::string& path) {
+        for (const auto& r : price_measured_collectives(path, test::source_path("")))
+          CHECK(r.predicted_s > 0);
+      });
+  CHECK(outcome.errors > 20);
+  CHECK(outcome.multi_line_errors == 0);
 }
 
 TEST_CASE("measured collectives accuracy: Vidur's NCCL sweeps on DGX H100 and A100") {

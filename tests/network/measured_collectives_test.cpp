@@ -127,7 +127,8 @@ TEST_CASE("measured collectives: a file that cannot be priced says where") {
 
 TEST_CASE("measured collectives: mutants of the converted file price or fail cleanly") {
   // Two rows of each node type, op and node count from the real file, then one to three
-  // structural mutations (tests/json_mutation.hpp): each mutant prices or throws one Error line.
+  // mutations (tests/json_mutation.hpp; every other mutant keeps its JSON types): each mutant
+  // prices or throws one Error line.
   const Json original = load_json_file(test::source_path("validation/collectives/vidur-nccl.json"));
   Json base = {{"notes", original["notes"]}, {"rows", Json::array()}};
   std::map<std::string, int> taken;
@@ -137,11 +138,13 @@ TEST_CASE("measured collectives: mutants of the converted file price or fail cle
     if (taken[key]++ < 2) base["rows"].push_back(r);
   }
   REQUIRE(base["rows"].size() == 14);
-  const auto outcome =
-      test::run_mutants(base, 150, 11, write("ms_vn_mutant.json", ""), [](const std::string& path) {
+  const auto outcome = test::run_mutants(
+      base, 300, 11, write("ms_vn_mutant.json", ""),
+      [](const std::string& path) {
         for (const auto& r : price_measured_collectives(path, test::source_path("")))
           CHECK(r.predicted_s > 0);
-      });
+      },
+      Json::json_pointer(""), /*typed=*/true);
   CHECK(outcome.errors > 20);
   CHECK(outcome.multi_line_errors == 0);
 }

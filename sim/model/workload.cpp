@@ -36,8 +36,15 @@ Workload read_workload(const JsonRef& root) {
   const auto model = r.required("model");
   if (model.raw().is_string()) {
     const auto rel = std::filesystem::path(model.string());
-    const auto resolved = rel.is_absolute() ? rel : std::filesystem::path(path).parent_path() / rel;
-    w.model = load_model(resolved.lexically_normal().string());
+    const auto resolved =
+        (rel.is_absolute() ? rel : std::filesystem::path(path).parent_path() / rel)
+            .lexically_normal();
+    // A reference to nothing is this file's error (its field names it); a model file that is
+    // there but wrong reports its own file and path.
+    if (!std::filesystem::is_regular_file(resolved))
+      model.fail("no model file at '" + resolved.string() +
+                 "' (the path is relative to this job file)");
+    w.model = load_model(resolved.string());
   } else {
     w.model = read_model(model);
   }

@@ -17,6 +17,7 @@
 
 using namespace meshsim;
 using meshsim::test::mutate;
+using meshsim::test::mutate_typed;
 using meshsim::test::source_path;
 
 namespace {
@@ -46,7 +47,9 @@ void fuzz(const std::string& path, std::uint64_t seed, Load&& load) {
   for (int i = 0; i < 300; ++i) {
     Json doc = original;
     const auto mutations = 1 + rng.below(3);
-    for (std::uint64_t k = 0; k < mutations; ++k) mutate(doc, rng);
+    // Every other mutant keeps its JSON types (past the type checks to the range checks).
+    for (std::uint64_t k = 0; k < mutations; ++k)
+      i % 2 == 0 ? mutate_typed(doc, rng) : mutate(doc, rng);
     try {
       load(doc);
       ++loaded;

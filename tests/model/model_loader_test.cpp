@@ -193,6 +193,24 @@ TEST_CASE("a job file names its model relative to itself") {
   CHECK(w.job.dtype == DType::bf16);
 }
 
+TEST_CASE("a job file whose model is not there names its own field") {
+  // The same message for a missing file and for a folder (an empty name resolves to the job's).
+  const auto dir = source_path("workloads/jobs");
+  for (const auto& [name, resolved] :
+       {std::pair{"no-such-model.json", dir + "/no-such-model.json"}, std::pair{"", dir + "/"}}) {
+    const Json doc = {{"model", name}, {"seq", 4096}};
+    const auto job = dir + "/job.json";
+    std::string message;
+    try {
+      read_workload(JsonRef::root(doc, job));
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    CHECK(message == job + ":/model: no model file at '" + resolved +
+                         "' (the path is relative to this job file)");
+  }
+}
+
 namespace {
 ModelSpec from_text(const std::string& text) {
   const auto doc = parse_json_text(text, "config.json");

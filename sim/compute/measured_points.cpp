@@ -34,8 +34,10 @@ std::uint64_t MeasuredPoints::key(const std::array<std::int32_t, 3>& c) {
   return k;
 }
 
-std::pair<std::size_t, std::size_t> MeasuredPoints::range(std::uint64_t k) const {
-  const auto [lo, hi] = std::equal_range(keys_.begin(), keys_.end(), k);
+std::pair<std::size_t, std::size_t> MeasuredPoints::run(std::uint64_t first,
+                                                        std::uint64_t last) const {
+  const auto lo = std::lower_bound(keys_.begin(), keys_.end(), first);
+  const auto hi = std::upper_bound(lo, keys_.end(), last);
   return {static_cast<std::size_t>(lo - keys_.begin()),
           static_cast<std::size_t>(hi - keys_.begin())};
 }

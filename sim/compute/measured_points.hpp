@@ -24,22 +24,35 @@ class MeasuredPoints {
   std::size_t size() const { return points_.size(); }
 
   // Calls visit(point) for every point in the cells around `q` (a superset of those within one
-  // cell edge of it), in a fixed order.
+  // cell edge of it), in a fixed order: by cell key, and within a cell as the points were given.
   template <class Visit>
   void near(const std::array<double, 4>& q, Visit&& visit) const {
     const auto c = cell_of(q);
     for (int da = -1; da <= 1; ++da)
-      for (int db = -1; db <= 1; ++db)
+      for (int db = -1; db <= 1; ++db) {
+        // The three cells along the last coordinate have consecutive keys, so their points are
+        // one run of the sorted points: one search for the run instead of one per cell (the
+        // same points in the same order), unless the last field would wrap.
+        const auto first = key({c[0] + da, c[1] + db, c[2] - 1});
+        const auto last = key({c[0] + da, c[1] + db, c[2] + 1});
+        if (last == first + 2) {
+          const auto [begin, end] = run(first, last);
+          for (auto i = begin; i < end; ++i) visit(points_[i]);
+          continue;
+        }
         for (int dc = -1; dc <= 1; ++dc) {
-          const auto [begin, end] = range(key({c[0] + da, c[1] + db, c[2] + dc}));
+          const auto [begin, end] = run(key({c[0] + da, c[1] + db, c[2] + dc}));
           for (auto i = begin; i < end; ++i) visit(points_[i]);
         }
+      }
   }
 
  private:
   std::array<std::int32_t, 3> cell_of(const std::array<double, 4>& q) const;
   static std::uint64_t key(const std::array<std::int32_t, 3>& cell);
-  std::pair<std::size_t, std::size_t> range(std::uint64_t key) const;
+  // The points whose keys are in [first, last].
+  std::pair<std::size_t, std::size_t> run(std::uint64_t first, std::uint64_t last) const;
+  std::pair<std::size_t, std::size_t> run(std::uint64_t k) const { return run(k, k); }
 
   double cell_ = 1;
   std::vector<MeasuredPoint> points_;  // sorted by cell key

@@ -1,7 +1,8 @@
 #pragma once
-// Structural mutation of JSON documents for the loaders' fuzz tests: replace, remove or add one
-// value somewhere in a document, with values chosen to hit edge cases (null, zero, negative,
-// huge, wrong type).
+// Mutation of JSON documents for the loaders' fuzz tests: structural (`mutate`: replace, remove
+// or add one value somewhere in a document, with values chosen to hit edge cases: null, zero,
+// negative, huge, wrong type) and typed (`mutate_typed`: one leaf becomes an edge value of its own
+// type), and a runner for mutants of a file (`run_mutants`).
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -101,11 +102,10 @@ struct MutantOutcome {
   int errors = 0, multi_line_errors = 0;
 };
 
-// Writes `count` mutants of `base` (one to three mutations each, within the part `at` points to,
-// every other one keeping its types when `typed`)
-// to `path` and hands each to `load`, which reads (and runs) the file as its command does: it may
-// succeed or throw an Error; any other exception, a crash or a sanitizer report fails the test
-// that called it.
+// Writes `count` mutants of `base` to `path` (one to three mutations each, within the part `at`
+// points to; with `typed`, every other mutant keeps its types) and hands each to `load`, which
+// reads (and runs) the file as its command does: it may succeed or throw an Error; any other
+// exception, a crash or a sanitizer report fails the test that called it.
 template <class Load>
 MutantOutcome run_mutants(const Json& base, int count, std::uint64_t seed, const std::string& path,
                           Load&& load, const Json::json_pointer& at = Json::json_pointer(""),
@@ -114,7 +114,6 @@ MutantOutcome run_mutants(const Json& base, int count, std::uint64_t seed, const
   MutantOutcome out;
   for (int i = 0; i < count; ++i) {
     Json doc = base;
-    // Every other mutant keeps its types (mutate_typed), the rest change the structure (mutate).
     for (std::uint64_t k = 0, m = 1 + rng.below(3); k < m; ++k)
       if (typed && i % 2 == 0)
         mutate_typed(doc[at], rng);

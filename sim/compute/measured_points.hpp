@@ -28,6 +28,10 @@ class MeasuredPoints {
   template <class Visit>
   void near(const std::array<double, 4>& q, Visit&& visit) const {
     const auto c = cell_of(q);
+    const auto visit_run = [&](std::uint64_t first, std::uint64_t last) {
+      const auto [begin, end] = run(first, last);
+      for (auto i = begin; i < end; ++i) visit(points_[i]);
+    };
     for (int da = -1; da <= 1; ++da)
       for (int db = -1; db <= 1; ++db) {
         // The three cells along the last coordinate have consecutive keys, so their points are
@@ -36,13 +40,12 @@ class MeasuredPoints {
         const auto first = key({c[0] + da, c[1] + db, c[2] - 1});
         const auto last = key({c[0] + da, c[1] + db, c[2] + 1});
         if (last == first + 2) {
-          const auto [begin, end] = run(first, last);
-          for (auto i = begin; i < end; ++i) visit(points_[i]);
-          continue;
-        }
-        for (int dc = -1; dc <= 1; ++dc) {
-          const auto [begin, end] = run(key({c[0] + da, c[1] + db, c[2] + dc}));
-          for (auto i = begin; i < end; ++i) visit(points_[i]);
+          visit_run(first, last);
+        } else {
+          for (int dc = -1; dc <= 1; ++dc) {
+            const auto k = key({c[0] + da, c[1] + db, c[2] + dc});
+            visit_run(k, k);
+          }
         }
       }
   }
@@ -52,7 +55,6 @@ class MeasuredPoints {
   static std::uint64_t key(const std::array<std::int32_t, 3>& cell);
   // The points whose keys are in [first, last].
   std::pair<std::size_t, std::size_t> run(std::uint64_t first, std::uint64_t last) const;
-  std::pair<std::size_t, std::size_t> run(std::uint64_t k) const { return run(k, k); }
 
   double cell_ = 1;
   std::vector<MeasuredPoint> points_;  // sorted by cell key

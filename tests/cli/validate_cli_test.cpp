@@ -120,3 +120,23 @@ TEST_CASE("validate: progress per case file on stderr, none with --quiet") {
   CHECK(quiet.err.empty());
   CHECK(quiet.out == loud.out);  // stdout does not change
 }
+
+TEST_CASE("validate: a collectives case the cluster cannot hold exits 2 with the file and field") {
+  // Case files name clusters relative to the repository the folder is in: a temporary one with
+  // the bundled clusters linked in. 4,096 GPUs of an 8-GPU node once crashed the reader.
+  const auto repo = std::filesystem::temp_directory_path() /
+                    ("meshsim-validate-gpus-" + std::to_string(::getpid()));
+  const auto dir = repo / "validation";
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directory_symlink(source_path("topologies"), repo / "topologies");
+  std::ifstream in(source_path("validation/collectives.json"));
+  auto doc = json::parse(in);
+  doc["cases"] = json::array({doc["cases"][0]});
+  doc["cases"][0]["gpus"] = 4096;
+  std::ofstream(dir / "collectives.json") << doc.dump();
+  const auto r = run_cli("validate --cases " + dir.string() + " --quiet");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "error: " + (dir / "collectives.json").string() +
+                     ":/cases/0/gpus: 4096 GPUs asked, the cluster has 8\n");
+  std::filesystem::remove_all(repo);
+}

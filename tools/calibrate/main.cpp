@@ -5,6 +5,7 @@
 // (one GPU, no NVLink, no NVML, no fp8) is skipped with a note in the file, never a crash.
 // Then: meshsim calibrate fit --raw RAW.json --out PROFILE.json
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -77,13 +78,17 @@ int main(int argc, char** argv) {
       }
     }
   }
-  out["notes"] = notes;
+  // A file measured section by section (tools/calibrate/device/run.sh) gets the same note once.
+  std::vector<std::string> unique;
+  for (auto& n : notes)
+    if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(std::move(n));
+  out["notes"] = unique;
   std::ofstream f(out_path);
   if (!f) {
     std::cerr << "error: cannot write " << out_path << "\n";
     return 2;
   }
   f << out.dump(1) << "\n";
-  for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+  for (const auto& n : unique) std::cerr << "note: " << n << "\n";
   return status;
 }

@@ -143,13 +143,22 @@ def main() -> int:
     warm_s = time.time() - t0
 
     path = os.path.join(a.out, f"kineto-{a.mode}.json")
+    written = []
+
+    def export(p):  # called once the active steps are collected
+        p.export_chrome_trace(path)
+        written.append(path)
+
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
-                 schedule=schedule(wait=0, warmup=1, active=a.active)) as prof:
+                 schedule=schedule(wait=0, warmup=1, active=a.active, repeat=1),
+                 on_trace_ready=export) as prof:
         for _ in range(1 + a.active):
             train_step()
             prof.step()
     torch.cuda.synchronize()
-    prof.export_chrome_trace(path)
+    if not written:
+        print("error: the profiler collected no trace", file=sys.stderr)
+        return 1
     with open(path, "rb") as src, gzip.open(path + ".gz", "wb") as dst:
         shutil.copyfileobj(src, dst)
     os.remove(path)

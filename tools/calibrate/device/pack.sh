@@ -6,16 +6,16 @@
 # built here and carried, with the one non-CUDA library it links (fmt). cuBLAS, cuBLASLt, the CUDA
 # runtime and NCCL are too large to carry (about 800 MB) and come from the machine's own CUDA 13
 # (its toolkit or PyTorch's nvidia-* wheels); run.sh finds them.
-# Usage: tools/calibrate/device/pack.sh [BUILD_DIR]   (default build/release)
+# Usage: tools/calibrate/device/pack.sh [BUILD_DIR [KIT_DIR]]   (default build/release, .devkit)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build="${1:-build/release}"
+kit="${2:-.devkit}"
 harness="$build/tools/calibrate/meshsim-calibrate"
 if [[ ! -x "$harness" ]]; then
   echo "error: $harness: not built (cmake --build $build --target meshsim-calibrate; needs nvcc)" >&2
   exit 2
 fi
-kit=.devkit
 rm -rf "$kit"
 mkdir -p "$kit/lib"
 cp "$harness" "$kit/"
@@ -29,6 +29,6 @@ done
 {
   echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- tools/calibrate || echo ' (tools/calibrate modified)')"
   echo "built $(date -u +%FT%TZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1)"
-  /usr/local/cuda/bin/nvcc --version | tail -1
+  { "${CUDACXX:-/usr/local/cuda/bin/nvcc}" --version 2>/dev/null || echo "nvcc: not found"; } | tail -1
 } > "$kit/MANIFEST"
-du -sh "$kit" | awk '{print "packed " $1 " into .devkit/ (ignored by git; name it in the device call'"'"'s carry)"}'
+echo "packed $(du -sh "$kit" | cut -f1) into $kit/ (.devkit is ignored by git: name it in the device call's carry)"

@@ -134,12 +134,22 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
     for (const auto& r : rows)
       if (r.kernel.kind == KernelKind::memory_bound && r.kernel.memory_class == c) cls.push_back(r);
     if (cls.size() < 3) continue;
+    // The L2 speed-up only where some of the class's traffic can be in L2 (a GPU whose L2 size
+    // is known, a class with a resident share); elsewhere it keeps the base's value.
+    const bool l2 = gpu.l2_bytes > 0 && l2_resident_share(c) > 0;
     const auto set = [&](const Vec& x) {
       KernelParams q = p;
-      q.of(c) = {fraction_of(x[0]), std::exp(x[1]), std::exp(x[2])};
+      q.of(c) = {fraction_of(x[0]), std::exp(x[1]), std::exp(x[2]),
+                 l2 ? std::min(1.0 + std::exp(x[3]), 100.0) : p.of(c).l2_speedup};
       return q;
     };
     const auto& c0 = p.of(c);
+    Vec start{std::log(c0.bandwidth_fraction), std::log(c0.fixed_s), std::log(c0.floor_s)};
+    Vec step{0.3, 0.5, 0.5};
+    if (l2) {
+      start.push_back(std::log(std::max(c0.l2_speedup - 1.0, 0.5)));
+      step.push_back(0.5);
+    }
     const auto m = nelder_mead(
         [&](const Vec& x) {
           const KernelParams q = set(x);
@@ -147,14 +157,13 @@ KernelFit fit_kernel_params(const std::vector<MeasuredKernel>& rows, const GpuSp
             return kernel_seconds(r.kernel, gpu, q) / r.seconds;
           });
         },
-        {std::log(c0.bandwidth_fraction), std::log(c0.fixed_s), std::log(c0.floor_s)},
-        {0.3, 0.5, 0.5});
+        start, step);
     p = set(m.x);
     memory[std::string(name_of(c))] = to_json(p.of(c));
-    fit.lines.push_back(
-        fmt::format("{}: {} kernels: {:.3f} of HBM, {:.2f} µs fixed, {:.2f} µs floor; {}",
-                    name_of(c), cls.size(), p.of(c).bandwidth_fraction, p.of(c).fixed_s * 1e6,
-                    p.of(c).floor_s * 1e6, error_note(log_errors(cls, spec, p))));
+    fit.lines.push_back(fmt::format(
+        "{}: {} kernels: {:.3f} of HBM, {:.2f} µs fixed, {:.2f} µs floor, {:.2f}× from L2; {}",
+        name_of(c), cls.size(), p.of(c).bandwidth_fraction, p.of(c).fixed_s * 1e6,
+        p.of(c).floor_s * 1e6, p.of(c).l2_speedup, error_note(log_errors(cls, spec, p))));
   }
   if (!memory.empty()) fit.model["memory"] = memory;
 

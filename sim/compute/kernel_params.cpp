@@ -33,7 +33,7 @@ KernelParams generic_kernel_params() {
   // Memory classes start from STREAM triad (2.97 of 3.35 TB/s on H100, hardware.md C2). The
   // optimizer update streams parameters, gradients and moments that are not in L2, as triad
   // does; classes that a fit measures replace these.
-  for (auto& c : p.memory) c = MemoryClassParams{2.97 / 3.35, 2e-6, 2e-6};
+  for (auto& c : p.memory) c = MemoryClassParams{2.97 / 3.35, 2e-6, 2e-6, 1};
   p.attention.fraction = 327.9 / 989.0;
   return p;
 }
@@ -68,6 +68,10 @@ KernelParams read_kernel_params(const JsonRef& ref, KernelParams base) {
       fraction(cr, "bandwidth_fraction", p.bandwidth_fraction);
       micros(cr, "fixed_us", p.fixed_s);
       micros(cr, "floor_us", p.floor_s);
+      if (auto v = cr.optional("l2_speedup")) {
+        p.l2_speedup = v->positive_number();
+        if (p.l2_speedup < 1 || p.l2_speedup > 100) v->fail("must be between 1 and 100");
+      }
       cr.finish();
     }
   }
@@ -110,7 +114,8 @@ Json to_json(const GemmParams& p) {
 Json to_json(const MemoryClassParams& p) {
   return {{"bandwidth_fraction", p.bandwidth_fraction},
           {"fixed_us", p.fixed_s * 1e6},
-          {"floor_us", p.floor_s * 1e6}};
+          {"floor_us", p.floor_s * 1e6},
+          {"l2_speedup", p.l2_speedup}};
 }
 
 Json to_json(const AttentionParams& p) {

@@ -37,6 +37,10 @@ struct MemoryClassParams {
   double bandwidth_fraction = 0.887;  // of HBM bandwidth
   double fixed_s = 2e-6;
   double floor_s = 2e-6;  // the shortest such kernel
+  // How much faster the kernel reads the part of its traffic that is still in L2 (its inputs,
+  // written by the kernels before it) than it streams from HBM; 1: no faster
+  // (compute/kernel_time.hpp, l2_resident_share).
+  double l2_speedup = 1;
 };
 
 struct AttentionParams {

@@ -112,7 +112,10 @@ static_assert([] {
 }());
 
 KernelGpu::KernelGpu(const GpuSpec& gpu)
-    : model(gpu.model), hbm_Bps(gpu.hbm_Bps), sm_count(gpu.sm_count) {
+    : model(gpu.model),
+      hbm_Bps(gpu.hbm_Bps),
+      sm_count(gpu.sm_count),
+      l2_bytes(static_cast<double>(gpu.l2_bytes.count())) {
   for (const auto d : kAllDTypes) peak[static_cast<std::size_t>(d)] = find_peak(gpu, d);
 }
 
@@ -291,6 +294,40 @@ AttentionWork attention_work(const AttentionShape& s, std::int32_t sm_count,
   return w;
 }
 
+double l2_resident_share(MemoryClass c) {
+  switch (c) {
+    case MemoryClass::norm:
+    case MemoryClass::rotary:
+    case MemoryClass::softmax:
+    case MemoryClass::kv_append:
+      return 1.0 / 2.0;
+    case MemoryClass::elementwise:
+    case MemoryClass::activation:
+      return 2.0 / 3.0;
+    case MemoryClass::gather:
+    case MemoryClass::optimizer:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+double memory_kernel_seconds(double bytes, MemoryClass c, const KernelGpu& gpu,
+                             const MemoryClassParams& m) {
+  // The resident share holds while the kernel's traffic fits in half the L2 and falls linearly
+  // to none once it fills the whole L2. Assumption (named): A100's and H100's L2 are two
+  // partitions, each caching for the SMs beside it (NVIDIA A100 and H100 architecture
+  // whitepapers), so data all SMs read may sit in both; the measurements fall over that range
+  // (../shared/measurements: Llama RMSNorm on H100 1.3–1.5 TB/s up to 32 MiB of traffic, 1.1 from
+  // 42 MiB of its 50; on A100 ~850 GB/s up to 23 MiB, ~670 from 34 MiB of its 40).
+  double resident = 0;
+  if (gpu.l2_bytes > 0)
+    resident = l2_resident_share(c) * bytes *
+               std::clamp((gpu.l2_bytes - bytes) / (0.5 * gpu.l2_bytes), 0.0, 1.0);
+  const double hbm = gpu.hbm_Bps * m.bandwidth_fraction;
+  return std::max(m.floor_s,
+                  m.fixed_s + (bytes - resident) / hbm + resident / (hbm * m.l2_speedup));
+}
+
 double kernel_seconds(const Kernel& k, const KernelGpu& gpu, const KernelParams& p,
                       SmsTaken taken) {
   switch (k.kind) {
@@ -322,10 +359,8 @@ double kernel_seconds(const Kernel& k, const KernelGpu& gpu, const KernelParams&
       const double memory = k.bytes / (gpu.hbm_Bps * p.gemm.memory_fraction);
       return std::max(compute, memory) + a.fixed_s;
     }
-    case KernelKind::memory_bound: {
-      const auto& m = p.of(k.memory_class);
-      return std::max(m.floor_s, m.fixed_s + k.bytes / (gpu.hbm_Bps * m.bandwidth_fraction));
-    }
+    case KernelKind::memory_bound:
+      return memory_kernel_seconds(k.bytes, k.memory_class, gpu, p.of(k.memory_class));
   }
   return 0.0;
 }

@@ -15,7 +15,10 @@
 //    backward at backward_ratio of the forward efficiency. Never faster than its bytes.
 //  - Decode attention (one query per sequence): fixed + per-sequence cost + KV bytes at the
 //    decode bandwidth.
-//  - Memory-bound: max(floor, fixed + bytes / (HBM · fraction)) with the kernel class's numbers.
+//  - Memory-bound: max(floor, fixed + (bytes − r) / (HBM · fraction) + r / (HBM · fraction ·
+//    l2_speedup)) with the kernel class's numbers, where r, the traffic read from L2, is the
+//    class's resident share of the bytes while they fit in half the GPU's L2, falling linearly
+//    to 0 when they fill all of it (l2_resident_share, memory_kernel_seconds).
 #include <array>
 #include <cstdint>
 #include <string>
@@ -46,7 +49,24 @@ struct KernelGpu {
   std::array<double, kAllDTypes.size()> peak{};  // by DType; 0: the GPU has none
   double hbm_Bps = 0;
   std::int32_t sm_count = 0;
+  double l2_bytes = 0;  // 0: unknown, nothing is read from L2
 };
+
+// The share of a memory-bound kernel's traffic that it reads, and so may find in L2: its inputs
+// were written by the kernels just before it. Assumption (named): norms, rotary (Q and K in
+// place), softmax and KV appends read one tensor and write one: 1/2; a residual add reads two
+// and writes one, the SwiGLU activation reads gate and up and writes one: 2/3; an embedding
+// gathers rows of a table and the optimizer streams parameters, gradients and moments written a
+// step before: 0. Vidur's measurements time each op alone and repeatedly on the same tensors, so
+// all its inputs are as fresh as this says (../shared/measurements/README.md) and the fitted
+// l2_speedup is how much that helps each class; in a training step a residual add's second
+// input, the residual stream, was written a block earlier, so for mid-sized tensors this
+// overstates the L2's help to adds.
+double l2_resident_share(MemoryClass c);
+
+// A memory-bound kernel's time (the formula above).
+double memory_kernel_seconds(double bytes, MemoryClass c, const KernelGpu& gpu,
+                             const MemoryClassParams& m);
 
 // The GEMM fraction of the dtype's class: fp8, or 16-bit for everything else.
 inline double gemm_fraction(const GemmParams& p, DType dtype) {

@@ -24,6 +24,10 @@ struct GpuSpec {
   // Streaming multiprocessors: the unit of GEMM wave quantization (CUDA programming guide,
   // compute capability tables; NVIDIA architecture whitepapers for the per-SKU counts).
   std::int32_t sm_count = 0;
+  // Last-level (L2) cache, as the driver reports it (cudaDeviceProp::l2CacheSize); 0 when no
+  // source gives it. A memory-bound kernel whose traffic fits reads its input from it
+  // (compute/kernel_time.hpp).
+  Bytes l2_bytes;
 };
 
 // The built-in catalogue, from ../shared/validation/hardware.md tables C1 and C2.
@@ -31,7 +35,7 @@ const std::vector<GpuSpec>& gpu_catalogue();
 std::optional<GpuSpec> find_gpu(const std::string& model);
 
 // A GPU field of a topology file: a catalogue name ("H100-SXM5-80GB") or an object
-// {model, peak_tflops {dtype: TFLOP/s}, hbm_bytes, hbm_GBps, sm_count, nvls}.
+// {model, peak_tflops {dtype: TFLOP/s}, hbm_bytes, hbm_GBps, sm_count, nvls, l2_bytes?}.
 GpuSpec read_gpu_spec(const JsonRef& ref);
 
 }  // namespace meshsim

@@ -166,6 +166,35 @@ TEST_CASE("memory-bound, decode and prefill attention kernels") {
   CHECK(w.units_per_sm == 33);
 }
 
+TEST_CASE("memory-bound kernels read their inputs from L2 while their traffic fits") {
+  auto p = test_params();  // every class: half of HBM, 2 µs fixed, 3 µs floor
+  p.of(MemoryClass::norm).l2_speedup = 2;
+  p.of(MemoryClass::gather).l2_speedup = 2;
+  const double hbm = 0.5 * 3.35e12, l2 = 50.0 * (1 << 20);  // H100: 50 MiB of L2
+  const auto norm = [&](double bytes, const GpuSpec& gpu = h100()) {
+    return kernel_seconds(memory_kernel(MemoryClass::norm, bytes), gpu, p);
+  };
+  CHECK(l2_resident_share(MemoryClass::norm) == 0.5);
+  CHECK(l2_resident_share(MemoryClass::elementwise) == doctest::Approx(2.0 / 3));
+  CHECK(l2_resident_share(MemoryClass::gather) == 0);
+  // 10 MB, within half the L2: its 5 MB read at twice the HBM rate, its 5 MB write at the rate.
+  CHECK(norm(10e6) == doctest::Approx(2e-6 + 5e6 / hbm + 5e6 / (2 * hbm)));
+  // Three quarters of the L2: halfway down the ramp, a quarter of the traffic from L2.
+  CHECK(norm(0.75 * l2) ==
+        doctest::Approx(2e-6 + 0.75 * (0.75 * l2) / hbm + 0.25 * (0.75 * l2) / (2 * hbm)));
+  // The whole L2 and beyond: all from HBM, as before the L2 term.
+  CHECK(norm(l2) == doctest::Approx(2e-6 + l2 / hbm));
+  CHECK(norm(1e9) == doctest::Approx(2e-6 + 1e9 / hbm));
+  // No step at either end of the ramp.
+  for (const double edge : {0.5 * l2, l2})
+    CHECK(norm(edge + 1) == doctest::Approx(norm(edge - 1)).epsilon(1e-6));
+  // An embedding gathers rows read long before; a GPU with no L2 size reads all from HBM.
+  CHECK(kernel_seconds(memory_kernel(MemoryClass::gather, 10e6), h100(), p) ==
+        doctest::Approx(2e-6 + 10e6 / hbm));
+  const auto b200 = *find_gpu("B200-SXM-180GB");
+  CHECK(norm(10e6, b200) == doctest::Approx(2e-6 + 10e6 / (0.5 * b200.hbm_Bps)));
+}
+
 TEST_CASE("bundled fits: compiled in, as in topologies/calibration, scaled to other GPUs") {
   for (const auto& [gpu, file] : {std::pair{"H100-SXM5-80GB", "h100-sxm-default.json"},
                                   std::pair{"A100-SXM4-80GB", "a100-sxm-default.json"}}) {
@@ -261,4 +290,13 @@ TEST_CASE("compute model errors") {
       "p.json:/memory/normz: unknown kernel class 'normz' (known: elementwise, activation, norm, "
       "rotary, gather, softmax, kv_append, optimizer)",
       Error);
+  // The L2 speed-up: at least 1 (L2 no slower than HBM), read back as written.
+  const Json slow = {{"memory", {{"norm", {{"l2_speedup", 0.5}}}}}};
+  CHECK_THROWS_WITH_AS(read_kernel_params(JsonRef::root(slow, "p.json"), generic_kernel_params()),
+                       "p.json:/memory/norm/l2_speedup: must be between 1 and 100", Error);
+  const Json fast = {{"memory", {{"norm", {{"l2_speedup", 2.5}}}}}};
+  const auto read = read_kernel_params(JsonRef::root(fast, "p.json"), generic_kernel_params());
+  CHECK(read.of(MemoryClass::norm).l2_speedup == 2.5);
+  CHECK(read.of(MemoryClass::rotary).l2_speedup == 1);
+  CHECK(to_json(read.of(MemoryClass::norm))["l2_speedup"] == 2.5);
 }

@@ -33,7 +33,7 @@ TEST_CASE("the kernel fit recovers the parameters that generated its data") {
                 .memory_fraction = 0.85,
                 .sharpness = 2,
                 .fixed_s = 4e-6};
-  truth.of(MemoryClass::norm) = {0.4, 1.5e-6, 4e-6};
+  truth.of(MemoryClass::norm) = {0.4, 1.5e-6, 4e-6, 2.0};
   truth.decode = {0.7, 12e-6, 0.2e-6};
   std::vector<MeasuredKernel> rows;
   for (std::int64_t m : {1, 8, 64, 128, 200, 512, 1024, 2048, 4096, 8192})
@@ -46,7 +46,8 @@ TEST_CASE("the kernel fit recovers the parameters that generated its data") {
       const auto kernel = gemm_kernel({m, n, k, 1}, DType::bf16);
       rows.push_back({kernel, kernel_seconds(kernel, gpu, truth), "g", "", "", m});
     }
-  for (double bytes : {1e4, 1e5, 1e6, 1e7, 1e8, 1e9}) {
+  // Norms from the floor through the L2 ramp (26–52 MB on H100) to HBM.
+  for (double bytes : {1e4, 1e5, 1e6, 1e7, 2e7, 3e7, 4e7, 1e8, 1e9}) {
     const auto kernel = memory_kernel(MemoryClass::norm, bytes);
     rows.push_back({kernel, kernel_seconds(kernel, gpu, truth), "g", "", "", 0});
   }
@@ -60,6 +61,7 @@ TEST_CASE("the kernel fit recovers the parameters that generated its data") {
   for (double e : log_errors(rows, gpu, fit.params)) CHECK(e < 0.01);
   CHECK(fit.params.gemm.fraction_16bit == doctest::Approx(0.7).epsilon(0.03));
   CHECK(fit.params.of(MemoryClass::norm).bandwidth_fraction == doctest::Approx(0.4).epsilon(0.02));
+  CHECK(fit.params.of(MemoryClass::norm).l2_speedup == doctest::Approx(2.0).epsilon(0.03));
   CHECK(fit.params.decode.fixed_s == doctest::Approx(12e-6).epsilon(0.05));
   // Only what was measured is written: gemm (16-bit), memory.norm, decode.
   CHECK(fit.model.contains("gemm"));

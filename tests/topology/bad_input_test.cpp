@@ -236,3 +236,27 @@ TEST_CASE("physical ceilings: a quantity that would scale past double range is r
   d["node"]["gpu"]["hbm_GBps"] = 1e308;
   CHECK(error_of(d) == "/node/gpu/hbm_GBps: must be at most 1e+06");
 }
+
+TEST_CASE("a GPU object's L2 size: optional, no larger than its memory") {
+  auto d = base();
+  d["node"]["gpu"] = Json::parse(
+      R"({"model": "X", "peak_tflops": {"bf16": 989}, "hbm_bytes": "80G", "hbm_GBps": 3350,
+          "sm_count": 132})");
+  const auto l2_of = [](const Json& gpu) {
+    return read_gpu_spec(JsonRef::root(gpu, "t.json")).l2_bytes.count();
+  };
+  CHECK(error_of(d) == "no error");
+  CHECK(l2_of(d["node"]["gpu"]) == 0);  // none given: no L2 term
+  d["node"]["gpu"]["l2_bytes"] = "50M";
+  CHECK(error_of(d) == "no error");
+  CHECK(l2_of(d["node"]["gpu"]) == 50u << 20);
+  d["node"]["gpu"]["l2_bytes"] = "81G";
+  CHECK(error_of(d) == "/node/gpu/l2_bytes: an L2 cache larger than the GPU's memory");
+  d["node"]["gpu"]["l2_bytes"] = -1;
+  CHECK(error_of(d) == "/node/gpu/l2_bytes: byte count must not be negative");
+  // The catalogue's, as the whitepapers give them (and PyTorch read them on an H100 and an H200).
+  CHECK(find_gpu("A100-SXM4-80GB")->l2_bytes.count() == 40u << 20);
+  CHECK(find_gpu("H100-SXM5-80GB")->l2_bytes.count() == 50u << 20);
+  CHECK(find_gpu("H200-SXM-141GB")->l2_bytes.count() == 60u << 20);
+  CHECK(find_gpu("B200-SXM-180GB")->l2_bytes.count() == 0);
+}

@@ -14,9 +14,9 @@ const std::vector<GpuSpec>& gpu_catalogue() {
   // L2: "40 MB" on A100 (NVIDIA A100 Tensor Core GPU Architecture whitepaper), "50 MB" on H100
   // SXM5 and PCIe (NVIDIA H100 Tensor Core GPU Architecture whitepaper), in MiB as the driver's
   // l2CacheSize reports them (PyTorch on the device tool's H100: 50 MB); H200, whose
-  // datasheet gives none, 60 MiB as PyTorch reported it on an H200 lent to this project (the
-  // device tool's notes, KINDS.md, 2026-10-28). B200, GB200 and L40S: none (no source here),
-  // so their memory-bound kernels read everything from DRAM.
+  // datasheet gives none, 60 MiB as PyTorch reported it on the device tool's H200 (its notes,
+  // KINDS.md, 2026-10-28). B200, GB200 and L40S: none (no source here), so their memory-bound
+  // kernels read everything from DRAM; the harness records the size (environment.gpus).
   static const std::vector<GpuSpec> kCatalogue = {
       // A100 SXM4 80GB: 312 TFLOP/s BF16/FP16, 156 TF32, 2.039 TB/s HBM2e (hardware.md C2).
       {"A100-SXM4-80GB",

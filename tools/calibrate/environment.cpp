@@ -33,6 +33,9 @@ Json environment() {
                     {"max_sm_clock_mhz", clock_khz / 1000},
                     {"memory_clock_mhz", mem_clock_khz / 1000},
                     {"memory_bus_width_bits", p.memoryBusWidth},
+                    // The kernel model's L2 term (compute/kernel_time.hpp) needs it; the
+                    // catalogue has none for some GPUs (topology/gpu_spec.cpp).
+                    {"l2_bytes", p.l2CacheSize},
                     {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
                     {"pci_bus_id", p.pciBusID}});
   }

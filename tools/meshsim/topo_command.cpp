@@ -43,7 +43,8 @@ int run_topo(const TopoArgs& a) {
     j["gpu"] = {{"model", topo.gpu.model},
                 {"peak_flops", topo.gpu.peak_flops},
                 {"hbm_bytes", topo.gpu.hbm_bytes.count()},
-                {"hbm_Bps", topo.gpu.hbm_Bps}};
+                {"hbm_Bps", topo.gpu.hbm_Bps},
+                {"l2_bytes", topo.gpu.l2_bytes.count()}};  // 0: unknown, no L2 term
     j["per_gpu_Bps"] = {{"nvlink", s.nvlink_Bps}, {"pcie", s.pcie_Bps}, {"network", s.network_Bps}};
     j["bisection_Bps"] = s.bisection_Bps;
     if (!matrix.empty()) {
@@ -65,9 +66,12 @@ int run_topo(const TopoArgs& a) {
   std::string peaks;
   for (const auto& [dtype, flops] : topo.gpu.peak_flops)
     peaks += fmt::format("{}{} {:g}", peaks.empty() ? "" : ", ", dtype, flops / 1e12);
-  cli_out() << fmt::format("gpu        {}: {} TFLOP/s dense; HBM {:.1f} GiB at {:g} GB/s\n",
+  const auto l2 = topo.gpu.l2_bytes.count();
+  cli_out() << fmt::format("gpu        {}: {} TFLOP/s dense; HBM {:.1f} GiB at {:g} GB/s; {}\n",
                            topo.gpu.model, peaks, topo.gpu.hbm_bytes.as_double() / (1u << 30),
-                           topo.gpu.hbm_Bps / 1e9);
+                           topo.gpu.hbm_Bps / 1e9,
+                           l2 > 0 ? fmt::format("L2 {:g} MiB", static_cast<double>(l2) / (1 << 20))
+                                  : std::string("L2 size unknown"));
   std::string verts, links;
   for (const auto& [k, n] : s.vertices)
     verts += fmt::format("{}{} {}", verts.empty() ? "" : ", ", k, n);

@@ -22,6 +22,7 @@ TEST_CASE("topo --json on dgx-h100: 8 GPUs, 4 NVSwitches, 450 GB/s NVLink per di
   CHECK(j["gpu"]["peak_flops"]["bf16"].get<double>() == 989e12);
   CHECK(j["gpu"]["hbm_bytes"] == 80ull << 30);
   CHECK(j["gpu"]["hbm_Bps"].get<double>() == 3.35e12);
+  CHECK(j["gpu"]["l2_bytes"] == 50ull << 20);
   CHECK(j["bisection_Bps"].get<double>() == doctest::Approx(1840e9));
   CHECK(j["path_classes"][0][1] == "NVL");
   CHECK(j["links"]["nvlink"] == 32);
@@ -153,4 +154,15 @@ TEST_CASE("no subcommand or an unknown one is a usage error") {
   CHECK(run_cli("").exit_code == 2);
   CHECK(run_cli("frobnicate").exit_code == 2);
   CHECK(run_cli("topo --help").exit_code == 0);
+}
+
+TEST_CASE("topo prints the GPU's L2 size, or says it is unknown") {
+  auto r = run_cli("topo --topology " + topology_path("dgx-h100.json"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("HBM 80.0 GiB at 3350 GB/s; L2 50 MiB\n") != std::string::npos);
+  r = run_cli("topo --topology " + topology_path("gb200-nvl72.json"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("at 8000 GB/s; L2 size unknown\n") != std::string::npos);
+  r = run_cli("topo --topology " + topology_path("gb200-nvl72.json") + " --json");
+  CHECK(json::parse(r.out)["gpu"]["l2_bytes"] == 0);
 }

@@ -311,6 +311,9 @@ double l2_resident_share(MemoryClass c) {
   return 0.0;
 }
 
+namespace {
+
+// A memory-bound kernel's time (compute/kernel_time.hpp gives the formula).
 double memory_kernel_seconds(double bytes, MemoryClass c, const KernelGpu& gpu,
                              const MemoryClassParams& m) {
   // The resident share holds while the kernel's traffic fits in half the L2 and falls linearly
@@ -327,6 +330,8 @@ double memory_kernel_seconds(double bytes, MemoryClass c, const KernelGpu& gpu,
   return std::max(m.floor_s,
                   m.fixed_s + (bytes - resident) / hbm + resident / (hbm * m.l2_speedup));
 }
+
+}  // namespace
 
 double kernel_seconds(const Kernel& k, const KernelGpu& gpu, const KernelParams& p,
                       SmsTaken taken) {

@@ -18,7 +18,7 @@
 //  - Memory-bound: max(floor, fixed + (bytes − r) / (HBM · fraction) + r / (HBM · fraction ·
 //    l2_speedup)) with the kernel class's numbers, where r, the traffic read from L2, is the
 //    class's resident share of the bytes while they fit in half the GPU's L2, falling linearly
-//    to 0 when they fill all of it (l2_resident_share, memory_kernel_seconds).
+//    to 0 when they fill all of it (l2_resident_share; memory_kernel_seconds in the .cpp).
 #include <array>
 #include <cstdint>
 #include <string>
@@ -63,10 +63,6 @@ struct KernelGpu {
 // input, the residual stream, was written a block earlier, so for mid-sized tensors this
 // overstates the L2's help to adds.
 double l2_resident_share(MemoryClass c);
-
-// A memory-bound kernel's time (the formula above).
-double memory_kernel_seconds(double bytes, MemoryClass c, const KernelGpu& gpu,
-                             const MemoryClassParams& m);
 
 // The GEMM fraction of the dtype's class: fp8, or 16-bit for everything else.
 inline double gemm_fraction(const GemmParams& p, DType dtype) {

@@ -87,6 +87,9 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
   gpu["node"]["gpu"]["peak_tflops"]["bf16"] = 989;
   gpu["node"]["gpu"]["hbm_GBps"] = 1e308;
   const auto fast_hbm = write(dir, "fast-hbm.json", gpu.dump());
+  gpu["node"]["gpu"]["hbm_GBps"] = 3350;
+  gpu["node"]["gpu"]["l2_bytes"] = "81G";
+  const auto big_l2 = write(dir, "big-l2.json", gpu.dump());
   json slow = load(kDgxH100);
   for (auto& l : slow["node"]["links"]) l["bandwidth_GBps"] = 1e-9;
   const auto slow_links = write(dir, "slow-links.json", slow.dump());
@@ -119,6 +122,9 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
       break;
     }
   const auto big_kineto = write(dir, "big-kineto.json", kin.dump());
+  const auto slow_l2 = write(dir, "slow-l2.json",
+                             R"({"gpu": "H100-SXM5-80GB", "source": "t",
+                                 "model": {"memory": {"norm": {"l2_speedup": 0.5}}}})");
   const std::string xml = read_text(source_path("tools/calibrate/examples/nccl-topo-dgx-h100.xml"));
   const auto count5 = xml.find("count=\"5\"");
   REQUIRE(count5 != std::string::npos);
@@ -145,6 +151,10 @@ TEST_CASE("adversarial: every reproducer of issue 19 is exit 2 with one error li
        "must be at most 1e+06"},
       {"topo --topology " + fast_gpu, "peak_tflops/bf16: must be at most 1e+06"},
       {"topo --topology " + fast_hbm, "hbm_GBps: must be at most 1e+06"},
+      {"topo --topology " + big_l2,
+       big_l2 + ":/node/gpu/l2_bytes: an L2 cache larger than the GPU's memory"},
+      {"ops --workload " + kLlama8b + " --gpu H100-SXM5-80GB --tokens 64 --calibration " + slow_l2,
+       slow_l2 + ":/model/memory/norm/l2_speedup: must be between 1 and 100"},
       {train + kLlama8b + " --mesh tp=8 --mtbf-hours 1e308", "--mtbf-hours"},
       {train + kLlama8b + " --mesh tp=8 --storage-bw 1e-300", "--storage-bw"},
       // a simulated time past 2^63 ps names the command and its inputs

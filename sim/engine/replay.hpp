@@ -27,6 +27,9 @@ struct ReplayResult {
   // Per communication op (indexed by OpId; empty without HBM demands): the time it ran slowed by
   // HBM sharing, weighted by the share it lost, Σ dt·(1 − 1/D) (see ReplayInterference).
   std::vector<float> hbm_wait_ps;
+  // Per communication op (indexed by OpId; empty without `late_start`): how long it waited for
+  // the SMs a kernel held after it was ready (see ReplayInterference).
+  std::vector<float> sm_wait_ps;
 };
 
 // Compute/communication interference: while at least one op that holds SMs runs on a rank's
@@ -56,6 +59,21 @@ struct ReplayResult {
 // D (the full replay scales the flows at that GPU by 1/max(1, D), network/flow_network.hpp).
 // Every collective with a demand is charged `hbm_wait_ps` from its rank's D, either way.
 //
+// Late start (`late_start`): a communication op that holds SMs, ready while a kernel that began
+// before it runs on one of its rank's compute streams, starts when that kernel ends: the GPU
+// hands out a kernel's thread blocks in launch order and preempts none, and a kernel whose grid
+// fills the GPU keeps every SM until its last wave drains (../shared/reference/software-stacks.md
+// §2.2: "the collective cannot start its CTAs while a GEMM holds all SMs"). No constant: the
+// wait is the rest of that kernel's simulated time. A kernel that starts at the same instant
+// does not hold it back (the traces issue a collective before the kernels it overlaps,
+// Megatron's launch order), nor does one priced beside the collective's stream (it was planned
+// to leave that stream's SMs). Assumptions (README): every compute kernel's grid fills the GPU
+// (a kernel of fewer blocks than SMs would leave some free); all of the collective's CTAs start
+// together when the kernel ends (a channel whose SM frees early in the last wave gains nothing:
+// the collective ends with its last channel); the collective's stream has no higher priority
+// (PyTorch's and Megatron's NCCL streams by default; a higher one would wait for the kernel's
+// running blocks only).
+//
 // Link sharing between collectives (the folded replay, whose collectives have fixed prices):
 // a fixed-duration communication op with a share key >= 0 progresses, while other such ops run
 // on its rank, at rate share(self, others) (the keys of the others; 1: no common link), re-rated
@@ -68,6 +86,7 @@ struct ReplayInterference {
   std::vector<std::int32_t> share_key;             // communication ops; -1 (or absent): not shared
   std::vector<float> hbm_fraction;                 // compute ops (absent: 0)
   std::vector<float> hbm_demand;                   // communication ops (absent: 0)
+  bool late_start = false;
   std::function<double(std::int32_t self, std::vector<std::int32_t> others)> share;
   std::function<void(std::int32_t rank, double demand)> on_hbm;  // D after each change
 };
@@ -128,6 +147,11 @@ class Replay {
         (st.kind == StreamKind::compute ? compute_streams_ : comm_streams_)[r].push_back(i);
       }
       running_.assign(g_.stream_count(), Running{});
+      if (inter_->late_start) {
+        sm_waiters_.assign(g_.stream_count(), {});
+        ready_at_.assign(g_.stream_count(), Time::max());
+        sm_wait_ps_.assign(g_.op_count(), 0.0F);
+      }
     }
     for (std::uint32_t s = 0; s < g_.stream_count(); ++s) try_start(StreamId{s});
     sim_.run();
@@ -141,7 +165,8 @@ class Replay {
       }
       if (timing_[i].end - start_time_ > makespan) makespan = timing_[i].end - start_time_;
     }
-    return ReplayResult{std::move(timing_), makespan, std::move(hbm_wait_ps_)};
+    return ReplayResult{std::move(timing_), makespan, std::move(hbm_wait_ps_),
+                        std::move(sm_wait_ps_)};
   }
 
  private:
@@ -150,6 +175,7 @@ class Replay {
     if (busy_[s.value] || head_[s.value] >= st.ops.size()) return;
     const OpId id = st.ops[head_[s.value]];
     if (waiting_[id.value] != 0) return;
+    if (inter_ && inter_->late_start && holds(id, st) && waits_for_sms(s, id)) return;
     busy_[s.value] = true;
     timing_[id.value].start = sim_.now();
     if (hooks_) hooks_->op_started(g_, id, sim_.now());
@@ -177,6 +203,31 @@ class Replay {
     } else {
       sim_.schedule_after(op.duration, [this, id] { finish(id); });
     }
+  }
+
+  // Late start: whether ready communication op `id` on stream `s` waits for a kernel that holds
+  // the SMs (see ReplayInterference); if so, it is started again when that kernel ends. Charges
+  // the wait once it starts.
+  bool waits_for_sms(StreamId s, OpId id) {
+    const Time now = sim_.now();
+    bool waits = false;
+    for (auto cs : compute_streams_[rank_of_stream_[s.value]]) {
+      if (!busy_[cs]) continue;
+      const OpId kernel = g_.stream(StreamId{cs}).ops[head_[cs]];
+      if (timing_[kernel.value].start >= now ||
+          beside(kernel) == static_cast<std::int32_t>(s.value))
+        continue;
+      auto& w = sm_waiters_[cs];
+      if (std::find(w.begin(), w.end(), s.value) == w.end()) w.push_back(s.value);
+      waits = true;
+    }
+    if (waits) {
+      if (ready_at_[s.value] == Time::max()) ready_at_[s.value] = now;
+    } else if (ready_at_[s.value] != Time::max()) {
+      sm_wait_ps_[id.value] = static_cast<float>((now - ready_at_[s.value]).picoseconds());
+      ready_at_[s.value] = Time::max();
+    }
+    return waits;
   }
 
   // Interference bookkeeping (only with a ReplayInterference).
@@ -350,6 +401,12 @@ class Replay {
       if (const double f = hbm_fraction(id); f > 0) change_hbm(op.stream, -f, false);
     busy_[op.stream.value] = false;
     ++head_[op.stream.value];
+    // Collectives that waited for this kernel's SMs start before anything it releases.
+    if (!sm_waiters_.empty() && !sm_waiters_[op.stream.value].empty()) {
+      const auto waiters = std::move(sm_waiters_[op.stream.value]);
+      sm_waiters_[op.stream.value].clear();
+      for (auto w : waiters) try_start(StreamId{w});
+    }
     for (auto k = dependents_.begin[id.value]; k < dependents_.begin[id.value + 1]; ++k) {
       const OpId d = dependents_.ops[k];
       --waiting_[d.value];
@@ -383,6 +440,9 @@ class Replay {
   std::vector<Time> hbm_since_;                      // per rank: when D last changed
   std::vector<std::int32_t> rank_ids_;               // dense rank index → rank
   std::vector<Running> running_;
+  std::vector<std::vector<std::uint32_t>> sm_waiters_;  // per compute stream: comm streams
+  std::vector<Time> ready_at_;     // per comm stream: when its waiting op was ready (max: none)
+  std::vector<float> sm_wait_ps_;  // per op
 };
 
 }  // namespace meshsim

@@ -348,13 +348,19 @@ void write_chrome_trace(const Trace& trace, const ReplayResult& replay, std::ost
     }
     if (info.recompute) field(R"("recompute":true)");
     // Interference made visible: how much longer a kernel ran than alone (interference_s), and
-    // the time a collective lost to HBM sharing (comm_interference_s).
+    // the time a collective lost to HBM sharing and waited for a kernel's SMs before it started
+    // (their sum is comm_interference_s).
+    const auto wait_field = [&](const std::vector<float>& v, const char* name) {
+      if (i >= v.size() || v[i] < 500.0F) return;  // under half a nanosecond: none
+      field(name);
+      b.put_us(std::llround(static_cast<double>(v[i]) / 1000.0));
+    };
     if (!info.comm && t.end - t.start > op.duration) {
       field(R"("interference_us":)");
       b.put_us(ns(t.end - t.start - op.duration));
-    } else if (info.comm && i < replay.hbm_wait_ps.size() && replay.hbm_wait_ps[i] >= 500.0F) {
-      field(R"("hbm_wait_us":)");
-      b.put_us(std::llround(static_cast<double>(replay.hbm_wait_ps[i]) / 1000.0));
+    } else if (info.comm) {
+      wait_field(replay.hbm_wait_ps, R"("hbm_wait_us":)");
+      wait_field(replay.sm_wait_ps, R"("sm_wait_us":)");
     }
     b.put("}}");
     // A dependency on another rank's op (a pipeline send feeding the next stage): a flow arrow

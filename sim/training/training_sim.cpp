@@ -273,6 +273,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     in.both_slowdown.reserve(n);
     in.hbm_fraction.reserve(n);
     in.hbm_demand.reserve(n);
+    in.late_start = true;
     HbmDemand demand(topo, placement, st.interference.hbm_bytes_per_wire_byte,
                      hbm_achievable_Bps(cm));
     for (const auto& info : r.trace.info) {
@@ -326,8 +327,9 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     // Compute time lost to interference: how much longer the compute ops ran than alone.
     for (const auto i : ops_of[rank]) {
       const auto& info = r.trace.info[i];
-      if (info.comm && i < r.replay.hbm_wait_ps.size())
-        b.comm_interference_s += static_cast<double>(r.replay.hbm_wait_ps[i]) * 1e-12;  // ps → s
+      for (const auto* wait : {&r.replay.hbm_wait_ps, &r.replay.sm_wait_ps})
+        if (info.comm && i < wait->size())
+          b.comm_interference_s += static_cast<double>((*wait)[i]) * 1e-12;  // ps → s
       if (info.comm || (info.slowdown <= 1.0F && info.hbm_fraction <= 0.0F)) continue;
       const auto& t = r.replay.ops[i];
       const Time nominal = r.trace.graph.op(OpId{i}).duration;

@@ -56,7 +56,8 @@ struct RankBreakdown {
   // the host's per-kernel time); not in bubble_s.
   double host_wait_s = 0;
   double interference_s = 0;  // of compute_s: compute slowed by collectives beside it
-  // Collective time lost to HBM sharing with the kernels beside it (folded replay), Σ dt·(1 − 1/D)
+  // Collective time lost to HBM sharing with the kernels beside it, Σ dt·(1 − 1/D), and waited
+  // for the SMs of a kernel that began before it was ready (engine/replay.hpp, late start)
   double comm_interference_s = 0;
   std::map<std::string, double> exposed_s, exposed_by_op_s, comm_bytes;
 };
@@ -69,7 +70,7 @@ struct TrainingResult {
   double compute_s = 0, bubble_s = 0, bubble_fraction = 0;
   double host_wait_s = 0;          // GPU idle waiting for the host's launches (RankBreakdown's)
   double interference_s = 0;       // compute time lost to compute/communication interference
-  double comm_interference_s = 0;  // collective time lost to HBM sharing (RankBreakdown's)
+  double comm_interference_s = 0;  // collective time lost to HBM sharing and SM waits (ditto)
   std::string stack;               // the software stack's name
   bool tp_overlap = false;         // whether TP communication overlap ran
   std::map<std::string, double> exposed_comm_s, exposed_comm_by_op_s, comm_bytes_per_gpu;

@@ -379,3 +379,85 @@ TEST_CASE("link sharing: overlapping collectives run at the rate the model gives
   auto r3 = Replay<Simulator>(g3, sim3, nullptr, &in3).run();
   for (auto id : ops) CHECK(r3.ops[id.value].end == Time::us(18));
 }
+
+TEST_CASE("late start: a collective ready mid-kernel waits for that kernel's SMs") {
+  // k: 10 µs on the compute stream, then k2: 4 µs. c (2 µs, holds SMs) waits for d (3 µs on
+  // another comm stream, holding no SMs): ready at 3 µs while k, begun at 0, holds every SM, so
+  // it starts when k ends, at 10 µs, before k2 (slowdown 2 beside it): k2 runs 10..12 at half
+  // rate (1 µs done) and 12..15 at full → 15 µs. c waited 7 µs.
+  OpGraph g;
+  auto cs = g.add_stream(0, StreamKind::compute);
+  auto ps = g.add_stream(0, StreamKind::pp);
+  auto ts = g.add_stream(0, StreamKind::tp);
+  auto k = g.add_op(cs, "k", Time::us(10));
+  auto k2 = g.add_op(cs, "k2", Time::us(4));
+  auto d = g.add_op(ps, "d", Time::us(3));
+  auto c = g.add_op(ts, "c", Time::us(2), {d});
+  ReplayInterference in;
+  in.slowdown = {1.0F, 2.0F, 1.0F, 1.0F};
+  in.holds_sms = {false, false, false, true};
+  in.late_start = true;
+  Simulator sim;
+  Recorder rec;
+  auto r = Replay<Simulator>(g, sim, &rec, &in).run();
+  CHECK(r.ops[c.value].start == Time::us(10));
+  CHECK(r.ops[c.value].end == Time::us(12));
+  CHECK(r.ops[k2.value].start == Time::us(10));
+  CHECK(r.ops[k2.value].end == Time::us(15));
+  REQUIRE(r.sm_wait_ps.size() == 4);
+  CHECK(r.sm_wait_ps[c.value] == doctest::Approx(7e6));
+  CHECK(r.sm_wait_ps[k.value] == 0.0F);
+  // The collective starts before the kernel the compute stream releases next.
+  CHECK(rec.events == std::vector<std::string>{"start k @0", "start d @0", "end d @3000",
+                                               "end k @10000", "start c @10000", "start k2 @10000",
+                                               "end c @12000", "end k2 @15000"});
+
+  // A collective on copy engines (holds no SMs) starts when it is ready.
+  in.holds_sms = {false, false, false, false};
+  Simulator sim2;
+  auto r2 = Replay<Simulator>(g, sim2, nullptr, &in).run();
+  CHECK(r2.ops[c.value].start == Time::us(3));
+  CHECK(r2.sm_wait_ps[c.value] == 0.0F);
+
+  // A kernel priced beside the collective's stream was planned to leave its SMs: no wait.
+  in.holds_sms = {false, false, false, true};
+  in.priced_beside = {static_cast<std::int32_t>(ts.value), -1, -1, -1};
+  Simulator sim3;
+  auto r3 = Replay<Simulator>(g, sim3, nullptr, &in).run();
+  CHECK(r3.ops[c.value].start == Time::us(3));
+
+  // Without late start (the `ideal` stack has no interference at all) it starts at 3 µs.
+  in.priced_beside.clear();
+  in.late_start = false;
+  Simulator sim4;
+  auto r4 = Replay<Simulator>(g, sim4, nullptr, &in).run();
+  CHECK(r4.ops[c.value].start == Time::us(3));
+  CHECK(r4.sm_wait_ps.empty());
+}
+
+TEST_CASE("late start: a kernel that starts with the collective does not hold it back") {
+  // The traces issue a collective before the kernels it overlaps: c (1 µs) depends on k1 and
+  // starts with k2 when k1 ends, at 5 µs, without waiting. c2 (1 µs, after c) is ready at 6 µs
+  // while k2, begun at 5, holds the SMs: it waits for k2's end.
+  // k2 (8 µs, slowdown 1.5 beside an SM-holding collective): 5..6 beside c at 2/3 rate (2/3
+  // done), then alone: 8 − 2/3 = 22/3 µs → ends at 6 + 22/3 = 40/3 µs; c2 runs 40/3..43/3.
+  OpGraph g;
+  auto cs = g.add_stream(0, StreamKind::compute);
+  auto ts = g.add_stream(0, StreamKind::tp);
+  auto ds = g.add_stream(0, StreamKind::dp);
+  auto k1 = g.add_op(cs, "k1", Time::us(5));
+  auto k2 = g.add_op(cs, "k2", Time::us(8));
+  auto c = g.add_op(ts, "c", Time::us(1), {k1});
+  auto c2 = g.add_op(ds, "c2", Time::us(1), {c});
+  ReplayInterference in;
+  in.slowdown = {1.0F, 1.5F, 1.0F, 1.0F};
+  in.holds_sms = {false, false, true, true};
+  in.late_start = true;
+  Simulator sim;
+  auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+  CHECK(r.ops[c.value].start == Time::us(5));
+  CHECK(r.sm_wait_ps[c.value] == 0.0F);
+  CHECK(r.ops[k2.value].end.seconds() == doctest::Approx(40.0 / 3.0 * 1e-6).epsilon(1e-6).scale(0));
+  CHECK(r.ops[c2.value].start == r.ops[k2.value].end);
+  CHECK(r.sm_wait_ps[c2.value] == doctest::Approx((40.0 / 3.0 - 6.0) * 1e6).epsilon(1e-5));
+}

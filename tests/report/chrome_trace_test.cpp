@@ -92,8 +92,8 @@ TEST_CASE("trace: slices named by kind, with micro-batch, layer and bytes; PP fl
 TEST_CASE("trace: interference shows on the slices it stretched, adding up to train's totals") {
   // torchtitan on one DGX H100, FSDP over 8 (folded: one simulated rank): its eager elementwise
   // kernels run beside NVLink all-gathers and reduce-scatters. Each compute slice carries how
-  // much longer it ran than alone, each collective the time it lost to HBM sharing; summed they
-  // are the step's interference_s and comm_interference_s.
+  // much longer it ran than alone, each collective the time it lost to HBM sharing and waited
+  // for a kernel's SMs; summed they are the step's interference_s and comm_interference_s.
   const auto topo = load_topology(test::topology_path("dgx-h100.json"));
   TrainingSetup s;
   s.job = {4096, 8, 1, DType::bf16, true};
@@ -115,10 +115,11 @@ TEST_CASE("trace: interference shows on the slices it stretched, adding up to tr
       CHECK(e["cat"] == "compute");
       compute_us += a["interference_us"].get<double>();
     }
-    if (a.contains("hbm_wait_us")) {
-      CHECK(e["cat"] == "comm");
-      comm_us += a["hbm_wait_us"].get<double>();
-    }
+    for (const char* wait : {"hbm_wait_us", "sm_wait_us"})
+      if (a.contains(wait)) {
+        CHECK(e["cat"] == "comm");
+        comm_us += a[wait].get<double>();
+      }
   }
   // Each slice rounds to a nanosecond: thousands of slices, well under 0.1 %.
   CHECK(compute_us * 1e-6 == doctest::Approx(r.interference_s).epsilon(1e-3).scale(0));

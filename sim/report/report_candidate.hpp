@@ -19,7 +19,8 @@ struct ReportCandidate {
   std::int64_t tp = 1;
   double step_s = 0, compute_s = 0, bubble_s = 0, mfu = 0;
   double host_wait_s = 0;  // GPU idle until the host launched its next op
-  // Of compute_s, kernels slowed by collectives beside them; collective time lost to HBM sharing.
+  // Of compute_s, kernels slowed by collectives beside them; collective time lost to HBM sharing
+  // and waiting for a kernel's SMs (late start).
   double interference_s = 0, comm_interference_s = 0;
   double tokens_per_s = 0, tokens_per_s_per_gpu = 0;
   std::map<std::string, double> exposed_s;  // by group

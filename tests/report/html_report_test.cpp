@@ -240,8 +240,9 @@ TEST_CASE("train writes a report too") {
   const auto page = read(html);
   CHECK(page.find(fmt::format("of it, slowed by collectives beside it</th><td>{:.4g} s",
                               j["interference_s"].get<double>())) != std::string::npos);
-  CHECK(page.find(fmt::format("collective time lost to HBM sharing</th><td>{:.4g} s",
-                              j["comm_interference_s"].get<double>())) != std::string::npos);
+  CHECK(page.find(
+            fmt::format("collective time lost to HBM sharing and waiting for SMs</th><td>{:.4g} s",
+                        j["comm_interference_s"].get<double>())) != std::string::npos);
   CHECK(page.find("waiting for the host") == std::string::npos);  // no host time measured
   // A profile that measured 20 µs of host time a launch: torchtitan's eager kernels on TP 8 at
   // 1,024 tokens wait for their launches, and the headline says how long.

@@ -235,8 +235,8 @@ int run_train(const TrainArgs& a) {
   if (r.interference_s > 0)
     cli_out() << fmt::format("{:<22}{:.4f} s of it\n", "  slowed by comm", r.interference_s);
   if (r.comm_interference_s > 0)
-    cli_out() << fmt::format("{:<22}{:.4f} s lost by collectives to HBM sharing\n", "  comm slowed",
-                             r.comm_interference_s);
+    cli_out() << fmt::format("{:<22}{:.4f} s lost by collectives to HBM sharing and SM waits\n",
+                             "  comm slowed", r.comm_interference_s);
   cli_out() << fmt::format("{:<22}{:.4f} s ({})\n", "bubble / waiting", r.bubble_s,
                            pct(r.bubble_s, step));
   if (r.host_wait_s > 0)

@@ -2,8 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include "core/rng.hpp"
 
 using namespace meshsim;
 
@@ -460,4 +463,84 @@ TEST_CASE("late start: a kernel that starts with the collective does not hold it
   CHECK(r.ops[k2.value].end.seconds() == doctest::Approx(40.0 / 3.0 * 1e-6).epsilon(1e-6).scale(0));
   CHECK(r.ops[c2.value].start == r.ops[k2.value].end);
   CHECK(r.sm_wait_ps[c2.value] == doctest::Approx((40.0 / 3.0 - 6.0) * 1e6).epsilon(1e-5));
+}
+
+TEST_CASE("late start: random graphs keep every rule, with interference, HBM and link sharing") {
+  // Seeded random graphs on two ranks (a compute stream and three communication streams each),
+  // random durations, dependencies on earlier ops of any stream and rank, SM-holding or copy-
+  // engine collectives, slowdowns, HBM fractions and demands, link sharing and a kernel priced
+  // beside a stream. Whatever the mix, the replay must finish every op in stream order after its
+  // dependencies, never start an SM-holding collective while a kernel of its rank that began
+  // before it runs (unless priced beside the collective's stream), and charge each collective
+  // exactly the time between its being ready and its start.
+  const StreamKind comm_kinds[] = {StreamKind::tp, StreamKind::dp, StreamKind::pp};
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    Rng rng(seed);
+    OpGraph g;
+    std::vector<StreamId> streams;
+    for (std::int32_t rank = 0; rank < 2; ++rank) {
+      streams.push_back(g.add_stream(rank, StreamKind::compute));
+      for (const auto k : comm_kinds) streams.push_back(g.add_stream(rank, k));
+    }
+    const std::size_t n = 10 + rng.below(40);
+    ReplayInterference in;
+    in.late_start = true;
+    std::vector<OpId> ops;
+    for (std::size_t i = 0; i < n; ++i) {
+      const StreamId s = streams[rng.below(streams.size())];
+      const bool compute = g.stream(s).kind == StreamKind::compute;
+      std::vector<OpId> deps;
+      for (std::uint64_t d = rng.below(3); d > 0 && !ops.empty(); --d)
+        deps.push_back(ops[rng.below(ops.size())]);
+      std::sort(deps.begin(), deps.end(), [](OpId a, OpId b) { return a.value < b.value; });
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      ops.push_back(
+          g.add_op(s, "op", Time::ns(static_cast<std::int64_t>(1 + rng.below(1000))), deps));
+      in.slowdown.push_back(compute ? static_cast<float>(1.0 + rng.uniform01()) : 1.0F);
+      in.holds_sms.push_back(!compute && rng.below(4) != 0);
+      // A kernel priced beside its rank's TP stream now and then.
+      in.priced_beside.push_back(
+          compute && rng.below(5) == 0 ? static_cast<std::int32_t>(s.value + 1) : -1);
+      in.hbm_fraction.push_back(compute ? static_cast<float>(0.5 * rng.uniform01()) : 0.0F);
+      in.hbm_demand.push_back(compute ? 0.0F : static_cast<float>(0.6 * rng.uniform01()));
+      in.share_key.push_back(compute ? -1 : static_cast<std::int32_t>(rng.below(3)));
+    }
+    in.share = [](std::int32_t self, const std::vector<std::int32_t>& others) {
+      return std::count(others.begin(), others.end(), self) > 0 ? 0.5 : 1.0;
+    };
+    Simulator sim;
+    const auto r = Replay<Simulator>(g, sim, nullptr, &in).run();
+    INFO("seed " << seed);
+    REQUIRE(r.sm_wait_ps.size() == n);
+    std::vector<Time> previous_end(g.stream_count(), Time::zero());
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op op = g.op(ops[i]);
+      const auto& t = r.ops[i];
+      REQUIRE(t.finished());
+      // Ready: its dependencies and the op before it on its stream have ended.
+      Time ready = previous_end[op.stream.value];
+      for (const auto d : op.deps) ready = std::max(ready, r.ops[d.value].end);
+      CHECK(t.start >= ready);
+      previous_end[op.stream.value] = t.end;
+      const auto& st = g.stream(op.stream);
+      if (st.kind == StreamKind::compute || !in.holds_sms[i]) {
+        CHECK(t.start == ready);  // only SM-holding collectives wait
+        CHECK(r.sm_wait_ps[i] == 0.0F);
+        continue;
+      }
+      CHECK(r.sm_wait_ps[i] ==
+            doctest::Approx(static_cast<double>((t.start - ready).picoseconds())));
+      // It waits exactly when, once ready, a kernel that holds its SMs had begun before it.
+      bool blocked_when_ready = false;
+      for (std::size_t j = 0; j < n; ++j) {
+        const Op k = g.op(ops[j]);
+        if (g.stream(k.stream).kind != StreamKind::compute || g.stream(k.stream).rank != st.rank ||
+            in.priced_beside[j] == static_cast<std::int32_t>(op.stream.value))
+          continue;
+        CHECK_FALSE((r.ops[j].start < t.start && t.start < r.ops[j].end));
+        blocked_when_ready |= r.ops[j].start < ready && ready < r.ops[j].end;
+      }
+      CHECK((t.start > ready) == blocked_when_ready);
+    }
+  }
 }

@@ -149,7 +149,6 @@ class Replay {
       running_.assign(g_.stream_count(), Running{});
       if (inter_->late_start) {
         sm_waiters_.assign(g_.stream_count(), {});
-        ready_at_.assign(g_.stream_count(), Time::max());
         sm_wait_ps_.assign(g_.op_count(), 0.0F);
       }
     }
@@ -206,8 +205,9 @@ class Replay {
   }
 
   // Late start: whether ready communication op `id` on stream `s` waits for a kernel that holds
-  // the SMs (see ReplayInterference); if so, it is started again when that kernel ends. Charges
-  // the wait once it starts.
+  // the SMs (see ReplayInterference); if so, it is started again when that kernel ends. When it
+  // starts, charges it the time since it was ready: since its dependencies and the op before it
+  // on its stream ended.
   bool waits_for_sms(StreamId s, OpId id) {
     const Time now = sim_.now();
     bool waits = false;
@@ -221,13 +221,12 @@ class Replay {
       if (std::find(w.begin(), w.end(), s.value) == w.end()) w.push_back(s.value);
       waits = true;
     }
-    if (waits) {
-      if (ready_at_[s.value] == Time::max()) ready_at_[s.value] = now;
-    } else if (ready_at_[s.value] != Time::max()) {
-      sm_wait_ps_[id.value] = static_cast<float>((now - ready_at_[s.value]).picoseconds());
-      ready_at_[s.value] = Time::max();
-    }
-    return waits;
+    if (waits) return true;
+    const auto& ops = g_.stream(s).ops;
+    Time ready = head_[s.value] > 0 ? timing_[ops[head_[s.value] - 1].value].end : start_time_;
+    for (const auto d : g_.op(id).deps) ready = std::max(ready, timing_[d.value].end);
+    sm_wait_ps_[id.value] = static_cast<float>((now - ready).picoseconds());
+    return false;
   }
 
   // Interference bookkeeping (only with a ReplayInterference).
@@ -441,8 +440,7 @@ class Replay {
   std::vector<std::int32_t> rank_ids_;               // dense rank index → rank
   std::vector<Running> running_;
   std::vector<std::vector<std::uint32_t>> sm_waiters_;  // per compute stream: comm streams
-  std::vector<Time> ready_at_;     // per comm stream: when its waiting op was ready (max: none)
-  std::vector<float> sm_wait_ps_;  // per op
+  std::vector<float> sm_wait_ps_;                       // per op
 };
 
 }  // namespace meshsim

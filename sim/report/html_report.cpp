@@ -179,8 +179,8 @@ std::string headline(const HtmlReport& r) {
         c.interference_s);
   if (c.comm_interference_s > 0)
     h += fmt::format(
-        "<tr><th>collective time lost to HBM sharing and waiting for SMs</th><td>{:.4g} "
-        "s</td></tr>",
+        "<tr><th>collective time lost to HBM sharing and waiting for SMs</th>"
+        "<td>{:.4g} s</td></tr>",
         c.comm_interference_s);
   for (const auto& [g, v] : c.exposed_s)
     h += fmt::format("<tr><th>exposed {} communication</th><td>{:.4g} s</td></tr>", html_escape(g),

@@ -266,4 +266,52 @@ std::string render_serving_html(const ServingReport& rep) {
   return h + "</body></html>\n";
 }
 
+std::string serving_summary_text(const ServingResult& r) {
+  std::string out;
+  const auto line = [&out](const char* name, const LatencySummary& s, double scale,
+                           const char* unit) {
+    out += fmt::format("{:<18} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {}\n", name, s.mean * scale,
+                       s.p50 * scale, s.p90 * scale, s.p99 * scale, unit);
+  };
+  out +=
+      fmt::format("{:<18} {:>10} {:>10} {:>10} {:>10}\n", "latency", "mean", "p50", "p90", "p99");
+  line("TTFT", r.ttft, 1, "s");
+  line("TPOT", r.tpot, 1e3, "ms");
+  line("ITL", r.itl, 1e3, "ms");
+  line("E2E", r.e2e, 1, "s");
+  line("scheduling delay", r.scheduling_delay, 1, "s");
+  out += fmt::format(
+      "throughput: {:.3f} req/s, {:.1f} output tokens/s, {:.1f} tokens/s/GPU over {:.2f} s\n",
+      r.requests_per_s, r.output_tokens_per_s, r.tokens_per_s_per_gpu, r.makespan_s);
+  out += fmt::format("goodput: {:.3f} req/s meet the SLOs\n", r.goodput_requests_per_s);
+  out += fmt::format("requests: {} completed, {} rejected; {} preemptions; {} iterations\n",
+                     r.completed, r.rejected, r.preemptions, r.iterations);
+  if (r.swapped_out_blocks > 0)
+    out += fmt::format("swap: {} blocks out, {} back in, {:.3f} s of copies per GPU\n",
+                       r.swapped_out_blocks, r.swapped_in_blocks, r.swap_seconds);
+  out += fmt::format(
+      "KV cache: {} blocks × {} tokens per replica ({:.1f} KB/token/GPU); utilisation mean "
+      "{:.1f} %, peak {:.1f} %\n",
+      r.capacity.blocks, r.capacity.block_size, r.capacity.kv_bytes_per_token_rank / 1e3,
+      100 * r.kv_utilization_mean, 100 * r.kv_utilization_peak);
+  if (const auto& pc = r.prefix_cache; pc.enabled)
+    out += fmt::format(
+        "prefix cache: {:.1f} % of looked-up prompt tokens hit ({} prefill tokens saved); TTFT "
+        "mean {:.3f} s with a hit ({} requests), {:.3f} s without ({})\n",
+        100 * pc.hit_rate, pc.hit_tokens, pc.ttft_hit.mean, pc.hit_requests, pc.ttft_miss.mean,
+        pc.miss_requests);
+  if (const auto& sp = r.speculative; sp.enabled)
+    out += fmt::format(
+        "speculative decoding: {} verify steps, {:.1f} % of {} drafts accepted, {:.2f} tokens per "
+        "step (expected {:.2f})\n",
+        sp.steps, 100 * sp.acceptance_rate, sp.proposed, sp.tokens_per_step,
+        sp.expected_tokens_per_step);
+  if (r.kv_transfer.count > 0)
+    out +=
+        fmt::format("KV transfer: mean {:.2f} ms, p99 {:.2f} ms, {:.2f} GB in all\n",
+                    1e3 * r.kv_transfer.mean, 1e3 * r.kv_transfer.p99, r.kv_transfer_bytes / 1e9);
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
+  return out;
+}
+
 }  // namespace meshsim

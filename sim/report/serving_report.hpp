@@ -1,7 +1,7 @@
 #pragma once
-// Serving results as a Chrome/Perfetto trace (a process per replica, a thread per pipeline
-// stage, one event per iteration, KV utilisation as a counter) and as a self-contained HTML
-// report with latency CDFs and KV utilisation over time.
+// Serving results as the text summary `serve` prints, as a Chrome/Perfetto trace (a process per
+// replica, a thread per pipeline stage, one event per iteration, KV utilisation as a counter) and
+// as a self-contained HTML report with latency CDFs and KV utilisation over time.
 #include <ostream>
 #include <string>
 #include <vector>
@@ -10,6 +10,11 @@
 #include "serving/serving_sim.hpp"
 
 namespace meshsim {
+
+// The text summary `meshsim serve` prints: latency percentiles (TTFT, TPOT, ITL, E2E,
+// scheduling delay), throughput, goodput, requests, swap, KV cache, prefix cache, speculative
+// decoding and KV transfer when they apply, then the run's notes.
+std::string serving_summary_text(const ServingResult& result);
 
 void write_serving_trace(const ServingResult& result, std::ostream& out);
 

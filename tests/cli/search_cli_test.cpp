@@ -222,6 +222,25 @@ TEST_CASE("search: a strong-scaling sweep names its reference and denominator") 
   CHECK(r.out.find("100.0%") != std::string::npos);  // the reference itself
 }
 
+TEST_CASE("search: a sweep with --json prints one document, every point in it") {
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --tp 8 --pp 1 --mbs 1 --zero 1 --sweep-nodes 1,2 --json";
+  auto r = run_cli(args + " --gbs 64");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);  // the text table used to come first
+  CHECK(j["reference_nodes"] == 1);
+  REQUIRE(j["points"].size() == 2);
+  CHECK(j["points"][0]["efficiency"] == 1.0);
+  CHECK(j["points"][1]["gpus"] == 16);
+  // One sequence cannot be split over dp = 2 (tp = 8, no CP): that point says so, as null.
+  r = run_cli(args + " --gbs 1 --cp 1");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto none = json::parse(r.out);
+  REQUIRE(none["points"].size() == 2);
+  CHECK(none["points"][1]["best"].is_null());
+}
+
 TEST_CASE("search: bad input") {
   const std::string base = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
                            source_path("workloads/models/llama3.1-8b.json");

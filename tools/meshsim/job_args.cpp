@@ -64,18 +64,6 @@ void write_output(const std::string& path, const std::string& flag,
   if (out.fail()) throw WriteError(path, "write failed (disk full or device error)");
 }
 
-Json mesh_json(const Mesh& m) {
-  return {{"dp", m.dp}, {"tp", m.tp}, {"pp", m.pp},
-          {"cp", m.cp}, {"ep", m.ep}, {"fsdp", m.fsdp > 0 ? m.fsdp : m.dp}};
-}
-
-Json memory_json(const MemoryBreakdown& b) {
-  return {{"weights", b.weights},     {"gradients", b.gradients},
-          {"optimizer", b.optimizer}, {"activations", b.activations},
-          {"temporary", b.temporary}, {"communication", b.communication},
-          {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
-}
-
 std::vector<std::int64_t> parse_count_list(const std::string& text, const std::string& flag,
                                            const std::string& what, std::int64_t max) {
   std::vector<std::int64_t> out;
@@ -96,38 +84,6 @@ std::vector<std::int64_t> parse_count_list(const std::string& text, const std::s
     pos = comma + 1;
   }
   return out;
-}
-
-Json map_json(const std::map<std::string, double>& m) {
-  Json j = Json::object();
-  for (const auto& [k, v] : m) j[k] = v;
-  return j;
-}
-
-Json training_json(const TrainingResult& r) {
-  const auto map = map_json;
-  Json j;
-  j["step_time_s"] = r.step_time_s;
-  j["tokens_per_s"] = r.tokens_per_s;
-  j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
-  j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
-  j["mfu"] = r.mfu;
-  j["hfu"] = r.hfu;
-  j["compute_s"] = r.compute_s;
-  j["interference_s"] = r.interference_s;
-  j["comm_interference_s"] = r.comm_interference_s;
-  j["stack"] = r.stack;
-  j["tp_overlap"] = r.tp_overlap;
-  j["bubble_s"] = r.bubble_s;
-  j["bubble_fraction"] = r.bubble_fraction;
-  j["host_wait_s"] = r.host_wait_s;
-  j["exposed_comm_s"] = map(r.exposed_comm_s);
-  j["exposed_comm_by_op_s"] = map(r.exposed_comm_by_op_s);
-  j["comm_bytes_per_gpu"] = map(r.comm_bytes_per_gpu);
-  j["memory"] = memory_json(r.memory);
-  j["memory"]["total"] = r.memory.total();
-  j["memory"]["stage"] = r.memory.stage;
-  return j;
 }
 
 ReportCandidate report_candidate(const std::string& label, std::int64_t tp,

@@ -14,6 +14,7 @@
 #include "parallel/parallel_config.hpp"
 #include "report/html_report.hpp"
 #include "report/launch_config.hpp"
+#include "report/metrics_json.hpp"
 #include "topology/topology.hpp"
 #include "training/training_sim.hpp"
 
@@ -21,25 +22,15 @@ namespace meshsim::cli {
 
 bool on_off(const std::string& value, const std::string& flag);
 DType dtype_flag(const std::string& value, const std::string& flag);
-// DESIGN.md's per-category memory keys, in bytes.
-Json memory_json(const MemoryBreakdown& b);
 // Writes an output file: a path that cannot be opened is bad input (Error naming `flag`); bytes
 // that do not reach it (a full disk) a WriteError naming the path, checked after flush and close.
 void write_output(const std::string& path, const std::string& flag,
                   const std::function<void(std::ostream&)>& write);
-// {"dp", "tp", "pp", "cp", "ep", "fsdp"}: fsdp is the DP ranks a ZeRO/FSDP shard is spread over
-// (dp unless HSDP).
-Json mesh_json(const Mesh& m);
 
 // "7,8,8,7" → {7, 8, 8, 7}: positive integers up to `max`; otherwise Error("", flag,
 // "'TEXT': expected WHAT").
 std::vector<std::int64_t> parse_count_list(const std::string& text, const std::string& flag,
                                            const std::string& what, std::int64_t max);
-
-// {key: value} of a map, in key order.
-Json map_json(const std::map<std::string, double>& m);
-// The metrics of a simulated step under DESIGN.md's `train` keys (shared by train and search).
-Json training_json(const TrainingResult& r);
 
 // One row of a report's charts from a simulated step.
 ReportCandidate report_candidate(const std::string& label, std::int64_t tp,

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "commands.hpp"
@@ -157,13 +158,16 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
   Json points = Json::array();
   double ref_tokens = 0, ref_gpus = 0;
   std::int32_t ref_nodes = 0;
-  cli_out() << fmt::format(
+  // --json: stdout is the one document at the end; text: a row as each point is simulated.
+  std::ostringstream discard;
+  std::ostream& text = a.cluster.json ? discard : cli_out();
+  text << fmt::format(
       "# meshsim search sweep ({} scaling): {}; reference point {} nodes; efficiency = {}\n",
       weak ? "weak" : "strong", model.name, nodes.front(),
       weak ? "tokens/s per GPU ÷ the reference's (global batch grows with the nodes)"
            : "(tokens/s ÷ reference tokens/s) ÷ (GPUs ÷ reference GPUs) at a fixed global batch");
-  cli_out() << fmt::format("{:>6} {:>7} {:>8} {:>12} {:>10} {:>11}  {}\n", "nodes", "GPUs", "gbs",
-                           "tokens/s", "MFU", "efficiency", "best mesh");
+  text << fmt::format("{:>6} {:>7} {:>8} {:>12} {:>10} {:>11}  {}\n", "nodes", "GPUs", "gbs",
+                      "tokens/s", "MFU", "efficiency", "best mesh");
   for (auto n : nodes) {
     TopologyOptions to;
     to.nodes = n;
@@ -175,7 +179,9 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
     const auto r = run_search(topo, model, job, space, opt);
     const auto gpus = static_cast<double>(topo.gpus().size());
     if (r.results.empty() || !r.results.front().error.empty()) {
-      cli_out() << fmt::format("{:>6} {:>7} {:>8}  no candidate fits\n", n, gpus, job.global_batch);
+      text << fmt::format("{:>6} {:>7} {:>8}  no candidate fits\n", n, gpus, job.global_batch);
+      points.push_back(
+          {{"nodes", n}, {"gpus", gpus}, {"gbs", job.global_batch}, {"best", nullptr}});
       continue;
     }
     const auto& best = r.results.front();
@@ -185,9 +191,9 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
     }
     const double eff = weak ? (best.result.tokens_per_s / gpus) / (ref_tokens / ref_gpus)
                             : (best.result.tokens_per_s / ref_tokens) / (gpus / ref_gpus);
-    cli_out() << fmt::format("{:>6} {:>7} {:>8} {:>12.0f} {:>9.1f}% {:>10.1f}%  {}\n", n, gpus,
-                             job.global_batch, best.result.tokens_per_s, 100 * best.result.mfu,
-                             100 * eff, best.candidate.label());
+    text << fmt::format("{:>6} {:>7} {:>8} {:>12.0f} {:>9.1f}% {:>10.1f}%  {}\n", n, gpus,
+                        job.global_batch, best.result.tokens_per_s, 100 * best.result.mfu,
+                        100 * eff, best.candidate.label());
     points.push_back({{"nodes", n},
                       {"gpus", gpus},
                       {"gbs", job.global_batch},

@@ -51,66 +51,6 @@ struct ServeArgs {
   bool search = false, requests_given = false, quiet = false;
 };
 
-Json summary_json(const LatencySummary& s) {
-  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
-}
-
-Json serving_json(const ServingResult& r) {
-  return {{"ttft_s", summary_json(r.ttft)},
-          {"tpot_s", summary_json(r.tpot)},
-          {"itl_s", summary_json(r.itl)},
-          {"e2e_s", summary_json(r.e2e)},
-          {"scheduling_delay_s", summary_json(r.scheduling_delay)},
-          {"throughput",
-           {{"requests_per_s", r.requests_per_s},
-            {"output_tokens_per_s", r.output_tokens_per_s},
-            {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu}}},
-          {"goodput_requests_per_s", r.goodput_requests_per_s},
-          {"completed", r.completed},
-          {"rejected", r.rejected},
-          {"preemptions", r.preemptions},
-          {"iterations", r.iterations},
-          {"makespan_s", r.makespan_s},
-          {"output_tokens", r.output_tokens},
-          {"mean_in_system", r.mean_in_system},
-          {"peak_in_system", r.peak_in_system},
-          {"warmup_requests", r.warmup_requests},
-          {"gpus", r.gpus},
-          {"kv_cache",
-           {{"blocks_per_replica", r.capacity.blocks},
-            {"block_size", r.capacity.block_size},
-            {"tokens_per_replica", r.capacity.tokens()},
-            {"bytes_per_token_per_gpu", r.capacity.kv_bytes_per_token_rank},
-            {"utilization_mean", r.kv_utilization_mean},
-            {"utilization_peak", r.kv_utilization_peak}}},
-          {"swap",
-           {{"out_blocks", r.swapped_out_blocks},
-            {"in_blocks", r.swapped_in_blocks},
-            {"seconds", r.swap_seconds}}},
-          {"prefix_cache",
-           {{"enabled", r.prefix_cache.enabled},
-            {"queried_tokens", r.prefix_cache.queried_tokens},
-            {"hit_tokens", r.prefix_cache.hit_tokens},
-            {"saved_prefill_tokens", r.prefix_cache.hit_tokens},
-            {"hit_rate", r.prefix_cache.hit_rate},
-            {"hit_requests", r.prefix_cache.hit_requests},
-            {"miss_requests", r.prefix_cache.miss_requests},
-            {"ttft_hit_s", summary_json(r.prefix_cache.ttft_hit)},
-            {"ttft_miss_s", summary_json(r.prefix_cache.ttft_miss)}}},
-          {"speculative",
-           {{"enabled", r.speculative.enabled},
-            {"verify_steps", r.speculative.steps},
-            {"proposed_tokens", r.speculative.proposed},
-            {"accepted_tokens", r.speculative.accepted},
-            {"acceptance_rate", r.speculative.acceptance_rate},
-            {"tokens_per_step", r.speculative.tokens_per_step},
-            {"expected_tokens_per_step", r.speculative.expected_tokens_per_step}}},
-          {"kv_transfer_s", summary_json(r.kv_transfer)},
-          {"kv_transfer_bytes", r.kv_transfer_bytes},
-          {"memory", memory_json(r.capacity.memory)},
-          {"notes", r.notes}};
-}
-
 RouterPolicy router_flag(const std::string& v) {
   for (auto p :
        {RouterPolicy::round_robin, RouterPolicy::least_outstanding, RouterPolicy::jsq_tokens})
@@ -251,51 +191,6 @@ std::vector<Request> requests_of(const ServeArgs& a, std::string& described) {
                                  spec.prompt.describe(), spec.output.describe(),
                                  spec.prefix.groups > 0 ? ", " + spec.prefix.describe() : "");
   return generate_requests(spec);
-}
-
-void print_summary(const ServingResult& r) {
-  const auto line = [](const char* name, const LatencySummary& s, double scale, const char* unit) {
-    cli_out() << fmt::format("{:<18} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {}\n", name,
-                             s.mean * scale, s.p50 * scale, s.p90 * scale, s.p99 * scale, unit);
-  };
-  cli_out() << fmt::format("{:<18} {:>10} {:>10} {:>10} {:>10}\n", "latency", "mean", "p50", "p90",
-                           "p99");
-  line("TTFT", r.ttft, 1, "s");
-  line("TPOT", r.tpot, 1e3, "ms");
-  line("ITL", r.itl, 1e3, "ms");
-  line("E2E", r.e2e, 1, "s");
-  line("scheduling delay", r.scheduling_delay, 1, "s");
-  cli_out() << fmt::format(
-      "throughput: {:.3f} req/s, {:.1f} output tokens/s, {:.1f} tokens/s/GPU over {:.2f} s\n",
-      r.requests_per_s, r.output_tokens_per_s, r.tokens_per_s_per_gpu, r.makespan_s);
-  cli_out() << fmt::format("goodput: {:.3f} req/s meet the SLOs\n", r.goodput_requests_per_s);
-  cli_out() << fmt::format("requests: {} completed, {} rejected; {} preemptions; {} iterations\n",
-                           r.completed, r.rejected, r.preemptions, r.iterations);
-  if (r.swapped_out_blocks > 0)
-    cli_out() << fmt::format("swap: {} blocks out, {} back in, {:.3f} s of copies per GPU\n",
-                             r.swapped_out_blocks, r.swapped_in_blocks, r.swap_seconds);
-  cli_out() << fmt::format(
-      "KV cache: {} blocks × {} tokens per replica ({:.1f} KB/token/GPU); utilisation mean "
-      "{:.1f} %, peak {:.1f} %\n",
-      r.capacity.blocks, r.capacity.block_size, r.capacity.kv_bytes_per_token_rank / 1e3,
-      100 * r.kv_utilization_mean, 100 * r.kv_utilization_peak);
-  if (const auto& pc = r.prefix_cache; pc.enabled)
-    cli_out() << fmt::format(
-        "prefix cache: {:.1f} % of looked-up prompt tokens hit ({} prefill tokens saved); TTFT "
-        "mean {:.3f} s with a hit ({} requests), {:.3f} s without ({})\n",
-        100 * pc.hit_rate, pc.hit_tokens, pc.ttft_hit.mean, pc.hit_requests, pc.ttft_miss.mean,
-        pc.miss_requests);
-  if (const auto& sp = r.speculative; sp.enabled)
-    cli_out() << fmt::format(
-        "speculative decoding: {} verify steps, {:.1f} % of {} drafts accepted, {:.2f} tokens per "
-        "step (expected {:.2f})\n",
-        sp.steps, 100 * sp.acceptance_rate, sp.proposed, sp.tokens_per_step,
-        sp.expected_tokens_per_step);
-  if (r.kv_transfer.count > 0)
-    cli_out() << fmt::format("KV transfer: mean {:.2f} ms, p99 {:.2f} ms, {:.2f} GB in all\n",
-                             1e3 * r.kv_transfer.mean, 1e3 * r.kv_transfer.p99,
-                             r.kv_transfer_bytes / 1e9);
-  for (const auto& n : r.notes) cli_out() << "note: " << n << "\n";
 }
 
 int run_serve(const ServeArgs& a) {
@@ -496,7 +391,7 @@ int run_serve(const ServeArgs& a) {
     cli_out() << fmt::format("# {} on {}: {}\n# traffic: {}\n# kernel model: {}\n", model.name,
                              topo.name, layout, traffic,
                              ComputeModel(topo.gpu, setup.profile).describe());
-    print_summary(r);
+    cli_out() << serving_summary_text(r);
   }
   if (!a.emit.empty())
     cli_err() << serving_launch_config(a.emit, model, setup.shape, setup.total_replicas(),

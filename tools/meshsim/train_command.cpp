@@ -4,8 +4,7 @@
 // One training step simulated on the cluster: step time, throughput, MFU/HFU, where the time
 // goes (compute, exposed communication by group and op, bubble), memory, checkpoint/goodput.
 // A layout that does not fit memory exits 3 with the memory verdict (--allow-oom: the step too).
-#include <fmt/format.h>
-
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -16,6 +15,7 @@
 #include "parallel/placement.hpp"
 #include "progress.hpp"
 #include "report/chrome_trace.hpp"
+#include "report/training_report.hpp"
 #include "training/training_sim.hpp"
 
 namespace meshsim::cli {
@@ -34,48 +34,6 @@ struct TrainArgs {
 std::vector<std::int64_t> parse_layers(const std::string& text) {
   return parse_count_list(text, "--stage-layers", "positive layer counts like 7,8,8,7",
                           std::int64_t{1} << 24);
-}
-
-std::string pct(double part, double whole) {
-  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
-}
-
-// The layout needs more memory than a GPU has: the verdict and the memory by category, not a
-// step time a real run would never reach (it stops with CUDA out of memory). Exit 3.
-int report_does_not_fit(const TrainingResult& r, const TrainingSetup& setup, double capacity,
-                        bool json) {
-  const double over = r.memory.total() - capacity;
-  if (json) {
-    Json j;
-    j["fits"] = false;
-    j["mesh"] = mesh_json(setup.config.mesh);
-    j["zero"] = setup.config.zero;
-    j["recompute"] = name_of(setup.config.recompute);
-    j["memory"] = memory_json(r.memory);
-    j["memory"]["total"] = r.memory.total();
-    j["memory"]["stage"] = r.memory.stage;
-    j["memory"]["gpu_bytes"] = capacity;
-    j["memory"]["over_bytes"] = over;
-    cli_out() << json_text(j) << "\n";
-  } else {
-    cli_out() << fmt::format("# {}, ZeRO-{}, recompute {}\n", to_string(setup.config.mesh),
-                             setup.config.zero, name_of(setup.config.recompute));
-    const std::pair<const char*, double> rows[] = {
-        {"weights", r.memory.weights},     {"gradients", r.memory.gradients},
-        {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
-        {"temporary", r.memory.temporary}, {"communication", r.memory.communication},
-        {"allocator", r.memory.allocator}};
-    for (const auto& [name, v] : rows) cli_out() << fmt::format("{:<22}{:.2f} GB\n", name, v / 1e9);
-    cli_out() << fmt::format("{:<22}{:.2f} GB of {:.2f} (stage {})\n", "peak memory",
-                             r.memory.total() / 1e9, capacity / 1e9, r.memory.stage);
-  }
-  // Text: the verdict is the result (stdout, as `memory` prints it); JSON: stdout is the document.
-  (json ? cli_err() : cli_out()) << fmt::format(
-      "verdict: does not fit: stage {} needs {:.2f} GB per GPU, {:.2f} GB over the GPU's {:.2f}; "
-      "no step time is reported (--allow-oom simulates it anyway; more pp/tp, a higher --zero "
-      "or --recompute full use less)\n",
-      r.memory.stage, r.memory.total() / 1e9, over / 1e9, capacity / 1e9);
-  return 3;
 }
 
 int run_train(const TrainArgs& a) {
@@ -157,9 +115,23 @@ int run_train(const TrainArgs& a) {
   setup.profile = lent ? *lent->profile : calibration_for(*own, a.calibration);
 
   const auto r = simulate_training(topo, model, setup, lent ? lent->context : nullptr);
-  const double capacity = topo.gpu.hbm_bytes.as_double();
-  const bool fits = r.memory.total() <= capacity;
-  if (!fits && !a.allow_oom) return report_does_not_fit(r, setup, capacity, a.cluster.json);
+  TrainingRun run;
+  run.model = model.name;
+  run.cluster = std::filesystem::path(a.cluster.topology).stem().string();
+  run.gpu = topo.gpu.model;
+  run.kernel_model = ComputeModel(topo.gpu, setup.profile).describe();
+  run.setup = &setup;
+  run.gpu_bytes = topo.gpu.hbm_bytes.as_double();
+  if (!fits_memory(r, run) && !a.allow_oom) {
+    // Text: the verdict is the result (stdout, as `memory` prints it); JSON: stdout is the
+    // document. Exit 3.
+    if (a.cluster.json)
+      cli_out() << json_text(does_not_fit_json(r, run)) << "\n";
+    else
+      cli_out() << does_not_fit_text(r, run);
+    (a.cluster.json ? cli_err() : cli_out()) << does_not_fit_verdict(r, run);
+    return 3;
+  }
   if (!a.report.empty()) {
     HtmlReport rep;
     rep.title = "meshsim train: " + model.name + " on " + to_string(setup.config.mesh);
@@ -173,104 +145,10 @@ int run_train(const TrainArgs& a) {
     write_output(a.trace, "--trace",
                  [&](std::ostream& out) { write_chrome_trace(r.trace, r.replay, out); });
   }
-  const auto& mesh = setup.config.mesh;
-  if (a.cluster.json) {
-    Json j = training_json(r);
-    j["memory"]["gpu_bytes"] = capacity;
-    j["memory"]["fits"] = fits;
-    j["mesh"] = mesh_json(mesh);
-    j["zero"] = setup.config.zero;
-    j["schedule"] = to_string(setup.config.schedule);
-    j["recompute"] = name_of(setup.config.recompute);
-    j["mbs"] = job.micro_batch;
-    j["gbs"] = job.global_batch;
-    j["microbatches"] = r.microbatches;
-    j["stage_layers"] = r.chunk_layers;
-    j["checkpoint_s"] = r.reliability.checkpoint_s;
-    j["checkpoint_interval_s"] = r.reliability.checkpoint_interval_s;
-    j["goodput_fraction"] = r.reliability.goodput_fraction;
-    j["simulated_ranks"] = r.simulated_ranks;
-    j["notes"] = r.notes;
-    Json stages = Json::array();
-    for (const auto& b : r.ranks)
-      stages.push_back({{"rank", b.rank},
-                        {"stage", b.stage},
-                        {"compute_s", b.compute_s},
-                        {"bubble_s", b.bubble_s},
-                        {"host_wait_s", b.host_wait_s},
-                        {"exposed_comm_s", map_json(b.exposed_s)}});
-    j["ranks"] = std::move(stages);
-    cli_out() << json_text(j) << "\n";
-    return 0;
-  }
-  cli_out() << fmt::format("# meshsim train: {} on {} ({} × {})\n", model.name,
-                           std::filesystem::path(a.cluster.topology).stem().string(), r.gpus,
-                           topo.gpu.model);
-  cli_out() << "# kernel model: " << ComputeModel(topo.gpu, setup.profile).describe() << "\n";
-  const auto graphs = setup.strategy.stack.cuda_graphs;
-  cli_out() << fmt::format(
-      "# stack: {} (TP overlap {}, interference {}{})\n", r.stack, r.tp_overlap ? "on" : "off",
-      setup.strategy.stack.interference.on ? "modelled" : "off",
-      graphs == CudaGraphs::none ? std::string()
-                                 : ", CUDA graphs per " + std::string(name_of(graphs)));
-  cli_out() << fmt::format(
-      "# {}, ZeRO-{}, sp {}, schedule {}, recompute {}; seq {}, global batch {}, micro-batch {} "
-      "({} micro-batches per step), {}\n",
-      to_string(mesh), setup.config.zero, setup.config.sp ? "on" : "off",
-      to_string(setup.config.schedule), name_of(setup.config.recompute), job.seq, job.global_batch,
-      job.micro_batch, r.microbatches, name_of(job.dtype));
-  std::string layers;
-  for (auto l : r.chunk_layers) layers += (layers.empty() ? "" : " ") + std::to_string(l);
-  cli_out() << fmt::format("# layers per stage: {}; simulated {} ranks ({}), {} ops\n", layers,
-                           r.simulated_ranks, setup.full ? "every rank" : "one per stage, folded",
-                           r.ops);
-  const double step = r.step_time_s;
-  cli_out() << fmt::format("{:<22}{:.4f} s\n", "step time", step);
-  cli_out() << fmt::format("{:<22}{:.0f} (per GPU {:.1f})\n", "tokens/s", r.tokens_per_s,
-                           r.tokens_per_s_per_gpu);
-  cli_out() << fmt::format(
-      "{:<22}{:.1f}  MFU {:.1f}% (model FLOPs)  HFU {:.1f}% (with recompute)\n",
-      "model TFLOP/s/GPU", r.model_tflops_per_gpu, 100 * r.mfu, 100 * r.hfu);
-  cli_out() << fmt::format("{:<22}{:.4f} s ({})\n", "compute", r.compute_s, pct(r.compute_s, step));
-  if (r.interference_s > 0)
-    cli_out() << fmt::format("{:<22}{:.4f} s of it\n", "  slowed by comm", r.interference_s);
-  if (r.comm_interference_s > 0)
-    cli_out() << fmt::format("{:<22}{:.4f} s lost by collectives to HBM sharing and SM waits\n",
-                             "  comm slowed", r.comm_interference_s);
-  cli_out() << fmt::format("{:<22}{:.4f} s ({})\n", "bubble / waiting", r.bubble_s,
-                           pct(r.bubble_s, step));
-  if (r.host_wait_s > 0)
-    cli_out() << fmt::format("{:<22}{:.4f} s ({}): GPU idle until the host launched its next op\n",
-                             "waiting for host", r.host_wait_s, pct(r.host_wait_s, step));
-  for (const auto& [g, v] : r.exposed_comm_s)
-    cli_out() << fmt::format("{:<22}{:.4f} s ({}), {:.2f} GB sent per GPU\n", "exposed comm " + g,
-                             v, pct(v, step), r.comm_bytes_per_gpu.at(g) / 1e9);
-  for (const auto& [k, v] : r.exposed_comm_by_op_s)
-    cli_out() << fmt::format("{:<22}{:.4f} s\n", "  by op " + k, v);
-  cli_out() << fmt::format("{:<22}{:.2f} GB of {:.2f} (stage {}, {})\n", "peak memory",
-                           r.memory.total() / 1e9, capacity / 1e9, r.memory.stage,
-                           fits ? "fits" : "does not fit; simulated anyway (--allow-oom)");
-  cli_out() << fmt::format("{:<22}{:.1f} s every {:.0f} s; goodput {:.1f}% of wall time\n",
-                           "checkpoint", r.reliability.checkpoint_s,
-                           r.reliability.checkpoint_interval_s,
-                           100 * r.reliability.goodput_fraction);
-  cli_out() << "per simulated rank (critical path): compute / exposed comm / bubble\n";
-  for (const auto& b : r.ranks) {
-    double exposed = 0;
-    std::string worst;
-    double worst_v = 0;
-    for (const auto& [g, v] : b.exposed_s) {
-      exposed += v;
-      if (v > worst_v) {
-        worst_v = v;
-        worst = g;
-      }
-    }
-    cli_out() << fmt::format("  rank {:>5} stage {:>3}: {:.4f} / {:.4f}{} / {:.4f} s\n", b.rank,
-                             b.stage, b.compute_s, exposed,
-                             worst.empty() ? "" : " (mostly " + worst + ")", b.bubble_s);
-  }
-  for (const auto& n : r.notes) cli_out() << "note: " << n << "\n";
+  if (a.cluster.json)
+    cli_out() << json_text(training_run_json(r, run)) << "\n";
+  else
+    cli_out() << training_text(r, run);
   return 0;
 }
 

@@ -86,25 +86,6 @@ std::vector<std::int64_t> parse_count_list(const std::string& text, const std::s
   return out;
 }
 
-ReportCandidate report_candidate(const std::string& label, std::int64_t tp,
-                                 const TrainingResult& r) {
-  ReportCandidate c;
-  c.label = label;
-  c.tp = tp;
-  c.step_s = r.step_time_s;
-  c.tokens_per_s = r.tokens_per_s;
-  c.tokens_per_s_per_gpu = r.tokens_per_s_per_gpu;
-  c.compute_s = r.compute_s;
-  c.interference_s = r.interference_s;
-  c.comm_interference_s = r.comm_interference_s;
-  c.bubble_s = r.bubble_s;
-  c.host_wait_s = r.host_wait_s;
-  c.mfu = r.mfu;
-  c.exposed_s = r.exposed_comm_s;
-  c.memory = r.memory;
-  return c;
-}
-
 void write_report(const std::string& path, HtmlReport report, const Topology& topo,
                   const std::string& cluster_file) {
   report.command = command_line();

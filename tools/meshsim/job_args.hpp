@@ -15,6 +15,7 @@
 #include "report/html_report.hpp"
 #include "report/launch_config.hpp"
 #include "report/metrics_json.hpp"
+#include "report/search_report.hpp"
 #include "topology/topology.hpp"
 #include "training/training_sim.hpp"
 
@@ -32,9 +33,6 @@ void write_output(const std::string& path, const std::string& flag,
 std::vector<std::int64_t> parse_count_list(const std::string& text, const std::string& flag,
                                            const std::string& what, std::int64_t max);
 
-// One row of a report's charts from a simulated step.
-ReportCandidate report_candidate(const std::string& label, std::int64_t tp,
-                                 const TrainingResult& r);
 // Writes `report` (title and rows already set) for `topo` to `path`, with the command line.
 void write_report(const std::string& path, HtmlReport report, const Topology& topo,
                   const std::string& cluster_file);

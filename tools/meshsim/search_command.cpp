@@ -21,6 +21,7 @@
 #include "job_args.hpp"
 #include "progress.hpp"
 #include "report/launch_config.hpp"
+#include "report/search_report.hpp"
 #include "search/distributed.hpp"
 #include "search/search.hpp"
 #include "topology/path_class.hpp"
@@ -92,53 +93,6 @@ SearchSpace space_of(const SearchArgs& a) {
   s.allow_tp_across_nodes = a.allow_tp_across_nodes;
   s.no_hsdp = a.no_hsdp;
   return s;
-}
-
-// `host`: a column for the GPU's wait for the host's launches (when the profile models them).
-std::string row(std::size_t rank, const EvaluatedCandidate& e, bool host) {
-  const auto& r = e.result;
-  auto ex = [&](const char* g) { return r.exposed_comm_s.at(g); };
-  return fmt::format(
-      "{:>4}  {:<54} {:>8.3f} {:>9.1f} {:>5.1f}% {:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} "
-      "{:>7.3f} {:>7.3f}{} {:>7.1f}",
-      rank, e.candidate.label(), r.step_time_s, r.tokens_per_s_per_gpu, 100 * r.mfu, r.compute_s,
-      ex("tp"), ex("dp"), ex("pp"), ex("cp"), ex("ep"), r.bubble_s,
-      host ? fmt::format(" {:>7.3f}", r.host_wait_s) : std::string(), r.memory.total() / 1e9);
-}
-
-// The simulated layouts as the reports show them (ranked, those without an error: they come
-// first), each with its shape (the layout without its ZeRO stage and HSDP group).
-std::vector<ReportCandidate> report_candidates(const std::vector<EvaluatedCandidate>& results) {
-  std::vector<ReportCandidate> out;
-  for (const auto& e : results) {
-    if (!e.error.empty()) break;
-    auto c = report_candidate(e.candidate.label(), e.candidate.config.mesh.tp, e.result);
-    auto shape = e.candidate;
-    shape.config.zero = 0;
-    shape.config.mesh.fsdp = 0;
-    c.shape = shape.label();
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
-Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
-  const auto& r = e.result;
-  const auto& c = e.candidate;
-  Json j = {{"rank", rank},
-            {"label", c.label()},
-            {"mesh", mesh_json(c.config.mesh)},
-            {"zero", c.config.zero},
-            {"schedule", to_string(c.config.schedule)},
-            {"mbs", c.micro_batch},
-            {"recompute", name_of(c.config.recompute)},
-            {"stack", e.result.stack.empty() ? c.stack : e.result.stack}};
-  if (!e.error.empty()) {
-    j["error"] = e.error;
-    return j;
-  }
-  j.update(training_json(r));
-  return j;
 }
 
 // "8,16,32" → node counts.
@@ -276,7 +230,6 @@ int run_search_command(const SearchArgs& a) {
   if (!opt.stacks.empty()) heuristic.stack = opt.strategy.stack.name;
   apply_stack_policy(heuristic, opt.strategy.stack);
   bool heuristic_rank_exact = true;
-  std::map<std::int64_t, double> tp_best_at_least;
   {
     auto ev = evaluate_top_k(
         topo, model, job, r.enumeration.kept, opt,
@@ -287,7 +240,7 @@ int run_search_command(const SearchArgs& a) {
     r.results = std::move(ev.results);
     if (ev.bounded_out > 0) r.enumeration.rejected[kBoundedOut] += ev.bounded_out;
     heuristic_rank_exact = ev.anchor_rank_exact;
-    tp_best_at_least = std::move(ev.tp_best_at_least);
+    r.tp_best_at_least = std::move(ev.tp_best_at_least);
   }
   if (world.w.rank != 0) return 0;
   rank_results(r.results);
@@ -317,32 +270,8 @@ int run_search_command(const SearchArgs& a) {
     auto ev = evaluate_candidates(topo, model, job, {heuristic}, one);
     heuristic_eval = std::move(ev.front());
   }
-  if (!a.csv.empty()) {
-    write_output(a.csv, "--csv", [&](std::ostream& f) {
-      f << "rank,tp,pp,cp,dp,ep,fsdp,zero,schedule,mbs,recompute,step_time_s,tokens_per_s_per_gpu,"
-           "mfu,"
-           "compute_s,exposed_tp_s,exposed_dp_s,exposed_pp_s,exposed_cp_s,exposed_ep_s,bubble_s,"
-           "memory_bytes,error\n";
-      for (std::size_t i = 0; i < r.results.size(); ++i) {
-        const auto& e = r.results[i];
-        const auto& m = e.candidate.config.mesh;
-        const auto& x = e.result;
-        auto ex = [&](const char* g) {
-          const auto it = x.exposed_comm_s.find(g);
-          return it == x.exposed_comm_s.end() ? 0.0 : it->second;
-        };
-        f << fmt::format(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", i + 1,
-            m.tp, m.pp, m.cp, m.dp, m.ep, m.fsdp > 0 ? m.fsdp : m.dp, e.candidate.config.zero,
-            to_string(e.candidate.config.schedule), e.candidate.micro_batch,
-            name_of(e.candidate.config.recompute), x.step_time_s, x.tokens_per_s_per_gpu, x.mfu,
-            x.compute_s, ex("tp"), ex("dp"), ex("pp"), ex("cp"), ex("ep"), x.bubble_s,
-            x.memory.total(), e.error);
-      }
-    });
-  }
-  // The simulated layouts as the report and the text explain them.
-  const auto ranked = report_candidates(r.results);
+  if (!a.csv.empty())
+    write_output(a.csv, "--csv", [&](std::ostream& f) { write_search_csv(r.results, f); });
   // The winner as the launch configuration asked for (text and --json alike).
   std::string launch;
   if (!a.emit.empty() && !r.results.empty() && r.results.front().error.empty()) {
@@ -373,7 +302,7 @@ int run_search_command(const SearchArgs& a) {
     HtmlReport rep;
     rep.title = fmt::format("meshsim search: {} on {} GPUs, seq {}, global batch {}", model.name,
                             gpus, job.seq, job.global_batch);
-    rep.ranked = ranked;
+    rep.ranked = report_candidates(r.results);
     SearchSummary sum;
     sum.combinations = r.enumeration.total;
     sum.rejected = r.enumeration.rejected;
@@ -382,7 +311,7 @@ int run_search_command(const SearchArgs& a) {
     sum.heuristic_rule = heuristic_why;
     sum.heuristic_rank = heuristic_rank;
     sum.heuristic_rank_exact = heuristic_rank_exact;
-    sum.tp_best_at_least = tp_best_at_least;
+    sum.tp_best_at_least = r.tp_best_at_least;
     if (heuristic_eval && heuristic_eval->error.empty())
       sum.heuristic_step_s = heuristic_eval->result.step_time_s;
     sum.launch_format = a.emit;
@@ -399,53 +328,39 @@ int run_search_command(const SearchArgs& a) {
     rep.notes = winner.notes;
     write_report(a.report, std::move(rep), topo, a.cluster.topology);
   }
-  const auto& en = r.enumeration;
+  SearchRun run;
+  run.model = model.name;
+  run.cluster = std::filesystem::path(a.cluster.topology).stem().string();
+  run.gpu = topo.gpu.model;
+  run.gpus = gpus;
+  run.job = job;
+  run.kernel_model = ComputeModel(topo.gpu, opt.profile).describe();
+  run.stack = opt.strategy.stack.name;
+  for (const auto& st : opt.stacks) run.stacks_compared.push_back(st.name);
+  run.result = &r;
+  run.skipped = skipped;
+  run.stopped = stopped;
+  run.top = static_cast<std::size_t>(std::max(a.top, 1));
+  run.top_k = opt.top_k;
+  run.host_column = ComputeModel(topo.gpu, opt.profile).host_per_kernel_s() > 0;
+  run.heuristic_label = heuristic.label();
+  run.heuristic_rule = heuristic_why;
+  run.heuristic_rank = heuristic_rank;
+  run.heuristic_rank_exact = heuristic_rank_exact;
+  if (heuristic_eval) run.heuristic_eval = &*heuristic_eval;
+  if (gpus > 1) {
+    Router router(topo);
+    const auto cls = classify(topo, router.gpu_route(0, 1));
+    if (cls == PathClass::PIX || cls == PathClass::PXB || cls == PathClass::PHB ||
+        cls == PathClass::SYS)
+      run.pcie = cls;
+  }
+  run.launch_format = a.emit;
+  run.launch = launch;
   if (a.cluster.json) {
-    Json j;
-    j["candidates"] = en.total;
-    j["stack"] = opt.strategy.stack.name;
-    Json rej = Json::object();
-    for (const auto& [k, v] : en.rejected) rej[k] = v;
-    j["rejected"] = rej;
-    j["evaluated"] = r.results.size() - skipped;
-    if (skipped > 0) {
-      j["not_simulated"] = skipped;
-      j["stopped"] = stopped;
-    }
-    Json results = Json::array();
-    for (std::size_t i = 0; i < r.results.size(); ++i)
-      results.push_back(result_json(i + 1, r.results[i]));
-    j["results"] = std::move(results);
-    j["heuristic"] = {
-        {"label", heuristic.label()}, {"rule", heuristic_why}, {"rank", heuristic_rank}};
-    // Outside the top K and too far behind it to rank exactly: null, and how far behind.
-    if (heuristic_rank > 0 && !heuristic_rank_exact) {
-      j["heuristic"]["rank"] = nullptr;
-      j["heuristic"]["step_s"] = r.results[heuristic_rank - 1].result.step_time_s;
-    }
-    // TP degrees whose best is beyond reach of the K-th best: what it is at least.
-    if (!tp_best_at_least.empty()) {
-      Json far = Json::object();
-      for (const auto& [tp, s] : tp_best_at_least) far[std::to_string(tp)] = s;
-      j["tp_best_at_least_s"] = std::move(far);
-    }
-    if (!launch.empty()) j["launch"] = {{"format", a.emit}, {"text", launch}};
-    cli_out() << json_text(j) << "\n";
+    cli_out() << json_text(search_json(run)) << "\n";
     return exit_code;
   }
-  cli_out() << fmt::format("# meshsim search: {} on {} ({} × {}), seq {}, global batch {}, {}\n",
-                           model.name, std::filesystem::path(a.cluster.topology).stem().string(),
-                           gpus, topo.gpu.model, job.seq, job.global_batch, name_of(job.dtype));
-  cli_out() << "# kernel model: " << ComputeModel(topo.gpu, opt.profile).describe() << "\n";
-  std::string stacks;
-  for (const auto& st : opt.stacks) stacks += (stacks.empty() ? "" : ", ") + st.name;
-  cli_out() << (opt.stacks.empty() ? "# stack: " + opt.strategy.stack.name + "\n"
-                                   : "# stacks compared: " + stacks + "\n");
-  std::string rejected;
-  for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
-  cli_out() << fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,
-                           r.results.size() - skipped);
-  if (skipped > 0) cli_out() << "# stopped early (" << stopped << ")\n";
   // Wall time goes to stderr: stdout stays byte-identical from run to run.
   cli_err() << fmt::format(
       "# {} simulations in {:.1f} s ({:.1f}/s, {} threads × {} processes)\n",
@@ -453,77 +368,7 @@ int run_search_command(const SearchArgs& a) {
       wall > 0 ? static_cast<double>(r.results.size() - skipped) / wall : 0.0,
       opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency()),
       world.w.size);
-  if (r.results.empty() || !r.results.front().error.empty()) {
-    if (skipped > 0 && skipped == r.results.size())
-      cli_out() << "no layout was simulated before the search stopped\n";
-    else
-      cli_out() << "no candidate fits this cluster; try --allow-tp-across-nodes, more nodes or a "
-                   "smaller batch\n";
-    return exit_code;
-  }
-  const bool host = ComputeModel(topo.gpu, opt.profile).host_per_kernel_s() > 0;
-  cli_out() << fmt::format(
-      "{:>4}  {:<54} {:>8} {:>9} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}{} {:>7}\n", "rank",
-      "candidate", "step s", "tok/s/GPU", "MFU", "compute", "exp tp", "exp dp", "exp pp", "exp cp",
-      "exp ep", "bubble", host ? fmt::format(" {:>7}", "host") : std::string(), "mem GB");
-  const std::size_t top =
-      std::min<std::size_t>(static_cast<std::size_t>(std::max(a.top, 1)), r.results.size());
-  for (std::size_t i = 0; i < top; ++i)
-    if (r.results[i].error.empty()) cli_out() << row(i + 1, r.results[i], host) << "\n";
-  const auto& best = r.results.front();
-  // Explain against the best layout that is not equivalent to #1 (report_candidate.hpp): a tie
-  // or another data-parallel sharding of the same shape says nothing about why #1 wins.
-  const auto groups = group_equivalent(ranked);
-  if (groups.front().members.size() > 1)
-    cli_out() << fmt::format(
-        "#1 is one of {} equivalent shapes (the same step time, or another ZeRO stage or HSDP "
-        "group within {:.1f} % of it)\n",
-        groups.front().members.size(), 100 * kEquivalentStep);
-  if (groups.size() > 1) {
-    const auto next = groups[1].members.front();
-    cli_out() << "why #1 wins: " << why_winner(ranked.front(), ranked[next], next + 1) << "\n";
-  }
-  // Best per TP degree: where TP stops paying for its per-layer collectives.
-  if (best_per_tp(ranked, tp_best_at_least).size() > 1) {
-    Router router(topo);
-    const auto cls = gpus > 1 ? classify(topo, router.gpu_route(0, 1)) : PathClass::LOC;
-    const bool pcie = cls == PathClass::PIX || cls == PathClass::PXB || cls == PathClass::PHB ||
-                      cls == PathClass::SYS;
-    cli_out() << "best per TP degree: " << best_per_tp_line(ranked, tp_best_at_least) << "\n";
-    if (pcie && best.candidate.config.mesh.tp <= 2)
-      cli_out() << fmt::format(
-          "TP is kept at {}: GPUs of a node talk over PCIe (path class {}), and every layer's TP "
-          "all-reduce crosses it, so larger TP adds exposed communication faster than it removes "
-          "compute\n",
-          best.candidate.config.mesh.tp, name_of(cls));
-  }
-  if (heuristic_rank > 0 && !heuristic_rank_exact)
-    cli_out() << fmt::format(
-        "seed heuristic ({}): {} → outside the top {}, {:.1f}% slower than the winner (not "
-        "every faster layout was simulated; --exhaustive ranks it)\n",
-        heuristic_why, heuristic.label(), opt.top_k,
-        100 * (r.results[heuristic_rank - 1].result.step_time_s / best.result.step_time_s - 1));
-  else if (heuristic_rank > 0)
-    cli_out() << fmt::format(
-        "seed heuristic ({}): {} → rank {} of {}{}\n", heuristic_why, heuristic.label(),
-        heuristic_rank, r.results.size(),
-        heuristic_rank == 1 ? ": the simulation agrees"
-                            : fmt::format(", {:.1f}% slower than the winner",
-                                          100 * (r.results[heuristic_rank - 1].result.step_time_s /
-                                                     best.result.step_time_s -
-                                                 1)));
-  else if (heuristic_eval && heuristic_eval->error.empty())
-    cli_out() << fmt::format(
-        "seed heuristic ({}): {} → not in the searched space; simulated "
-        "{:.3f} s, {:.1f}% slower than the winner\n",
-        heuristic_why, heuristic.label(), heuristic_eval->result.step_time_s,
-        100 * (heuristic_eval->result.step_time_s / best.result.step_time_s - 1));
-  else
-    cli_out() << fmt::format("seed heuristic ({}): {} → does not run here{}\n", heuristic_why,
-                             heuristic.label(),
-                             heuristic_eval ? " (" + heuristic_eval->error + ")" : "");
-  cli_out() << "heuristics pick candidates; the simulation picks the winner\n";
-  if (!launch.empty()) cli_out() << "\n" << launch;
+  cli_out() << search_text(run);
   return exit_code;
 }
 

@@ -109,4 +109,37 @@ std::vector<std::size_t> pareto_front(const std::vector<ReportCandidate>& c) {
   return front;
 }
 
+ReportCandidate report_candidate(const std::string& label, std::int64_t tp,
+                                 const TrainingResult& r) {
+  ReportCandidate c;
+  c.label = label;
+  c.tp = tp;
+  c.step_s = r.step_time_s;
+  c.tokens_per_s = r.tokens_per_s;
+  c.tokens_per_s_per_gpu = r.tokens_per_s_per_gpu;
+  c.compute_s = r.compute_s;
+  c.interference_s = r.interference_s;
+  c.comm_interference_s = r.comm_interference_s;
+  c.bubble_s = r.bubble_s;
+  c.host_wait_s = r.host_wait_s;
+  c.mfu = r.mfu;
+  c.exposed_s = r.exposed_comm_s;
+  c.memory = r.memory;
+  return c;
+}
+
+std::vector<ReportCandidate> report_candidates(const std::vector<EvaluatedCandidate>& results) {
+  std::vector<ReportCandidate> out;
+  for (const auto& e : results) {
+    if (!e.error.empty()) break;
+    auto c = report_candidate(e.candidate.label(), e.candidate.config.mesh.tp, e.result);
+    auto shape = e.candidate;
+    shape.config.zero = 0;
+    shape.config.mesh.fsdp = 0;
+    c.shape = shape.label();
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace meshsim

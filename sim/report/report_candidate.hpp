@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "memory/memory_model.hpp"
+#include "search/search.hpp"
+#include "training/training_sim.hpp"
 
 namespace meshsim {
 
@@ -26,6 +28,13 @@ struct ReportCandidate {
   std::map<std::string, double> exposed_s;  // by group
   MemoryBreakdown memory;
 };
+
+// One row of a report's charts from a simulated step.
+ReportCandidate report_candidate(const std::string& label, std::int64_t tp,
+                                 const TrainingResult& r);
+// The ranked layouts as the reports show them (those without an error: they come first), each
+// with its shape (the layout without its ZeRO stage and HSDP group).
+std::vector<ReportCandidate> report_candidates(const std::vector<EvaluatedCandidate>& results);
 
 // Equivalent layouts, one group each, in the rank order of their best member (`members` are
 // indices into `ranked`, best first). A layout joins an earlier group when its step time equals

@@ -3,14 +3,12 @@
 // the best layout per TP degree and how the seed heuristic compares (text); the same as one JSON
 // document (DESIGN.md's `search` keys); every simulated layout as CSV.
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/json_reader.hpp"
-#include "report/report_candidate.hpp"
 #include "search/search.hpp"
 #include "topology/path_class.hpp"
 
@@ -40,13 +38,6 @@ struct SearchRun {
   std::optional<PathClass> pcie;
   std::string launch_format, launch;  // --emit's launch configuration of the winner
 };
-
-// The ranked layouts as the reports show them (those without an error: they come first), each
-// with its shape (the layout without its ZeRO stage and HSDP group).
-std::vector<ReportCandidate> report_candidates(const std::vector<EvaluatedCandidate>& results);
-// One row of a report's charts from a simulated step.
-ReportCandidate report_candidate(const std::string& label, std::int64_t tp,
-                                 const TrainingResult& r);
 
 std::string search_text(const SearchRun& run);
 Json search_json(const SearchRun& run);

@@ -327,9 +327,9 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     // Compute time lost to interference: how much longer the compute ops ran than alone.
     for (const auto i : ops_of[rank]) {
       const auto& info = r.trace.info[i];
-      for (const auto* wait : {&r.replay.hbm_wait_ps, &r.replay.sm_wait_ps})
-        if (info.comm && i < wait->size())
-          b.comm_interference_s += static_cast<double>((*wait)[i]) * 1e-12;  // ps → s
+      if (info.comm)
+        for (const auto* wait : {&r.replay.hbm_wait_ps, &r.replay.sm_wait_ps})
+          if (i < wait->size()) b.comm_interference_s += static_cast<double>((*wait)[i]) * 1e-12;
       if (info.comm || (info.slowdown <= 1.0F && info.hbm_fraction <= 0.0F)) continue;
       const auto& t = r.replay.ops[i];
       const Time nominal = r.trace.graph.op(OpId{i}).duration;

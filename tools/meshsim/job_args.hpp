@@ -15,7 +15,7 @@
 #include "report/html_report.hpp"
 #include "report/launch_config.hpp"
 #include "report/metrics_json.hpp"
-#include "report/search_report.hpp"
+#include "report/report_candidate.hpp"
 #include "topology/topology.hpp"
 #include "training/training_sim.hpp"
 

@@ -334,7 +334,8 @@ int run_search_command(const SearchArgs& a) {
   run.gpu = topo.gpu.model;
   run.gpus = gpus;
   run.job = job;
-  run.kernel_model = ComputeModel(topo.gpu, opt.profile).describe();
+  const ComputeModel kernels(topo.gpu, opt.profile);
+  run.kernel_model = kernels.describe();
   run.stack = opt.strategy.stack.name;
   for (const auto& st : opt.stacks) run.stacks_compared.push_back(st.name);
   run.result = &r;
@@ -342,7 +343,7 @@ int run_search_command(const SearchArgs& a) {
   run.stopped = stopped;
   run.top = static_cast<std::size_t>(std::max(a.top, 1));
   run.top_k = opt.top_k;
-  run.host_column = ComputeModel(topo.gpu, opt.profile).host_per_kernel_s() > 0;
+  run.host_column = kernels.host_per_kernel_s() > 0;
   run.heuristic_label = heuristic.label();
   run.heuristic_rule = heuristic_why;
   run.heuristic_rank = heuristic_rank;

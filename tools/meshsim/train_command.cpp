@@ -5,11 +5,8 @@
 // goes (compute, exposed communication by group and op, bubble), memory, checkpoint/goodput.
 // A layout that does not fit memory exits 3 with the memory verdict (--allow-oom: the step too).
 #include <filesystem>
-#include <fstream>
-#include <iostream>
 
 #include "commands.hpp"
-#include "compute/calibration_profile.hpp"
 #include "compute/compute_model.hpp"
 #include "job_args.hpp"
 #include "parallel/placement.hpp"

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -125,6 +126,34 @@ TEST_CASE("calibrate kineto: measured per-op times next to the simulated step") 
     if (part["part"] == "nccl all_reduce") all_reduce = part.contains("simulated_s");
   }
   CHECK(all_reduce);
+}
+
+TEST_CASE("calibrate kineto: nothing to write is one error line, and no report before it") {
+  // Kernels only: no aten::mm shapes (record_shapes) and no launches (ProfilerActivity.CPU).
+  json trace = read(example("kineto-step-example.json"));
+  json kernels = json::array();
+  for (const auto& e : trace["traceEvents"])
+    if (e["cat"] == "kernel") kernels.push_back(e);
+  trace["traceEvents"] = kernels;
+  const auto in = temp("meshsim_kineto_kernels_only.json");
+  std::ofstream(in) << trace.dump();
+  const auto prof = temp("meshsim_kineto_nothing.json");
+  std::filesystem::remove(prof);
+  const auto args = "calibrate kineto --trace " + in + " --topology " +
+                    source_path("topologies/dgx-h100.json") + " --workload " +
+                    source_path("workloads/models/llama3.1-8b.json") +
+                    " --mesh dp=8 --seq 8192 --gbs 8";
+  const auto r = run_cli(args + " --write-profile " + prof);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());  // before, the whole comparison was printed ahead of the error
+  CHECK(r.err.rfind("error: " + in + ": no GEMM shapes", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(std::filesystem::exists(prof));
+  // Without --write-profile the same trace is read: the comparison, and how to measure the host.
+  const auto ok = run_cli(args);
+  REQUIRE_MESSAGE(ok.exit_code == 0, ok.err);
+  CHECK(ok.out.find("# host: not measured") != std::string::npos);
+  CHECK(ok.out.find("GEMM shapes") == std::string::npos);
 }
 
 TEST_CASE("calibrate fit and nccl-topo take --json") {

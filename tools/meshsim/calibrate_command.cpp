@@ -10,7 +10,6 @@
 
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "commands.hpp"
 #include "compute/calibration_fit.hpp"
@@ -18,6 +17,7 @@
 #include "compute/kineto_trace.hpp"
 #include "job_args.hpp"
 #include "network/nccl_tests_log.hpp"
+#include "report/kineto_report.hpp"
 #include "topology/nccl_topo_xml.hpp"
 #include "topology/topology_summary.hpp"
 #include "training/training_sim.hpp"
@@ -144,132 +144,36 @@ int run_nccl_topo(const CalibrateTopoArgs& a) {
 
 int run_kineto(const KinetoArgs& a) {
   const auto m = read_kineto_trace(a.trace, a.device);
-  // --json: the same parts and GEMM rows as one document; the text lines go nowhere.
-  std::ostringstream discard;
-  std::ostream& text = a.json ? discard : cli_out();
-  Json doc{{"trace", a.trace}, {"device", m.device}, {"kernels", m.kernels}, {"steps", m.steps}};
-  text << fmt::format("# {}: device {}, {} kernels, {} profiled step(s)\n", a.trace, m.device,
-                      m.kernels, m.steps);
-  struct Line {
-    std::string part;
-    double measured = 0;
-    std::optional<double> simulated;
-  };
-  std::vector<Line> lines;
-  if (m.step_s > 0) lines.push_back({"step (wall)", m.step_s, {}});
-  lines.push_back({"compute kernels", m.compute_s(), {}});
-  lines.push_back({"  gemm", m.gemm_s, {}});
-  lines.push_back({"  attention", m.attention_s, {}});
-  lines.push_back({"  other", m.other_compute_s, {}});
-  for (const auto& [op, s] : m.comm_s) lines.push_back({"nccl " + op, s, {}});
-  std::optional<ComputeModel> cm;
-  {
-    ClusterArgs c;
-    c.topology = a.topology;
-    c.nodes = a.nodes;
-    auto topo = c.load();
-    const auto job = a.job.resolve(static_cast<std::int64_t>(topo.gpus().size()));
-    auto setup = training_setup(job);
-    setup.profile = calibration_for(topo, a.calibration);
-    const auto r = simulate_training(topo, job.workload.model, setup);
-    // Rank 0's busy time per kind, as the profiler sees kernels: compute ops and the full
-    // duration of each collective (not only its exposed part).
-    double compute = 0;
-    std::map<std::string, double> comm;
-    for (std::size_t i = 0; i < r.trace.info.size(); ++i) {
-      const auto& info = r.trace.info[i];
-      if (info.rank != 0 || info.host) continue;
-      const auto& t = r.replay.ops[i];
-      if (!t.finished()) continue;
-      const double d = (t.end - t.start).seconds();
-      if (info.comm)
-        comm[std::string(info.kind)] += d;
-      else
-        compute += d;
-    }
-    if (m.step_s > 0) lines[0].simulated = r.step_time_s;
-    for (auto& l : lines) {
-      if (l.part == "compute kernels") l.simulated = compute;
-      if (l.part.rfind("nccl ", 0) == 0)
-        if (auto it = comm.find(l.part.substr(5)); it != comm.end()) l.simulated = it->second;
-    }
-    for (const auto& [op, s] : comm)
-      if (!m.comm_s.contains(op)) lines.push_back({"nccl " + op, 0, s});
-    text << fmt::format("# simulated: meshsim train of the same job on {} ({})\n", topo.name,
-                        to_string(job.config.mesh));
-    doc["simulated"] = {{"topology", topo.name}, {"mesh", mesh_json(job.config.mesh)}};
-    cm.emplace(topo.gpu, setup.profile);
-  }
-  text << fmt::format("{:<20} {:>12} {:>12} {:>8}\n", "per step", "measured s", "simulated s",
-                      "error");
-  Json parts = Json::array();
-  for (const auto& l : lines) {
-    Json p{{"part", l.part}, {"measured_s", l.measured}};
-    if (l.simulated) p["simulated_s"] = *l.simulated;
-    if (l.simulated && l.measured > 0) p["error"] = (*l.simulated - l.measured) / l.measured;
-    parts.push_back(std::move(p));
-    const auto sim =
-        l.simulated ? fmt::format("{:>12.4f}", *l.simulated) : fmt::format("{:>12}", "-");
-    const auto err = l.simulated && l.measured > 0
-                         ? fmt::format("{:+7.1f}%", 100 * (*l.simulated - l.measured) / l.measured)
-                         : std::string("       -");
-    text << fmt::format("{:<20} {:>12.4f} {} {}\n", l.part, l.measured, sim, err);
-  }
-  doc["parts"] = std::move(parts);
-  Json gemms = Json::array();
-  if (!m.gemm_points.empty()) {
-    text << fmt::format("# {} GEMM shapes with kernel times (aten::mm/addmm/bmm)\n",
-                        m.gemm_points.size());
-    for (const auto& p : m.gemm_points) {
-      const auto k = gemm_kernel(p.shape, p.dtype);
-      const double measured = k.flops / p.flops_per_s;
-      std::string model;
-      Json g{{"dtype", name_of(p.dtype)},
-             {"m", p.shape.m},
-             {"n", p.shape.n},
-             {"k", p.shape.k},
-             {"batch", p.shape.batch},
-             {"measured_s", measured},
-             {"flops_per_s", p.flops_per_s}};
-      if (cm) {
-        const double s = cm->seconds(k);
-        model =
-            fmt::format(" model {:.1f} us ({:+.1f}%)", s * 1e6, 100 * (s - measured) / measured);
-        g["model_s"] = s;
-      }
-      text << fmt::format("  {} {}x{}x{} batch {}: {:.1f} us, {:.1f} TFLOP/s{}\n", name_of(p.dtype),
-                          p.shape.m, p.shape.n, p.shape.k, p.shape.batch, measured * 1e6,
-                          p.flops_per_s / 1e12, model);
-      gemms.push_back(std::move(g));
-    }
-  }
-  doc["gemm"] = std::move(gemms);
-  if (m.host_per_kernel_s) {
-    text << fmt::format(
-        "# host: {:.2f} µs per kernel launched (median of {} launch-to-launch gaps; a launch call "
-        "takes {:.2f} µs)\n",
-        *m.host_per_kernel_s * 1e6, m.launch_gaps, m.launch_call_s * 1e6);
-    doc["host_per_kernel_s"] = *m.host_per_kernel_s;
-    doc["launch_call_s"] = m.launch_call_s;
-  } else {
-    text << fmt::format(
-        "# host: not measured ({} launch-to-launch gaps; profile with ProfilerActivity.CPU)\n",
-        m.launch_gaps);
-  }
+  ClusterArgs c;
+  c.topology = a.topology;
+  c.nodes = a.nodes;
+  auto topo = c.load();
+  const auto job = a.job.resolve(static_cast<std::int64_t>(topo.gpus().size()));
+  auto setup = training_setup(job);
+  setup.profile = calibration_for(topo, a.calibration);
+  const auto r = simulate_training(topo, job.workload.model, setup);
+  const ComputeModel kernels(topo.gpu, setup.profile);
+  // The profile is written before anything is printed: an error must not follow a report.
   if (!a.write_profile.empty()) {
     if (m.gemm_points.empty() && !m.host_per_kernel_s)
       throw Error(a.trace, "",
                   "no GEMM shapes (profile with record_shapes=True) and no host launch times "
                   "(ProfilerActivity.CPU) to write");
     CalibrationProfile p;
-    p.gpu = cm->gpu().model;
+    p.gpu = topo.gpu.model;
     p.source = "GEMM kernel times and host launch gaps from the PyTorch profiler trace " + a.trace;
     p.gemm = m.gemm_points;
     p.host_per_kernel_s = m.host_per_kernel_s;
     write_json(a.write_profile, to_json(p), "--write-profile");
-    doc["profile_written"] = a.write_profile;
   }
-  if (a.json) cli_out() << json_text(doc) << "\n";
+  const KinetoComparison comparison{a.trace, &m, topo.name, job.config.mesh, &r, &kernels};
+  if (!a.json) {
+    cli_out() << kineto_text(comparison);
+    return 0;
+  }
+  Json doc = kineto_json(comparison);
+  if (!a.write_profile.empty()) doc["profile_written"] = a.write_profile;
+  cli_out() << json_text(doc) << "\n";
   return 0;
 }
 

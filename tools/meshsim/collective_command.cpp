@@ -1,7 +1,6 @@
 // meshsim collective --topology T [--nodes N] --op OP (--gpus N | --group 0-7,16)
 //                    [--sizes 8:8G] [--algo auto|ring|tree|nvls|hier|direct] [--json]
 // A table like nccl-tests: size, count, type, time, algbw, busbw, and the algorithm chosen.
-#include <fmt/format.h>
 
 #include <iostream>
 #include <memory>
@@ -12,6 +11,7 @@
 #include "core/json_reader.hpp"
 #include "job_args.hpp"
 #include "network/collective_runner.hpp"
+#include "report/collective_report.hpp"
 #include "topology/topology_loader.hpp"
 
 namespace meshsim::cli {
@@ -113,11 +113,7 @@ int run_collective_command(const CollectiveArgs& a) {
   // Price every size first: an error must not leave half a table on stdout.
   Router router(topo);
   CollectiveCostCache cache;
-  struct Row {
-    double bytes, time_s, algbw, busbw;
-    std::string algo;
-  };
-  std::vector<Row> table;
+  CollectiveSweep sweep{*op, ranks.size(), topo.name, topo.gpu_count(), {}};
   for (double bytes : sizes) {
     const CollectiveCall call{*op, ranks, bytes};
     const auto priced = price_collective(topo, router, call, algo, &cache);
@@ -127,38 +123,11 @@ int run_collective_command(const CollectiveArgs& a) {
         (profile ? calibrated_collective_time(profile->links, topo, call, priced.time, priced.time)
                  : priced.time)
             .seconds();
-    const double algbw = t > 0 ? bytes / t : 0.0;
-    table.push_back(
-        Row{bytes, t, algbw, algbw * busbw_factor(*op, ranks.size()),
-            std::string(name_of(priced.algo)) + "/" + std::string(name_of(priced.protocol))});
+    sweep.rows.push_back(
+        {bytes, t,
+         std::string(name_of(priced.algo)) + "/" + std::string(name_of(priced.protocol))});
   }
-  Json rows = Json::array();
-  if (!a.cluster.json) {
-    cli_out() << fmt::format("# meshsim collective: {} on {} ranks of {} ({} GPUs)\n", name_of(*op),
-                             ranks.size(), topo.name, topo.gpu_count());
-    cli_out() << fmt::format("# {:>14} {:>12} {:>6} {:>12} {:>12} {:>12}  {}\n", "size(B)", "count",
-                             "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algorithm");
-  }
-  for (const auto& row : table) {
-    if (a.cluster.json) {
-      rows.push_back({{"bytes", row.bytes},
-                      {"time_s", row.time_s},
-                      {"algbw_Bps", row.algbw},
-                      {"busbw_Bps", row.busbw},
-                      {"algo", row.algo}});
-    } else {
-      cli_out() << fmt::format("  {:>14.0f} {:>12.0f} {:>6} {:>12.2f} {:>12.2f} {:>12.2f}  {}\n",
-                               row.bytes, row.bytes / 4, "float", row.time_s * 1e6, row.algbw / 1e9,
-                               row.busbw / 1e9, row.algo);
-    }
-  }
-  if (a.cluster.json) {
-    Json j;
-    j["op"] = std::string(name_of(*op));
-    j["ranks"] = ranks.size();
-    j["rows"] = rows;
-    cli_out() << json_text(j) << "\n";
-  }
+  cli_out() << (a.cluster.json ? json_text(collective_json(sweep)) + "\n" : collective_text(sweep));
   return 0;
 }
 

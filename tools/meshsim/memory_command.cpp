@@ -3,7 +3,6 @@
 //                --sp on|off] [--mode train|serve --concurrency C --context S] [--gpu NAME |
 //                --topology T] [--json]
 // Memory per GPU by category against the GPU's capacity, with a fits / does-not-fit verdict.
-#include <fmt/format.h>
 
 #include <iostream>
 
@@ -14,6 +13,7 @@
 #include "model/param_count.hpp"
 #include "model/workload.hpp"
 #include "parallel/mesh_rules.hpp"
+#include "report/memory_report.hpp"
 #include "topology/topology_loader.hpp"
 
 namespace meshsim::cli {
@@ -30,10 +30,6 @@ struct MemoryArgs {
   double allocator_headroom = -1;
   bool json = false;
 };
-
-std::string gb(double bytes) {
-  return fmt::format("{:.2f}", bytes / 1e9);
-}
 
 int run_memory(const MemoryArgs& a) {
   const bool serve = a.mode == "serve";
@@ -53,12 +49,16 @@ int run_memory(const MemoryArgs& a) {
     if (a.allocator_headroom > 1) throw Error("", "--allocator-headroom", "must be within [0, 1]");
     opt.allocator_fraction = a.allocator_headroom;
   }
-  const auto params = count_params(model);
-  Json j;
-  j["params"] = {{"total", params.total}, {"active", params.active}};
-  MemoryBreakdown b;
-  std::string header;
+  MemoryRun run;
+  run.model = model.name;
+  run.params = count_params(model);
+  run.has_architecture = model.has_architecture();
+  run.gpu = gpu.model;
+  run.gpu_bytes = gpu.hbm_bytes.as_double();
+  run.config = &cfg;
   const auto dtype = job_flags.dtype;
+  ServingMemoryJob serving;
+  TrainingMemoryJob training;
   if (serve) {
     if (cfg.mesh.dp != 1 || cfg.mesh.cp != 1 || cfg.mesh.ep != 1)
       throw Error("", "--mesh", "a serving replica is tp=..,pp=.. (replicas are separate GPUs)");
@@ -76,92 +76,34 @@ int run_memory(const MemoryArgs& a) {
     if (context == 0 && model.has_architecture())
       throw Error("", "--context",
                   "give the tokens per sequence (prompt + output) to size the KV cache");
-    ServingMemoryJob job;
-    job.tp = cfg.mesh.tp;
-    job.pp = cfg.mesh.pp;
-    job.concurrency = a.concurrency;
-    job.context = context;
-    job.weight_dtype = dtype;
-    job.kv_dtype = a.kv_dtype.empty() ? (dtype == DType::fp8 ? DType::fp8 : DType::bf16)
-                                      : dtype_flag(a.kv_dtype, "--kv-dtype");
+    serving.tp = cfg.mesh.tp;
+    serving.pp = cfg.mesh.pp;
+    serving.concurrency = a.concurrency;
+    serving.context = context;
+    serving.weight_dtype = dtype;
+    serving.kv_dtype = a.kv_dtype.empty() ? (dtype == DType::fp8 ? DType::fp8 : DType::bf16)
+                                          : dtype_flag(a.kv_dtype, "--kv-dtype");
     if (a.max_batch_tokens < 1) throw Error("", "--max-batch-tokens", "must be a positive integer");
-    job.max_batch_tokens = a.max_batch_tokens;
-    b = serving_memory(model, job, opt);
-    const double kv_token = kv_bytes_per_token(model, job.kv_dtype);
-    j["kv_bytes_per_token"] = kv_token;
-    header = fmt::format("serving, tp={} pp={}, {} weights, {} KV cache, {} sequences × {} tokens",
-                         job.tp, job.pp, name_of(job.weight_dtype), name_of(job.kv_dtype),
-                         job.concurrency, job.context);
-    if (model.has_architecture())
-      header += fmt::format(
-          "\n# KV cache {:.4f} MB per token for the whole model ({:.2f} GB per "
-          "sequence)",
-          kv_token / 1e6, kv_token * static_cast<double>(job.context) / 1e9);
+    serving.max_batch_tokens = a.max_batch_tokens;
+    run.serving = &serving;
+    run.replica = serving_memory(model, serving, opt);
+    run.kv_bytes_per_token = kv_bytes_per_token(model, serving.kv_dtype);
   } else {
     opt.recipe = stack_recipe(job_flags.stack, dtype);
     opt.flash_attention = job_flags.flash_attention;
-    TrainingMemoryJob job;
-    job.dtype = dtype;
-    job.seq = job_flags.seq;
-    job.micro_batch = job_flags.micro_batch;
-    job.global_batch = job_flags.global_batch;
-    if (job.seq <= 0 && model.has_architecture())
+    training.dtype = dtype;
+    training.seq = job_flags.seq;
+    training.micro_batch = job_flags.micro_batch;
+    training.global_batch = job_flags.global_batch;
+    if (training.seq <= 0 && model.has_architecture())
       throw Error("", "--seq", "give the sequence length (or a job file with seq)");
-    check_mesh(model, cfg,
-               {job.seq, job.global_batch, job.micro_batch, true, job_flags.batch_from});
-    const auto stages = training_memory_per_stage(model, job, cfg, opt);
-    b = worst_stage(stages);
-    header = fmt::format(
-        "training, {}, ZeRO-{}{}, recompute {}, sp {}, schedule {}\n# seq {}, global batch {}, "
-        "micro-batch {}, {}; worst pipeline stage {} of {}",
-        to_string(cfg.mesh), cfg.zero,
-        cfg.zero == 3 ? (cfg.reshard_after_forward ? " (reshard after forward)" : " (no reshard)")
-                      : "",
-        name_of(cfg.recompute), cfg.sp ? "on" : "off", to_string(cfg.schedule), job.seq,
-        job.global_batch, job.micro_batch, name_of(dtype), b.stage, cfg.mesh.pp);
-    j["stage"] = b.stage;
-    Json per_stage = Json::array();
-    for (const auto& s : stages) per_stage.push_back(s.total());
-    j["stage_total_bytes"] = per_stage;
+    check_mesh(
+        model, cfg,
+        {training.seq, training.global_batch, training.micro_batch, true, job_flags.batch_from});
+    run.training = &training;
+    run.stages = training_memory_per_stage(model, training, cfg, opt);
   }
-  const double capacity = gpu.hbm_bytes.as_double();
-  const bool fits = b.total() <= capacity;
-  j["mode"] = a.mode;
-  j["mesh"] = mesh_json(cfg.mesh);
-  j["per_gpu_bytes"] = memory_json(b);
-  j["model_state_bytes"] = b.model_state();
-  j["total_bytes"] = b.total();
-  j["gpu_bytes"] = capacity;
-  j["gpu"] = gpu.model;
-  j["fits"] = fits;
-  j["activations_modeled"] = b.activations_modeled;
-  if (a.json) {
-    cli_out() << json_text(j) << "\n";
-    return 0;
-  }
-  cli_out() << fmt::format(
-      "# meshsim memory: {} ({:.2f} B parameters, {:.2f} B active per token)\n", model.name,
-      params.total / 1e9, params.active / 1e9);
-  cli_out() << "# " << header << "\n";
-  cli_out() << fmt::format("# GPU {} ({} GB); GB = 10^9 bytes\n", gpu.model, gb(capacity));
-  if (!b.activations_modeled)
-    cli_out() << "# the model is given by its parameter count only: activations, workspaces and "
-                 "KV cache need an architecture and are not included\n";
-  cli_out() << fmt::format("{:<16}{:>12}\n", "category", "GB per GPU");
-  const std::pair<const char*, double> rows[] = {
-      {"weights", b.weights},     {"gradients", b.gradients},
-      {"optimizer", b.optimizer}, {"activations", b.activations},
-      {"temporary", b.temporary}, {"communication", b.communication},
-      {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
-  for (const auto& [name, v] : rows) cli_out() << fmt::format("{:<16}{:>12}\n", name, gb(v));
-  cli_out() << fmt::format("{:<16}{:>12}\n", "model state", gb(b.model_state()));
-  cli_out() << fmt::format("{:<16}{:>12}\n", "total", gb(b.total()));
-  if (fits)
-    cli_out() << fmt::format("verdict: fits ({} GB free of {})\n", gb(capacity - b.total()),
-                             gb(capacity));
-  else
-    cli_out() << fmt::format("verdict: does not fit ({} GB over {})\n", gb(b.total() - capacity),
-                             gb(capacity));
+  cli_out() << (a.json ? json_text(memory_run_json(run)) + "\n" : memory_text(run));
   return 0;
 }
 

@@ -1,0 +1,102 @@
+#include "report/memory_report.hpp"
+
+#include <fmt/format.h>
+
+#include "core/enum_names.hpp"
+#include "report/metrics_json.hpp"
+
+namespace meshsim {
+
+namespace {
+
+std::string gb(double bytes) {
+  return fmt::format("{:.2f}", bytes / 1e9);
+}
+
+// The job's line(s) under the title: the layout and batch, or the replica and its KV cache.
+std::string job_header(const MemoryRun& run, const MemoryBreakdown& b) {
+  const ParallelConfig& cfg = *run.config;
+  if (run.serving) {
+    const ServingMemoryJob& job = *run.serving;
+    std::string header = fmt::format(
+        "serving, tp={} pp={}, {} weights, {} KV cache, {} sequences × {} tokens", job.tp, job.pp,
+        name_of(job.weight_dtype), name_of(job.kv_dtype), job.concurrency, job.context);
+    if (run.has_architecture)
+      header += fmt::format(
+          "\n# KV cache {:.4f} MB per token for the whole model ({:.2f} GB per "
+          "sequence)",
+          run.kv_bytes_per_token / 1e6,
+          run.kv_bytes_per_token * static_cast<double>(job.context) / 1e9);
+    return header;
+  }
+  const TrainingMemoryJob& job = *run.training;
+  return fmt::format(
+      "training, {}, ZeRO-{}{}, recompute {}, sp {}, schedule {}\n# seq {}, global batch {}, "
+      "micro-batch {}, {}; worst pipeline stage {} of {}",
+      to_string(cfg.mesh), cfg.zero,
+      cfg.zero == 3 ? (cfg.reshard_after_forward ? " (reshard after forward)" : " (no reshard)")
+                    : "",
+      name_of(cfg.recompute), cfg.sp ? "on" : "off", to_string(cfg.schedule), job.seq,
+      job.global_batch, job.micro_batch, name_of(job.dtype), b.stage, cfg.mesh.pp);
+}
+
+}  // namespace
+
+MemoryBreakdown reported_memory(const MemoryRun& run) {
+  return run.serving ? run.replica : worst_stage(run.stages);
+}
+
+std::string memory_text(const MemoryRun& run) {
+  const MemoryBreakdown b = reported_memory(run);
+  std::string out =
+      fmt::format("# meshsim memory: {} ({:.2f} B parameters, {:.2f} B active per token)\n",
+                  run.model, run.params.total / 1e9, run.params.active / 1e9);
+  out += "# " + job_header(run, b) + "\n";
+  out += fmt::format("# GPU {} ({} GB); GB = 10^9 bytes\n", run.gpu, gb(run.gpu_bytes));
+  if (!b.activations_modeled)
+    out +=
+        "# the model is given by its parameter count only: activations, workspaces and "
+        "KV cache need an architecture and are not included\n";
+  out += fmt::format("{:<16}{:>12}\n", "category", "GB per GPU");
+  const std::pair<const char*, double> rows[] = {
+      {"weights", b.weights},     {"gradients", b.gradients},
+      {"optimizer", b.optimizer}, {"activations", b.activations},
+      {"temporary", b.temporary}, {"communication", b.communication},
+      {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
+  for (const auto& [name, v] : rows) out += fmt::format("{:<16}{:>12}\n", name, gb(v));
+  out += fmt::format("{:<16}{:>12}\n", "model state", gb(b.model_state()));
+  out += fmt::format("{:<16}{:>12}\n", "total", gb(b.total()));
+  if (b.total() <= run.gpu_bytes)
+    out += fmt::format("verdict: fits ({} GB free of {})\n", gb(run.gpu_bytes - b.total()),
+                       gb(run.gpu_bytes));
+  else
+    out += fmt::format("verdict: does not fit ({} GB over {})\n", gb(b.total() - run.gpu_bytes),
+                       gb(run.gpu_bytes));
+  return out;
+}
+
+Json memory_run_json(const MemoryRun& run) {
+  const MemoryBreakdown b = reported_memory(run);
+  Json j;
+  j["params"] = {{"total", run.params.total}, {"active", run.params.active}};
+  if (run.serving) {
+    j["kv_bytes_per_token"] = run.kv_bytes_per_token;
+  } else {
+    j["stage"] = b.stage;
+    Json per_stage = Json::array();
+    for (const auto& s : run.stages) per_stage.push_back(s.total());
+    j["stage_total_bytes"] = per_stage;
+  }
+  j["mode"] = run.serving ? "serve" : "train";
+  j["mesh"] = mesh_json(run.config->mesh);
+  j["per_gpu_bytes"] = memory_json(b);
+  j["model_state_bytes"] = b.model_state();
+  j["total_bytes"] = b.total();
+  j["gpu_bytes"] = run.gpu_bytes;
+  j["gpu"] = run.gpu;
+  j["fits"] = b.total() <= run.gpu_bytes;
+  j["activations_modeled"] = b.activations_modeled;
+  return j;
+}
+
+}  // namespace meshsim

@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "report/html_escape.hpp"
+#include "report/metrics_json.hpp"
 #include "report/svg_chart.hpp"
+#include "serving/engine.hpp"
 
 namespace meshsim {
 namespace {
@@ -312,6 +314,64 @@ std::string serving_summary_text(const ServingResult& r) {
                     1e3 * r.kv_transfer.mean, 1e3 * r.kv_transfer.p99, r.kv_transfer_bytes / 1e9);
   for (const auto& n : r.notes) out += "note: " + n + "\n";
   return out;
+}
+
+Json serving_run_json(const ServingResult& r, const std::string& engine,
+                      const SchedulerOptions& sch, std::int64_t tp) {
+  Json doc = serving_json(r);
+  doc["engine"] = {{"name", engine},
+                   {"admission", name_of(sch.admission)},
+                   {"preemption", name_of(sch.preemption)},
+                   {"mixed_batches", sch.mixed_batches},
+                   {"max_seqs", sch.max_seqs},
+                   {"max_batch_tokens", sch.max_batch_tokens},
+                   {"kv_budget", name_of(sch.kv_budget)},
+                   {"kv_memory_fraction", sch.memory_fraction(tp)},
+                   {"prefix_caching", sch.prefix_caching}};
+  return doc;
+}
+
+std::string serving_search_text(const ServingSearchResult& found, const ServingSearchRun& run) {
+  std::string out = fmt::format(
+      "# {} on {} GPUs of {}; traffic: {}; SLO p99 TTFT ≤ {} s, p99 TPOT ≤ {} ms\n", run.model,
+      run.gpus, run.cluster, run.traffic, run.slo_ttft_s, 1e3 * run.slo_tpot_s);
+  out += fmt::format("{:>3} {:<18} {:>6} {:>9} {:>9} {:>10} {:>9} {:>10}\n", "#", "layout", "SLO",
+                     "goodput", "TTFT p99", "TPOT p99", "E2E mean", "tok/s/GPU");
+  int i = 0;
+  for (const auto& c : found.candidates) {
+    const auto layout = fmt::format("{} × tp={} pp={}", c.replicas, c.shape.tp, c.shape.pp);
+    if (!c.refused.empty()) {
+      out += fmt::format("{:>3} {:<18} refused: {}\n", ++i, layout, c.refused);
+      continue;
+    }
+    const auto& r = c.result;
+    out += fmt::format("{:>3} {:<18} {:>6} {:>9.2f} {:>8.3f}s {:>8.1f}ms {:>8.3f}s {:>10.1f}\n",
+                       ++i, layout, c.meets_slo ? "met" : "missed", r.goodput_requests_per_s,
+                       r.ttft.p99, 1e3 * r.tpot.p99, r.e2e.mean, r.tokens_per_s_per_gpu);
+  }
+  out += "verdict: " + found.verdict + "\n";
+  const auto* best = found.candidates.empty() ? nullptr : &found.candidates.front();
+  if (best && best->refused.empty() && best->meets_slo)
+    out += fmt::format("fastest layout meeting the SLO: {} × tp={} pp={}\n", best->replicas,
+                       best->shape.tp, best->shape.pp);
+  else
+    out += "no layout meets the SLO at this rate\n";
+  return out;
+}
+
+Json serving_search_json(const ServingSearchResult& found) {
+  Json rows = Json::array();
+  for (const auto& c : found.candidates) {
+    Json row = {{"tp", c.shape.tp}, {"pp", c.shape.pp}, {"replicas", c.replicas}};
+    if (!c.refused.empty()) {
+      row["refused"] = c.refused;
+    } else {
+      row["meets_slo"] = c.meets_slo;
+      row["metrics"] = serving_json(c.result);
+    }
+    rows.push_back(row);
+  }
+  return Json{{"candidates", rows}, {"verdict", found.verdict}};
 }
 
 }  // namespace meshsim

@@ -241,6 +241,26 @@ TEST_CASE("search: a sweep with --json prints one document, every point in it") 
   CHECK(none["points"][1]["best"].is_null());
 }
 
+TEST_CASE("search: a sweep whose first size fits nothing says what efficiency is against") {
+  // tp = 8 × pp = 2 needs two nodes: the first size has no layout, the second is the reference.
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --gbs 16 --tp 8 --pp 2 --mbs 1 --zero 1 --sweep-nodes 1,2"
+                           " --scaling weak";
+  auto r = run_cli(args);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("     1       8       16  no candidate fits\n") != std::string::npos);
+  CHECK(r.out.find("     2      16       32 ") != std::string::npos);  // the batch grew
+  CHECK(r.out.find("# efficiency is against 2 nodes, the first size where a layout fits\n") !=
+        std::string::npos);
+  r = run_cli(args + " --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  CHECK(j["reference_nodes"] == 1);
+  CHECK(j["efficiency_reference_nodes"] == 2);
+  CHECK(j["points"][1]["efficiency"] == 1.0);
+}
+
 TEST_CASE("search: bad input") {
   const std::string base = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
                            source_path("workloads/models/llama3.1-8b.json");

@@ -13,7 +13,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include "commands.hpp"
@@ -21,6 +20,7 @@
 #include "job_args.hpp"
 #include "progress.hpp"
 #include "report/launch_config.hpp"
+#include "report/scaling_sweep.hpp"
 #include "report/search_report.hpp"
 #include "search/distributed.hpp"
 #include "search/search.hpp"
@@ -109,58 +109,32 @@ int run_sweep(const SearchArgs& a, const ModelSpec& model, const SearchJob& base
   if (!weak && a.scaling != "strong")
     throw Error("", "--scaling", "'" + a.scaling + "': expected strong or weak");
   const auto nodes = parse_nodes(a.sweep);
-  Json points = Json::array();
-  double ref_tokens = 0, ref_gpus = 0;
-  std::int32_t ref_nodes = 0;
+  ScalingSweep sweep{weak, model.name, nodes.front(), {}};
   // --json: stdout is the one document at the end; text: a row as each point is simulated.
-  std::ostringstream discard;
-  std::ostream& text = a.cluster.json ? discard : cli_out();
-  text << fmt::format(
-      "# meshsim search sweep ({} scaling): {}; reference point {} nodes; efficiency = {}\n",
-      weak ? "weak" : "strong", model.name, nodes.front(),
-      weak ? "tokens/s per GPU ÷ the reference's (global batch grows with the nodes)"
-           : "(tokens/s ÷ reference tokens/s) ÷ (GPUs ÷ reference GPUs) at a fixed global batch");
-  text << fmt::format("{:>6} {:>7} {:>8} {:>12} {:>10} {:>11}  {}\n", "nodes", "GPUs", "gbs",
-                      "tokens/s", "MFU", "efficiency", "best mesh");
+  if (!a.cluster.json) cli_out() << sweep_header_text(sweep);
   for (auto n : nodes) {
     TopologyOptions to;
     to.nodes = n;
     auto topo = load_topology(a.cluster.topology, to);
     opt.profile = calibration_for(topo, a.calibration);
     SearchJob job = base;
-    if (weak && ref_nodes > 0) job.global_batch = base.global_batch * n / ref_nodes;
-    if (weak && ref_nodes == 0) ref_nodes = n;
+    if (weak) job.global_batch = base.global_batch * n / sweep.first_nodes;
     const auto r = run_search(topo, model, job, space, opt);
-    const auto gpus = static_cast<double>(topo.gpus().size());
-    if (r.results.empty() || !r.results.front().error.empty()) {
-      text << fmt::format("{:>6} {:>7} {:>8}  no candidate fits\n", n, gpus, job.global_batch);
-      points.push_back(
-          {{"nodes", n}, {"gpus", gpus}, {"gbs", job.global_batch}, {"best", nullptr}});
-      continue;
+    SweepPoint point{n, static_cast<double>(topo.gpus().size()), job.global_batch, {}};
+    if (!r.results.empty() && r.results.front().error.empty()) {
+      const auto& best = r.results.front();
+      const auto* ref = efficiency_reference(sweep);
+      const double ref_tokens = ref ? ref->best->tokens_per_s : best.result.tokens_per_s;
+      const double ref_gpus = ref ? ref->gpus : point.gpus;
+      point.best = SweepBest{
+          best.result.tokens_per_s, best.result.mfu,
+          scaling_efficiency(weak, best.result.tokens_per_s, point.gpus, ref_tokens, ref_gpus),
+          best.candidate.label()};
     }
-    const auto& best = r.results.front();
-    if (ref_tokens == 0) {
-      ref_tokens = best.result.tokens_per_s;
-      ref_gpus = gpus;
-    }
-    const double eff = weak ? (best.result.tokens_per_s / gpus) / (ref_tokens / ref_gpus)
-                            : (best.result.tokens_per_s / ref_tokens) / (gpus / ref_gpus);
-    text << fmt::format("{:>6} {:>7} {:>8} {:>12.0f} {:>9.1f}% {:>10.1f}%  {}\n", n, gpus,
-                        job.global_batch, best.result.tokens_per_s, 100 * best.result.mfu,
-                        100 * eff, best.candidate.label());
-    points.push_back({{"nodes", n},
-                      {"gpus", gpus},
-                      {"gbs", job.global_batch},
-                      {"tokens_per_s", best.result.tokens_per_s},
-                      {"mfu", best.result.mfu},
-                      {"efficiency", eff},
-                      {"best", best.candidate.label()}});
+    sweep.points.push_back(point);
+    if (!a.cluster.json) cli_out() << sweep_row_text(point);
   }
-  if (a.cluster.json)
-    cli_out() << json_text(Json{{"scaling", a.scaling},
-                                {"reference_nodes", nodes.front()},
-                                {"points", points}})
-              << "\n";
+  cli_out() << (a.cluster.json ? json_text(sweep_json(sweep)) + "\n" : sweep_footer_text(sweep));
   return 0;
 }
 

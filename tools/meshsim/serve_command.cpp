@@ -303,47 +303,11 @@ int run_serve(const ServeArgs& a) {
   if (a.search) {
     if (a.gpus < 1) throw Error("", "--gpus", "--search needs the GPU budget --gpus N");
     const auto found = search_serving(topo, model, setup, requests, a.gpus);
-    if (a.cluster.json) {
-      Json rows = Json::array();
-      for (const auto& c : found.candidates) {
-        Json row = {{"tp", c.shape.tp}, {"pp", c.shape.pp}, {"replicas", c.replicas}};
-        if (!c.refused.empty()) {
-          row["refused"] = c.refused;
-        } else {
-          row["meets_slo"] = c.meets_slo;
-          row["metrics"] = serving_json(c.result);
-        }
-        rows.push_back(row);
-      }
-      cli_out() << json_text(Json{{"candidates", rows}, {"verdict", found.verdict}}) << "\n";
-    } else {
-      cli_out() << fmt::format(
-          "# {} on {} GPUs of {}; traffic: {}; SLO p99 TTFT ≤ {} s, p99 TPOT ≤ {} ms\n", model.name,
-          a.gpus, topo.name, traffic, a.slo_ttft, 1e3 * a.slo_tpot);
-      cli_out() << fmt::format("{:>3} {:<18} {:>6} {:>9} {:>9} {:>10} {:>9} {:>10}\n", "#",
-                               "layout", "SLO", "goodput", "TTFT p99", "TPOT p99", "E2E mean",
-                               "tok/s/GPU");
-      int i = 0;
-      for (const auto& c : found.candidates) {
-        const auto layout = fmt::format("{} × tp={} pp={}", c.replicas, c.shape.tp, c.shape.pp);
-        if (!c.refused.empty()) {
-          cli_out() << fmt::format("{:>3} {:<18} refused: {}\n", ++i, layout, c.refused);
-          continue;
-        }
-        const auto& r = c.result;
-        cli_out() << fmt::format(
-            "{:>3} {:<18} {:>6} {:>9.2f} {:>8.3f}s {:>8.1f}ms {:>8.3f}s {:>10.1f}\n", ++i, layout,
-            c.meets_slo ? "met" : "missed", r.goodput_requests_per_s, r.ttft.p99, 1e3 * r.tpot.p99,
-            r.e2e.mean, r.tokens_per_s_per_gpu);
-      }
-      cli_out() << "verdict: " << found.verdict << "\n";
-      const auto& best = found.candidates.front();
-      if (best.refused.empty() && best.meets_slo)
-        cli_out() << fmt::format("fastest layout meeting the SLO: {} × tp={} pp={}\n",
-                                 best.replicas, best.shape.tp, best.shape.pp);
-      else
-        cli_out() << "no layout meets the SLO at this rate\n";
-    }
+    if (a.cluster.json)
+      cli_out() << json_text(serving_search_json(found)) << "\n";
+    else
+      cli_out() << serving_search_text(
+          found, {model.name, topo.name, traffic, a.gpus, a.slo_ttft, a.slo_tpot});
     if (!a.emit.empty()) {
       const auto& best = found.candidates.front();
       if (!best.refused.empty()) throw Error("", "--emit", "no layout fits: nothing to emit");
@@ -375,18 +339,7 @@ int run_serve(const ServeArgs& a) {
               : "") +
       (setup.speculative.enabled() ? ", speculative: " + setup.speculative.describe() : "");
   if (a.cluster.json) {
-    Json doc = serving_json(r);
-    // What ran, after the flags: the engine's name and the scheduler settings it ended with.
-    doc["engine"] = {{"name", engine.name},
-                     {"admission", name_of(sch.admission)},
-                     {"preemption", name_of(sch.preemption)},
-                     {"mixed_batches", sch.mixed_batches},
-                     {"max_seqs", sch.max_seqs},
-                     {"max_batch_tokens", sch.max_batch_tokens},
-                     {"kv_budget", name_of(sch.kv_budget)},
-                     {"kv_memory_fraction", sch.memory_fraction(setup.shape.tp)},
-                     {"prefix_caching", sch.prefix_caching}};
-    cli_out() << json_text(doc) << "\n";
+    cli_out() << json_text(serving_run_json(r, engine.name, sch, setup.shape.tp)) << "\n";
   } else {
     cli_out() << fmt::format("# {} on {}: {}\n# traffic: {}\n# kernel model: {}\n", model.name,
                              topo.name, layout, traffic,

@@ -7,12 +7,12 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <map>
 
 #include "commands.hpp"
 #include "core/json_reader.hpp"
 #include "memory/seed_checks.hpp"
 #include "network/collective_validation.hpp"
+#include "report/validation_report.hpp"
 #include "serving/serving_validation.hpp"
 #include "training/training_validation.hpp"
 
@@ -57,46 +57,7 @@ int run_validate(const ValidateArgs& a) {
     throw Error("", "--cases",
                 "no seed_checks/collectives/training/stack_deltas/serving.json in " + a.cases);
   if (rows.empty()) throw Error("", "--only", "no case name contains '" + a.only + "'");
-  std::map<std::string, std::pair<double, int>> mape;
-  for (const auto& r : rows) {
-    auto& [sum, n] = mape[r.group];
-    sum += std::abs(r.error());
-    ++n;
-  }
-  const auto outside = [](const ValidationRow& r) {
-    return r.tolerance > 0 && std::abs(r.error()) > r.tolerance;
-  };
-  if (a.json) {
-    Json cases = Json::array();
-    for (const auto& r : rows) {
-      Json c = {{"group", r.group},   {"name", r.name},         {"metric", r.metric},
-                {"unit", r.unit},     {"measured", r.measured}, {"simulated", r.simulated},
-                {"error", r.error()}, {"detail", r.detail}};
-      if (r.tolerance > 0) {
-        c["tolerance"] = r.tolerance;
-        c["within_tolerance"] = !outside(r);
-      }
-      if (!r.known_gap.empty()) c["known_gap"] = r.known_gap;
-      cases.push_back(c);
-    }
-    Json m = Json::object();
-    for (const auto& [g, v] : mape) m[g] = v.first / v.second;
-    cli_out() << json_text(Json{{"cases", cases}, {"mape", m}}) << "\n";
-    return 0;
-  }
-  cli_out() << fmt::format("# meshsim validate: {} comparisons from {} (nothing fitted to them)\n",
-                           rows.size(), a.cases);
-  cli_out() << fmt::format("{:<22} {:<40} {:<20} {:>12} {:>12} {:>8}\n", "group", "case", "metric",
-                           "measured", "simulated", "error");
-  for (const auto& r : rows)
-    cli_out() << fmt::format("{:<22} {:<40} {:<20} {:>12.4g} {:>12.4g} {:>+7.1f}%{}\n", r.group,
-                             r.name, r.metric, r.measured, r.simulated, 100 * r.error(),
-                             !r.known_gap.empty() ? "  known gap"
-                             : outside(r)         ? "  outside tolerance"
-                                                  : "");
-  cli_out() << fmt::format("\n{:<24} {:>6} {:>8}\n", "group", "cases", "MAPE");
-  for (const auto& [g, v] : mape)
-    cli_out() << fmt::format("{:<24} {:>6} {:>7.1f}%\n", g, v.second, 100 * v.first / v.second);
+  cli_out() << (a.json ? json_text(validation_json(rows)) + "\n" : validation_text(rows, a.cases));
   return 0;
 }
 

@@ -54,7 +54,9 @@ TEST_CASE("calibrate nccl-topo: an NCCL topology dump becomes a usable cluster f
   const auto r =
       run_cli("calibrate nccl-topo --xml " + example("nccl-topo-dgx-h100.xml") + " --out " + out);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("# wrote " + out + ": one node read from the NCCL topology dump ") == 0);
   CHECK(r.out.find("8 GPUs, 4 NVSwitches") != std::string::npos);
+  CHECK(r.out.find(" (GPU H100-SXM5-80GB)\n") != std::string::npos);
   const auto topo = run_cli("topo --topology " + out + " --json");
   REQUIRE_MESSAGE(topo.exit_code == 0, topo.err);
   CHECK(json::parse(topo.out)["gpus"] == 8);

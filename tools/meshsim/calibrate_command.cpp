@@ -133,8 +133,8 @@ int run_nccl_topo(const CalibrateTopoArgs& a) {
         << "\n";
     return 0;
   }
-  cli_out() << fmt::format("# {} written to {}: {}\n", topo["description"].get<std::string>(),
-                           a.out, loaded.gpu.model);
+  cli_out() << fmt::format("# wrote {}: {} (GPU {})\n", a.out,
+                           topo["description"].get<std::string>(), loaded.gpu.model);
   cli_out() << fmt::format(
       "per GPU, per direction: NVLink {:.0f} GB/s, PCIe {:.0f} GB/s, network "
       "{:.1f} GB/s\n",

@@ -66,6 +66,13 @@ std::string memory_text(const MemoryRun& run) {
   for (const auto& [name, v] : rows) out += fmt::format("{:<16}{:>12}\n", name, gb(v));
   out += fmt::format("{:<16}{:>12}\n", "model state", gb(b.model_state()));
   out += fmt::format("{:<16}{:>12}\n", "total", gb(b.total()));
+  // With a pipeline, every stage's total (stage 0 first): the first holds the most micro-batches'
+  // activations under 1F1B, the last the LM head.
+  if (run.stages.size() > 1) {
+    std::string totals;
+    for (const auto& s : run.stages) totals += (totals.empty() ? "" : " ") + gb(s.total());
+    out += fmt::format("{:<16}{}\n", "total by stage", totals);
+  }
   if (b.total() <= run.gpu_bytes)
     out += fmt::format("verdict: fits ({} GB free of {})\n", gb(run.gpu_bytes - b.total()),
                        gb(run.gpu_bytes));

@@ -46,7 +46,8 @@ TEST_CASE("memory report, training: the worst stage's categories, its totals and
   CHECK(text.find("optimizer              24.00\n") != std::string::npos);
   CHECK(text.find("model state            36.00\n") != std::string::npos);
   CHECK(text.find("total                  45.00\n") != std::string::npos);
-  CHECK(text.find("verdict: fits (35.00 GB free of 80.00)\n") != std::string::npos);
+  CHECK(text.find("total by stage  10.00 45.00\nverdict: fits (35.00 GB free of 80.00)\n") !=
+        std::string::npos);
   const auto j = memory_run_json(run);
   CHECK(j["mode"] == "train");
   CHECK(j["stage"] == 1);
@@ -80,6 +81,7 @@ TEST_CASE("memory report, serving: the KV cache line and a does-not-fit verdict"
                   "sequence)\n") != std::string::npos);
   CHECK(text.find("kv_cache               50.00\n") != std::string::npos);
   CHECK(text.find("verdict: does not fit (5.00 GB over 80.00)\n") != std::string::npos);
+  CHECK(text.find("total by stage") == std::string::npos);  // one replica, no stages
   const auto j = memory_run_json(run);
   CHECK(j["mode"] == "serve");
   CHECK(j["fits"] == false);

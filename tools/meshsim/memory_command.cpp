@@ -7,7 +7,6 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "core/enum_names.hpp"
 #include "job_args.hpp"
 #include "memory/memory_model.hpp"
 #include "model/param_count.hpp"

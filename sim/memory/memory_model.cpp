@@ -228,6 +228,17 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
   return out;
 }
 
+std::array<MemoryCategory, 8> memory_categories(const MemoryBreakdown& b) {
+  return {{{"weights", b.weights},
+           {"gradients", b.gradients},
+           {"optimizer", b.optimizer},
+           {"activations", b.activations},
+           {"temporary", b.temporary},
+           {"communication", b.communication},
+           {"allocator", b.allocator},
+           {"kv_cache", b.kv_cache}}};
+}
+
 MemoryBreakdown worst_stage(const std::vector<MemoryBreakdown>& stages) {
   if (stages.empty()) return {};
   return *std::max_element(stages.begin(), stages.end(),

@@ -8,6 +8,7 @@
 // `PrecisionRecipe`, so bf16-only and fp8 recipes are expressible. Activations come from the op
 // catalogue's saved tensors (Korthikanti et al. 2022 for a GPT layer) times the micro-batches a
 // pipeline schedule keeps in flight.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,6 +47,14 @@ struct MemoryBreakdown {
     return model_state() + activations + temporary + communication + allocator + kv_cache;
   }
 };
+
+// The categories under DESIGN.md's keys, in its order: the one list every report of a breakdown
+// (text, JSON, HTML) walks.
+struct MemoryCategory {
+  const char* name;
+  double bytes;
+};
+std::array<MemoryCategory, 8> memory_categories(const MemoryBreakdown& b);
 
 // Parameters documented where they are defaulted; every one can be set on the command line.
 struct MemoryOptions {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "memory/memory_model.hpp"
 #include "report/html_escape.hpp"
 #include "report/svg_chart.hpp"
 
@@ -12,8 +13,11 @@ namespace meshsim {
 namespace {
 
 const std::vector<std::string> kStepKeys{"compute", "tp", "dp", "pp", "cp", "ep", "bubble"};
-const std::vector<std::string> kMemoryKeys{"weights",   "gradients",     "optimizer", "activations",
-                                           "temporary", "communication", "allocator", "kv_cache"};
+const std::vector<std::string> kMemoryKeys = [] {
+  std::vector<std::string> keys;
+  for (const auto& c : memory_categories(MemoryBreakdown{})) keys.emplace_back(c.name);
+  return keys;
+}();
 
 double exposed(const ReportCandidate& c, const std::string& group) {
   const auto it = c.exposed_s.find(group);
@@ -43,10 +47,9 @@ std::map<std::string, double> step_parts(const ReportCandidate& c, double per_se
 }
 
 std::map<std::string, double> memory_parts(const MemoryBreakdown& m) {
-  return {{"weights", m.weights / 1e9},     {"gradients", m.gradients / 1e9},
-          {"optimizer", m.optimizer / 1e9}, {"activations", m.activations / 1e9},
-          {"temporary", m.temporary / 1e9}, {"communication", m.communication / 1e9},
-          {"allocator", m.allocator / 1e9}, {"kv_cache", m.kv_cache / 1e9}};
+  std::map<std::string, double> parts;
+  for (const auto& c : memory_categories(m)) parts[c.name] = c.bytes / 1e9;
+  return parts;
 }
 
 std::string timeline(const Trace& trace, const ReplayResult& replay) {

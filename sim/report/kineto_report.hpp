@@ -3,7 +3,9 @@
 // part (compute kernels by kind, each NCCL collective), side by side with the simulated step of
 // the same job; the trace's GEMM shapes with their measured and modelled times; the host's time
 // per kernel launch. As text or as one JSON document.
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "compute/compute_model.hpp"
 #include "compute/kineto_trace.hpp"

@@ -58,12 +58,8 @@ std::string memory_text(const MemoryRun& run) {
         "# the model is given by its parameter count only: activations, workspaces and "
         "KV cache need an architecture and are not included\n";
   out += fmt::format("{:<16}{:>12}\n", "category", "GB per GPU");
-  const std::pair<const char*, double> rows[] = {
-      {"weights", b.weights},     {"gradients", b.gradients},
-      {"optimizer", b.optimizer}, {"activations", b.activations},
-      {"temporary", b.temporary}, {"communication", b.communication},
-      {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
-  for (const auto& [name, v] : rows) out += fmt::format("{:<16}{:>12}\n", name, gb(v));
+  for (const auto& c : memory_categories(b))
+    out += fmt::format("{:<16}{:>12}\n", c.name, gb(c.bytes));
   out += fmt::format("{:<16}{:>12}\n", "model state", gb(b.model_state()));
   out += fmt::format("{:<16}{:>12}\n", "total", gb(b.total()));
   // With a pipeline, every stage's total (stage 0 first): the first holds the most micro-batches'

@@ -8,10 +8,9 @@ Json mesh_json(const Mesh& m) {
 }
 
 Json memory_json(const MemoryBreakdown& b) {
-  return {{"weights", b.weights},     {"gradients", b.gradients},
-          {"optimizer", b.optimizer}, {"activations", b.activations},
-          {"temporary", b.temporary}, {"communication", b.communication},
-          {"allocator", b.allocator}, {"kv_cache", b.kv_cache}};
+  Json j = Json::object();
+  for (const auto& c : memory_categories(b)) j[c.name] = c.bytes;
+  return j;
 }
 
 Json map_json(const std::map<std::string, double>& m) {

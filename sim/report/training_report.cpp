@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
 #include <utility>
 
 #include "compute/dtype.hpp"
@@ -133,12 +134,10 @@ std::string does_not_fit_text(const TrainingResult& r, const TrainingRun& run) {
   const auto& cfg = run.setup->config;
   std::string out = fmt::format("# {}, ZeRO-{}, recompute {}\n", to_string(cfg.mesh), cfg.zero,
                                 name_of(cfg.recompute));
-  const std::pair<const char*, double> rows[] = {
-      {"weights", r.memory.weights},     {"gradients", r.memory.gradients},
-      {"optimizer", r.memory.optimizer}, {"activations", r.memory.activations},
-      {"temporary", r.memory.temporary}, {"communication", r.memory.communication},
-      {"allocator", r.memory.allocator}};
-  for (const auto& [name, v] : rows) out += fmt::format("{}{:.2f} GB\n", label(name), v / 1e9);
+  // A training step holds no KV cache: every category but the last.
+  for (const auto& c : memory_categories(r.memory))
+    if (std::string_view(c.name) != "kv_cache")
+      out += fmt::format("{}{:.2f} GB\n", label(c.name), c.bytes / 1e9);
   out += fmt::format("{}{:.2f} GB of {:.2f} (stage {})\n", label("peak memory"),
                      r.memory.total() / 1e9, run.gpu_bytes / 1e9, r.memory.stage);
   return out;

@@ -152,3 +152,26 @@ TEST_CASE("memory errors") {
   const auto m = bundled("llama3.1-8b");
   CHECK_THROWS_AS(train(m, "pp=33", 0), Error);
 }
+
+TEST_CASE("memory categories: DESIGN.md's keys in order, each field once, summing to the total") {
+  MemoryBreakdown b;
+  b.weights = 1;
+  b.gradients = 2;
+  b.optimizer = 4;
+  b.activations = 8;
+  b.temporary = 16;
+  b.communication = 32;
+  b.allocator = 64;
+  b.kv_cache = 128;
+  const auto cats = memory_categories(b);
+  const char* names[] = {"weights",   "gradients",     "optimizer", "activations",
+                         "temporary", "communication", "allocator", "kv_cache"};
+  double sum = 0, expected = 1;
+  for (std::size_t i = 0; i < cats.size(); ++i) {
+    CHECK(std::string(cats[i].name) == names[i]);
+    CHECK(cats[i].bytes == expected);  // powers of two: a field listed twice or swapped shows
+    expected *= 2;
+    sum += cats[i].bytes;
+  }
+  CHECK(sum == b.total());
+}

@@ -28,11 +28,12 @@ double log_interval_s() {
 
 }  // namespace
 
-Progress::Progress(std::string what, bool quiet)
+Progress::Progress(std::string what, bool quiet, Total total)
     : what_(std::move(what)),
       os_(&cli_err()),
       quiet_(quiet),
       tty_(::isatty(STDERR_FILENO) != 0),
+      total_(total),
       interval_s_(log_interval_s()),
       start_(std::chrono::steady_clock::now()) {}
 
@@ -44,15 +45,23 @@ void Progress::update(std::size_t done, std::size_t total) {
   if (!tty_) {
     if (s - last_line_s_ < interval_s_ || done >= total) return;
     last_line_s_ = s;
-    *os_ << fmt::format("# {}/{} {} in {:.0f} s ({:.1f}/s), ETA {:.0f} s\n", done, total, what_, s,
-                        rate, eta);
+    if (total_ == Total::at_most)
+      *os_ << fmt::format(
+          "# {} {} in {:.0f} s ({:.1f}/s); at most {} left (a bound: fewer are "
+          "usually needed)\n",
+          done, what_, s, rate, total - done);
+    else
+      *os_ << fmt::format("# {}/{} {} in {:.0f} s ({:.1f}/s), ETA {:.0f} s\n", done, total, what_,
+                          s, rate, eta);
     return;
   }
   const int width = 30;
   const int filled =
       static_cast<int>(width * std::min(done, total) / std::max<std::size_t>(total, 1));
-  *os_ << fmt::format("\r[{}{}] {}/{} {} {:.1f}/s ETA {:.0f} s ", std::string(filled, '='),
-                      std::string(width - filled, ' '), done, total, what_, rate, eta)
+  const auto tail = total_ == Total::at_most ? std::string() : fmt::format(" ETA {:.0f} s", eta);
+  *os_ << fmt::format("\r[{}{}] {}/{}{} {} {:.1f}/s{} ", std::string(filled, '='),
+                      std::string(width - filled, ' '), done, total_ == Total::at_most ? "≤" : "",
+                      total, what_, rate, tail)
        << (done >= total ? "\n" : "") << std::flush;
 }
 

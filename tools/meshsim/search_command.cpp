@@ -186,7 +186,10 @@ int run_search_command(const SearchArgs& a) {
   opt.interrupted = &g_interrupted;
   // Progress on stderr (progress.hpp), from rank 0 only.
   if (world.w.rank == 0) {
-    auto progress = std::make_shared<Progress>("layouts simulated", a.quiet);
+    // With --exhaustive every layout is simulated; otherwise the bounds rule most of them out.
+    auto progress = std::make_shared<Progress>(
+        "layouts simulated", a.quiet,
+        a.exhaustive ? Progress::Total::exact : Progress::Total::at_most);
     opt.progress = [progress](std::size_t done, std::size_t total) {
       progress->update(done, total);
     };

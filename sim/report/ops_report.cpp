@@ -2,12 +2,27 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "model/op_catalogue.hpp"
 #include "strategy/layer_plan.hpp"
 
 namespace meshsim {
 namespace {
+
+// A memory kernel's traffic in MB, GB or TB with three significant digits ("1.41 GB", not
+// "1.41e+03 MB").
+std::string traffic_text(double bytes) {
+  const char* unit = "MB";
+  double v = bytes / 1e6;
+  for (const char* next : {"GB", "TB"}) {
+    if (v < 999.5) break;
+    v /= 1e3;
+    unit = next;
+  }
+  return fmt::format("{:.3g} {}", v, unit);
+}
 
 std::string shape_of(const Kernel& k) {
   switch (k.kind) {
@@ -21,7 +36,7 @@ std::string shape_of(const Kernel& k) {
                          a.head_dim);
     }
     case KernelKind::memory_bound:
-      return fmt::format("{:.3g} MB", k.bytes / 1e6);
+      return traffic_text(k.bytes);
     case KernelKind::none:
       break;
   }
@@ -82,7 +97,7 @@ void add_stack_op(OpsReport& r, const ComputeModel& cm, const OpSpec& op, bool e
              r.request.backward ? "dgrad" : "forward",
              kind_of(k),
              std::string(name_of(split->kernel_class.value_or(k.memory_class))),
-             fmt::format("{} × {:.3g} MB", n, k.bytes * f / n / 1e6),
+             fmt::format("{} × {}", n, traffic_text(k.bytes * f / n)),
              k.flops,
              k.bytes * f,
              (r.request.backward ? cost.dgrad : cost.forward).time.seconds(),
@@ -202,15 +217,19 @@ std::string to_text(const OpsReport& r) {
       r.request.stack ? r.request.stack->name + " (its kernels: GEMM parts and eager splits)"
                       : std::string("the catalogue's fused kernels"));
   const bool host = r.host_per_kernel_s > 0;
-  s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10} {:>10} {:>10} {:>13} {:>6}{}\n", "op", "pass",
-                   "kernel class", "shape", "GFLOP", "MB", "time µs", "achieved", "share",
+  // The op column is as wide as the longest name (22 at least), so a long one such as
+  // DeepSeek-V3's shared_expert_activation does not push its row out of line.
+  std::size_t name_w = 22;
+  for (const auto& row : r.rows) name_w = std::max(name_w, row.name.size());
+  s += fmt::format("{:<{}} {:<7} {:<17} {:<30} {:>10} {:>10} {:>10} {:>13} {:>6}{}\n", "op", name_w,
+                   "pass", "kernel class", "shape", "GFLOP", "MB", "time µs", "achieved", "share",
                    host ? fmt::format(" {:>10}", "host µs") : std::string());
   bool ends_header = false;
   for (const auto& row : r.rows) {
     if (row.ends && !ends_header) {
       s += fmt::format(
-          "{:<22} {:>10.1f} µs{}\n# model ends (first and last pipeline stage)\n", "layer total",
-          r.layer_time_s * 1e6,
+          "{:<{}} {:>10.1f} µs{}\n# model ends (first and last pipeline stage)\n", "layer total",
+          name_w, r.layer_time_s * 1e6,
           host ? fmt::format(", launched in {:.1f} µs of host time{}", r.layer_host_s * 1e6,
                              r.layer_host_s > r.layer_time_s ? ": launch-bound" : "")
                : std::string());
@@ -221,8 +240,8 @@ std::string to_text(const OpsReport& r) {
                                      : fmt::format("{:.1f} TFLOP/s", row.flops / row.time_s / 1e12);
     const std::string share =
         row.ends ? "" : fmt::format("{:.1f}%", 100 * row.time_s / r.layer_time_s);
-    s += fmt::format("{:<22} {:<7} {:<17} {:<30} {:>10.3f} {:>10.3f} {:>10.2f} {:>13} {:>6}{}\n",
-                     row.name, row.part, row.kernel_class, row.shape, row.flops / 1e9,
+    s += fmt::format("{:<{}} {:<7} {:<17} {:<30} {:>10.3f} {:>10.3f} {:>10.2f} {:>13} {:>6}{}\n",
+                     row.name, name_w, row.part, row.kernel_class, row.shape, row.flops / 1e9,
                      row.bytes / 1e6, row.time_s * 1e6, achieved, share,
                      host ? fmt::format(" {:>10.2f}", r.host_s(row) * 1e6) : std::string());
   }

@@ -65,6 +65,33 @@ TEST_CASE("ops: one Llama layer on H100, TP 8, 4096 tokens") {
   CHECK(t.out.find("model ends") != std::string::npos);
 }
 
+TEST_CASE("ops text: traffic past 1000 MB in GB, and the op column as wide as the longest name") {
+  // Llama 3.1 8B at 100,000 tokens: the input norm reads and writes 100,000 × 4096 bf16
+  // values, 2 · 2 · 4.096e8 = 1.6384e9 bytes, shown as 1.64 GB (it read "1.64e+03 MB").
+  const auto big = run_cli("ops --workload " + model_path("llama3.1-8b") +
+                           " --gpu H100-SXM5-80GB --tokens 100000");
+  REQUIRE_MESSAGE(big.exit_code == 0, big.err);
+  CHECK(big.out.find("1.64 GB") != std::string::npos);
+  CHECK(big.out.find("e+0") == std::string::npos);
+  // DeepSeek-V3's shared_expert_activation is 24 characters: the column widens to it (one
+  // space before the pass), and every row's pass starts where the header's does.
+  const auto ds =
+      run_cli("ops --workload " + model_path("deepseek-v3") + " --gpu H100-SXM5-80GB --tokens 512");
+  REQUIRE_MESSAGE(ds.exit_code == 0, ds.err);
+  CHECK(ds.out.find("shared_expert_activation forward ") != std::string::npos);
+  const auto header = ds.out.find("\nop ");
+  REQUIRE(header != std::string::npos);
+  const auto pass_col = ds.out.find("pass", header) - (header + 1);
+  CHECK(pass_col == 25);
+  std::size_t rows = 0;
+  for (auto at = ds.out.find(" forward ", header); at != std::string::npos;
+       at = ds.out.find(" forward ", at + 1)) {
+    CHECK(at + 1 - (ds.out.rfind('\n', at) + 1) == pass_col);
+    ++rows;
+  }
+  CHECK(rows > 20);
+}
+
 TEST_CASE("ops: decode, chunked prefill, backward, fp8, other GPUs, a cluster's GPU") {
   const auto decode = ops_json("--workload " + model_path("llama3.1-8b") +
                                " --gpu A100-SXM4-80GB --tokens 64 --decode 64 --context 2048");

@@ -368,8 +368,10 @@ std::string render_html(const HtmlReport& r) {
       html_escape(r.cluster), t.gpus, html_escape(r.gpu), t.nodes);
   h += fmt::format(
       "<tr><th>per GPU, per direction</th><td>NVLink {:.0f} GB/s, PCIe {:.0f} GB/s, "
-      "network {:.1f} GB/s</td></tr>",
-      t.nvlink_Bps / 1e9, t.pcie_Bps / 1e9, t.network_Bps / 1e9);
+      "{}network {:.1f} GB/s</td></tr>",
+      t.nvlink_Bps / 1e9, t.pcie_Bps / 1e9,
+      t.c2c_Bps > 0 ? fmt::format("NVLink-C2C {:.0f} GB/s, ", t.c2c_Bps / 1e9) : "",
+      t.network_Bps / 1e9);
   std::string verts, links;
   for (const auto& [k, v] : t.vertices) verts += fmt::format("{} {}; ", v, k);
   for (const auto& [k, v] : t.links) links += fmt::format("{} {}; ", v, k);

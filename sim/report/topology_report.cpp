@@ -32,9 +32,11 @@ std::string topology_text(const TopologyReport& r) {
                             : std::string("L2 size unknown"));
   out += fmt::format("vertices   {}\n", counts_text(s.vertices));
   out += fmt::format("links      {}\n", counts_text(s.links));
+  // NVLink-C2C (a Grace CPU's link to its GPUs) only where the GPU has one.
   out += fmt::format(
-      "per GPU    nvlink {:g} GB/s, pcie {:g} GB/s, network {:g} GB/s (each direction)\n",
-      s.nvlink_Bps / 1e9, s.pcie_Bps / 1e9, s.network_Bps / 1e9);
+      "per GPU    nvlink {:g} GB/s, pcie {:g} GB/s, {}network {:g} GB/s (each direction)\n",
+      s.nvlink_Bps / 1e9, s.pcie_Bps / 1e9,
+      s.c2c_Bps > 0 ? fmt::format("c2c {:g} GB/s, ", s.c2c_Bps / 1e9) : "", s.network_Bps / 1e9);
   out +=
       fmt::format("bisection  {:g} GB/s (first half of the GPUs to the second, each direction)\n",
                   s.bisection_Bps / 1e9);
@@ -68,7 +70,10 @@ Json topology_json(const TopologyReport& r) {
               {"hbm_bytes", topo.gpu.hbm_bytes.count()},
               {"hbm_Bps", topo.gpu.hbm_Bps},
               {"l2_bytes", topo.gpu.l2_bytes.count()}};  // 0: unknown, no L2 term
-  j["per_gpu_Bps"] = {{"nvlink", s.nvlink_Bps}, {"pcie", s.pcie_Bps}, {"network", s.network_Bps}};
+  j["per_gpu_Bps"] = {{"nvlink", s.nvlink_Bps},
+                      {"pcie", s.pcie_Bps},
+                      {"c2c", s.c2c_Bps},
+                      {"network", s.network_Bps}};
   j["bisection_Bps"] = s.bisection_Bps;
   if (!r.paths.empty()) {
     Json m = Json::array();

@@ -66,11 +66,13 @@ class Cluster {
     sched.speculative_tokens = setup.speculative.enabled() ? setup.speculative.tokens : 0;
     block_bytes_ = capacity_.kv_bytes_per_token_rank * as_double(capacity_.block_size);
     if (sched.preemption == Preemption::swap) {
-      // Each GPU copies its shard of a block over its own host link (an assumption: the copy
-      // engines reach the link's rate, and GPUs sharing a PCIe switch do not slow each other).
-      pcie_Bps_ = topo.gpus().empty() ? 0.0 : pcie_Bps_of(topo, topo.gpus().front());
-      if (!(pcie_Bps_ > 0))
-        throw Error(topo.name, "", "swap preemption needs a PCIe link from GPU 0 to its host");
+      // Each GPU copies its shard of a block over its own host link, PCIe or NVLink-C2C (an
+      // assumption: the copy engines reach the link's rate, and GPUs sharing a PCIe switch or a
+      // Grace CPU do not slow each other).
+      host_Bps_ = topo.gpus().empty() ? 0.0 : host_link_Bps_of(topo, topo.gpus().front());
+      if (!(host_Bps_ > 0))
+        throw Error(topo.name, "",
+                    "swap preemption needs a PCIe or NVLink-C2C link from GPU 0 to its host");
       sched.swap_blocks =
           static_cast<std::int64_t>(std::floor(sched.swap_space_bytes / block_bytes_));
     }
@@ -292,7 +294,7 @@ class Cluster {
 
   // Copying `blocks` KV blocks to or from the host, per GPU (before the iteration's model runs).
   double swap_seconds(std::int64_t blocks) const {
-    return blocks > 0 ? as_double(blocks) * block_bytes_ / pcie_Bps_ : 0.0;
+    return blocks > 0 ? as_double(blocks) * block_bytes_ / host_Bps_ : 0.0;
   }
 
   void end_stage(std::int64_t i, std::int64_t s, std::uint32_t slot, double start) {
@@ -647,7 +649,7 @@ class Cluster {
   std::size_t next_issue_ = 0;  // closed loop: the next request a client sends
   Rng think_rng_{setup_.think_seed};
   Rng accept_rng_{setup_.speculative.seed};
-  double block_bytes_ = 0, pcie_Bps_ = 0;
+  double block_bytes_ = 0, host_Bps_ = 0;
   std::int64_t swapped_out_blocks_ = 0, swapped_in_blocks_ = 0;
   SpeculativeStats spec_;
   double kv_area_ = 0, kv_last_ = 0, kv_last_t_ = 0, kv_peak_ = 0;

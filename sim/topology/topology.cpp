@@ -47,11 +47,11 @@ void Topology::scale_links_of_kind(LinkKind kind, double factor) {
     if ((*g_)[e].kind == kind) (*g_)[e].bandwidth_Bps *= factor;
 }
 
-double pcie_Bps_of(const Topology& topo, VertexId gpu) {
+double link_Bps_of(const Topology& topo, VertexId gpu, LinkKind kind) {
   const auto& g = topo.graph();
   double bps = 0;
   for (auto [e, end] = boost::out_edges(gpu, g); e != end; ++e)
-    if (g[*e].kind == LinkKind::pcie) bps += g[*e].bandwidth_Bps;
+    if (g[*e].kind == kind) bps += g[*e].bandwidth_Bps;
   return bps;
 }
 

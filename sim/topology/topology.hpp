@@ -93,7 +93,16 @@ class Topology {
   std::int32_t nodes_ = 0;
 };
 
+// The bandwidth of the links of `kind` leaving a GPU (per direction); 0 when none.
+double link_Bps_of(const Topology& topo, VertexId gpu, LinkKind kind);
 // The bandwidth of the PCIe links leaving a GPU (its host link, per direction); 0 when none.
-double pcie_Bps_of(const Topology& topo, VertexId gpu);
+inline double pcie_Bps_of(const Topology& topo, VertexId gpu) {
+  return link_Bps_of(topo, gpu, LinkKind::pcie);
+}
+// A GPU's link to host memory, per direction: PCIe, or NVLink-C2C to its Grace CPU (GB200,
+// GH200); 0 when it has neither.
+inline double host_link_Bps_of(const Topology& topo, VertexId gpu) {
+  return pcie_Bps_of(topo, gpu) + link_Bps_of(topo, gpu, LinkKind::c2c);
+}
 
 }  // namespace meshsim

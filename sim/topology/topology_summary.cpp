@@ -17,6 +17,7 @@ TopologySummary summarize(const Topology& topo, bool with_bisection) {
     for (auto [e, end] = boost::out_edges(gpu0, g); e != end; ++e)
       if (is_nvlink(g[*e].kind)) s.nvlink_Bps += g[*e].bandwidth_Bps;
     s.pcie_Bps = pcie_Bps_of(topo, gpu0);
+    s.c2c_Bps = link_Bps_of(topo, gpu0, LinkKind::c2c);
     const std::int32_t node = topo.vertex(gpu0).node;
     double nic_Bps = 0;
     std::size_t node_gpus = 0;

@@ -16,7 +16,7 @@ struct TopologySummary {
   std::map<std::string, std::size_t> links;     // kind → physical links
   // Per GPU, per direction: NVLink (all NVLink kinds leaving GPU 0), PCIe (GPU 0's host link),
   // network (NIC fabric bandwidth of node 0 divided by its GPUs).
-  double nvlink_Bps = 0, pcie_Bps = 0, network_Bps = 0;
+  double nvlink_Bps = 0, pcie_Bps = 0, c2c_Bps = 0, network_Bps = 0;
   double bisection_Bps = 0;
 };
 

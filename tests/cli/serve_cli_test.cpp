@@ -429,6 +429,23 @@ TEST_CASE("serve --preemption swap: preempted sequences go to the host and come 
   const auto text = run_cli(args + " --preemption swap");
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("swap: ") != std::string::npos);
+  // A block is 16 tokens × 2 (K, V) × 32 layers × 8 KV heads × 128 × 2 bytes = 2,097,152 bytes,
+  // copied over the GPU's host link: PCIe at 64 GB/s on DGX H100; NVLink-C2C at 225 GB/s on
+  // GB200 (which has no PCIe link from the GPU, and refused swap before).
+  const double block_bytes = 16.0 * 2 * 32 * 8 * 128 * 2;
+  const auto per_block = [](const json& j) {
+    const auto& sw = j["swap"];
+    return sw["seconds"].get<double>() /
+           (sw["out_blocks"].get<double>() + sw["in_blocks"].get<double>());
+  };
+  CHECK(per_block(swp) == doctest::Approx(block_bytes / 64e9));
+  const auto gb200 = serve_json(
+      "serve --topology " + source_path("topologies/gb200-nvl72.json") + " --nodes 1 --workload " +
+      source_path("workloads/models/llama3.1-8b.json") +
+      " --mesh tp=1 --rate inf --requests 96 --prompt uniform:256,1536 --output uniform:64,768 "
+      "--seed 5 --gpu-memory-utilization 0.1 --preemption swap");
+  REQUIRE(gb200["swap"]["out_blocks"].get<int>() > 0);
+  CHECK(per_block(gb200) == doctest::Approx(block_bytes / 225e9));
 }
 
 TEST_CASE(

@@ -39,6 +39,15 @@ TEST_CASE("topology report: counts, per-GPU bandwidths, bisection and the path c
   CHECK(j["vertices"]["nvswitch"] == 1);
   REQUIRE(j["path_classes"].size() == 2);
   CHECK(j["path_classes"][0][1] == std::string(name_of(PathClass::NVL)));
+  CHECK(j["per_gpu_Bps"]["c2c"] == 0);
+  // NVLink-C2C is listed where the GPU has it (a Grace CPU's GPUs), between PCIe and the network.
+  TopologySummary grace = s;
+  grace.pcie_Bps = 0;
+  grace.c2c_Bps = 225e9;
+  const TopologyReport gr{&topo, grace, {}};
+  CHECK(topology_text(gr).find("per GPU    nvlink 450 GB/s, pcie 0 GB/s, c2c 225 GB/s, network "
+                               "50 GB/s (each direction)\n") != std::string::npos);
+  CHECK(topology_json(gr)["per_gpu_Bps"]["c2c"] == 225e9);
   // A cluster too large to list has no matrix, and says nothing of paths.
   const TopologyReport big{&topo, s, {}};
   CHECK(topology_text(big).find("path classes") == std::string::npos);

@@ -51,3 +51,20 @@ TEST_CASE("graphviz export has one edge per physical link") {
   CHECK(dot.find("label=\"n0/gpu0\"") != std::string::npos);
   CHECK(dot.find("nvlink 112.5 GB/s") != std::string::npos);
 }
+
+TEST_CASE("a GPU's host link: PCIe on DGX H100, NVLink-C2C to its Grace on GB200") {
+  // dgx-h100.json: one PCIe Gen5 x16 link per GPU, 64 GB/s per direction, no C2C.
+  const auto dgx = load_topology(topology_path("dgx-h100.json"));
+  const auto g0 = dgx.gpus().front();
+  CHECK(pcie_Bps_of(dgx, g0) == doctest::Approx(64e9));
+  CHECK(link_Bps_of(dgx, g0, LinkKind::c2c) == 0);
+  CHECK(host_link_Bps_of(dgx, g0) == doctest::Approx(64e9));
+  CHECK(summarize(dgx, false).c2c_Bps == 0);
+  // gb200-nvl72.json: the GPU has no PCIe link; its Grace's 900 GB/s C2C (bidirectional) is
+  // shared by two GPUs, 225 GB/s per direction each.
+  const auto gb = load_topology(topology_path("gb200-nvl72.json"), {.nodes = 1});
+  const auto b0 = gb.gpus().front();
+  CHECK(pcie_Bps_of(gb, b0) == 0);
+  CHECK(host_link_Bps_of(gb, b0) == doctest::Approx(225e9));
+  CHECK(summarize(gb, false).c2c_Bps == doctest::Approx(225e9));
+}

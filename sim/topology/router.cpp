@@ -118,6 +118,7 @@ bool Router::search(VertexId src, VertexId dst) {
     if (v == src) return true;
     if (v != dst && !may_transit(v, src_node, dst_node)) continue;
     for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+      if (!usable(g[*e])) continue;
       const VertexId u = boost::target(*e, g);
       const std::int64_t nd = d + cost_of(g[*e]);
       if (seen_[u] != epoch_ || nd < dist_[u]) {
@@ -139,7 +140,7 @@ void Router::expand(VertexId at, VertexId src, VertexId dst, Path& current, doub
     std::vector<EdgeId> next;
     for (auto [e, end] = boost::out_edges(at, g); e != end; ++e) {
       const VertexId w = boost::target(*e, g);
-      if (settled_[w] == epoch_ && dist_[w] + cost_of(g[*e]) == dist_[at] &&
+      if (usable(g[*e]) && settled_[w] == epoch_ && dist_[w] + cost_of(g[*e]) == dist_[at] &&
           (w == dst || may_transit(w, src_node, dst_node)))
         next.push_back(*e);
     }
@@ -180,6 +181,20 @@ std::int64_t Router::path_cost(const Path& p) const {
 Route Router::compute(VertexId src, VertexId dst) {
   Route r{src, dst, {}};
   if (src == dst) return r;
+  // Two GPUs: NVLinks alone first (the header says why), then any path.
+  if (topo_.vertex(src).kind == VertexKind::gpu && topo_.vertex(dst).kind == VertexKind::gpu) {
+    nvlink_only_ = true;
+    const bool found = search(src, dst);
+    if (found) {
+      Path start;
+      expand(src, src, dst, start, 1.0, r.paths, 0);
+    }
+    nvlink_only_ = false;
+    if (found) {
+      r.cost = path_cost(r.paths.front());
+      return r;
+    }
+  }
   if (!search(src, dst))
     throw Error(
         "", "",

@@ -5,6 +5,11 @@
 // Cost of a link = its latency + the time to push a 64 KiB chunk through it, so a route prefers
 // NVLink over PCIe at equal hop count and fewer hops at equal bandwidth. Integer costs make
 // ties exact, which is what equal-cost multipath needs.
+// Between two GPUs, a path of NVLinks alone (direct or through NVSwitches) is taken whenever one
+// exists, cost aside: NCCL ranks path types first (NVL before C2C, PIX, PHB and SYS;
+// src/graph/paths.cc), and CUDA peer-to-peer goes over NVLink. On GB200 the two GPUs under one
+// Grace are cheaper to reach through its NVLink-C2C (225 GB/s each, 100 ns) than through an
+// NVLink switch (50 GB/s a link), yet they talk over NVLink.
 // Rules that make routes physical:
 //  - a GPU is never a transit hop (it is not a router; PXN is an NCCL choice, made above this);
 //  - a node's internals (PCIe, CPU, NVSwitch, NIC) carry transit traffic only for routes that
@@ -55,6 +60,7 @@ class Router {
 
  private:
   bool search(VertexId src, VertexId dst);  // fills dist_ from dst until src is settled
+  bool usable(const Link& l) const { return !nvlink_only_ || is_nvlink(l.kind); }
   bool may_transit(VertexId v, std::int32_t src_node, std::int32_t dst_node) const;
   EdgeId pick(const std::vector<EdgeId>& next, VertexId src, VertexId dst, std::uint32_t hop) const;
   Route compute(VertexId src, VertexId dst);
@@ -107,6 +113,7 @@ class Router {
   std::vector<std::uint32_t> seen_;     // epoch stamp: dist_ valid when seen_ == epoch_
   std::vector<std::uint32_t> settled_;  // epoch stamp
   std::uint32_t epoch_ = 0;
+  bool nvlink_only_ = false;  // search() and expand() walk NVLinks only (a GPU pair's first try)
   std::uint64_t searches_ = 0, settled_count_ = 0;
 };
 

@@ -58,6 +58,25 @@ TEST_CASE("NVLS all-reduce on one DGX H100, by hand") {
   CHECK(kGiB8 / t * 1.75 == doctest::Approx(475.1e9).epsilon(0.001));
 }
 
+TEST_CASE("GB200: a ring of the two GPUs under one Grace runs on NVLink, and NVLS is offered") {
+  // Latency: 8.4 µs + 2 NVLink steps × 3.4 µs = 15.2 µs. Each GPU's one ring edge (S bytes)
+  // spreads over its 18 NVLink5 planes at 50 GB/s × 0.8 payload: 720 GB/s. It went through the
+  // Grace's C2C (225 GB/s) before GPU pairs preferred NVLink (topology/router.hpp).
+  const auto topo = load_topology(topology_path("gb200-nvl72.json"), {.nodes = 1});
+  Router router(topo);
+  const auto ring = plan_collective(topo, router, {CollectiveOp::all_reduce, iota_ranks(2), kGiB8},
+                                    CollectiveAlgo::ring, Protocol::simple);
+  REQUIRE(ring);
+  CHECK(ring->latency == Time::ns(15200));
+  CHECK(time_alone(topo, *ring).seconds() ==
+        doctest::Approx(15.2e-6 + kGiB8 / 720e9).epsilon(1e-9));
+  // Every pair of the rack crosses an NVLink switch, so NVLS (Blackwell, NVSwitch) can run.
+  std::string why;
+  CHECK(plan_collective(topo, router, {CollectiveOp::all_reduce, iota_ranks(8), kGiB8},
+                        CollectiveAlgo::nvls, Protocol::simple, &why));
+  CHECK(why.empty());
+}
+
 TEST_CASE("auto choice: latency-bound small messages, bandwidth-optimal large ones") {
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   Router router(topo);

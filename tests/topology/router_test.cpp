@@ -216,3 +216,29 @@ TEST_CASE("cross-node routes are least-cost paths, as a search over the whole cl
     }
   }
 }
+
+TEST_CASE("GB200: two GPUs under one Grace talk over NVLink, not through the CPU") {
+  //   gpu0 ──┬─ nvswitch0..17 ─┬── gpu1      (what the route is: 18 NVLink5 planes, 50 GB/s each)
+  //          └──── grace0 ─────┘             (cheaper by cost: C2C 225 GB/s, 100 ns a hop)
+  // NCCL ranks NVL before C2C/PHB, so the all-NVLink path wins although it costs more.
+  const auto t = load_topology(topology_path("gb200-nvl72.json"), {.nodes = 1});
+  Router router(t);
+  const auto& r = router.gpu_route(0, 1);
+  REQUIRE(r.paths.size() == 18);
+  for (const auto& p : r.paths) {
+    CHECK(kinds_along(t, p) == std::vector<std::string>{"nvswitch", "gpu"});
+    CHECK(p.fraction == doctest::Approx(1.0 / 18));
+  }
+  CHECK(classify(t, r) == PathClass::NVL);
+  // A GPU's route to its NIC still goes through its Grace (C2C, then PCIe): only GPU pairs
+  // prefer NVLink.
+  VertexId nic0 = 0;
+  while (t.vertex(nic0).kind != VertexKind::nic) ++nic0;
+  const auto& to_nic = router.route(t.gpus().front(), nic0);
+  REQUIRE(to_nic.paths.size() == 1);
+  CHECK(kinds_along(t, to_nic.paths.front()) == std::vector<std::string>{"cpu", "nic"});
+  // Without an NVLink between them (PCIe-only servers), GPUs still reach each other the old way.
+  const auto pcie = load_topology(topology_path("pcie-8gpu.json"));
+  Router pr(pcie);
+  CHECK(classify(pcie, pr.gpu_route(0, 1)) == PathClass::PIX);
+}

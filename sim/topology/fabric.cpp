@@ -152,17 +152,33 @@ void build_fabric(const FabricSpec& spec, const std::vector<std::vector<VertexId
   }
   if (!spec.pod_nodes) return;
 
-  // Cores: every spine connects to every core with its down bandwidth / core oversubscription,
-  // spread evenly.
+  // Cores: a spine's up bandwidth is its down bandwidth / core oversubscription. In a full pod
+  // that needs a port to every core (or more), so it links to every core, spread evenly. A pod
+  // the cluster fills only in part (--nodes not a multiple of pod_nodes) has fewer leaves, so
+  // its spines need fewer ports: each links to that many cores at the port rate, from an offset
+  // of its own so that every core is reached. Spreading its little up bandwidth over every core
+  // instead gave links of a fraction of a port (6.25 GB/s for a 400G fabric with one unit of 8
+  // nodes in the last pod), and one flow's ECMP path through one of them ran at that rate.
   std::vector<VertexId> cores;
   for (std::int32_t c = 0; c < spec.cores; ++c)
     cores.push_back(
         topo.add_vertex(Vertex{VertexKind::core_switch, "core/" + std::to_string(c), -1, c, -1}));
-  for (std::int32_t pod = 0; pod < pods; ++pod)
-    for (auto sp : spines[pod])
-      for (auto c : cores)
-        topo.add_link(sp, c, kind, spine_down_Bps[pod] / spec.core_oversubscription / spec.cores,
-                      lat);
+  for (std::int32_t pod = 0; pod < pods; ++pod) {
+    const double up_Bps = spine_down_Bps[pod] / spec.core_oversubscription;
+    const double ports = up_Bps / port_Bps;
+    const auto k = static_cast<std::int32_t>(
+        std::clamp(std::round(ports), 1.0, static_cast<double>(spec.cores)));
+    for (std::int32_t s = 0; s < spec.spines; ++s) {
+      const auto sp = spines[pod][static_cast<std::size_t>(s)];
+      if (ports >= spec.cores) {
+        for (auto c : cores) topo.add_link(sp, c, kind, up_Bps / spec.cores, lat);
+        continue;
+      }
+      for (std::int32_t j = 0; j < k; ++j)
+        topo.add_link(sp, cores[static_cast<std::size_t>((s * k + j) % spec.cores)], kind,
+                      up_Bps / k, lat);
+    }
+  }
 }
 
 }  // namespace meshsim

@@ -19,6 +19,34 @@ constexpr std::int64_t kUnreachable = std::numeric_limits<std::int64_t>::max() /
 std::size_t hashed_choice(std::size_t n, VertexId src, VertexId dst, std::uint32_t hop) {
   return hash_combine(hash_combine(mix64(src), dst), hop) % n;
 }
+// The same at fabric switch `at`, whose own seed enters the hash, as switches seed their ECMP
+// hashes (against hash polarization, RFC 7690 §2.2 / RFC 2992). Without it every branch of a
+// route striped over a pod's spines made the same choice at the next tier: on a three-tier fat
+// tree 31 of 32 branches met on one core and one spine down, so a 264-node ring all-reduce took
+// 18× as long as a 256-node one.
+std::size_t hashed_choice(std::size_t n, VertexId src, VertexId dst, std::uint32_t hop,
+                          std::uint32_t at) {
+  return hash_combine(hash_combine(hash_combine(mix64(src), dst), hop), at) % n;
+}
+
+// One of the striped `paths` for a flow whose hash is `h`, each as likely as its share of the
+// striping: the flow is not striped, it takes one path, as ECMP does per flow. With equal
+// shares (two tiers: a leaf's spines) that is h mod the count. Three tiers stripe unevenly (the
+// first spine's branch is split over every core, the others are not: kMaxPaths), and a pick by
+// position sent three flows in four through the first spine: a 512-node tree all-reduce ran at
+// 3 GB/s of bus bandwidth.
+const Path& path_by_share(const std::vector<Path>& paths, std::uint64_t h) {
+  const double first = paths.front().fraction;
+  if (std::all_of(paths.begin(), paths.end(), [&](const Path& p) { return p.fraction == first; }))
+    return paths[h % paths.size()];
+  const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // [0, 1)
+  double below = 0;
+  for (const auto& p : paths) {
+    below += p.fraction;
+    if (u < below) return p;
+  }
+  return paths.back();  // rounding: the fractions sum to 1 within a few ulps
+}
 }  // namespace
 
 Router::Router(const Topology& topo)
@@ -248,7 +276,7 @@ void Router::fabric_expand(std::uint32_t at, VertexId src, VertexId dst,
       return;
     }
     const auto& link =
-        fabric_links_[next[next.size() == 1 ? 0 : hashed_choice(next.size(), src, dst, hop)]];
+        fabric_links_[next[next.size() == 1 ? 0 : hashed_choice(next.size(), src, dst, hop, at)]];
     current.edges.push_back(link.id);
     current.latency += topo_.link(link.id).latency;
     at = link.to;
@@ -341,7 +369,7 @@ std::optional<Route> Router::cross_node(VertexId src, VertexId dst) {
   const Exit& ea = A[chosen.first];
   const Exit& eb = B[chosen.second];
   const auto& fab = fabric_paths(ea.fabric, eb.fabric);
-  const Path& middle = fab[hash_combine(h, 0x5eed) % fab.size()];
+  const Path& middle = path_by_share(fab, hash_combine(h, 0x5eed));
   Route r{src, dst, {}, best};
   std::uint32_t shift_a = 0, shift_b = 0;
   const Route& first = local_route(src, ea.nic, shift_a);

@@ -77,6 +77,26 @@ TEST_CASE("GB200: a ring of the two GPUs under one Grace runs on NVLink, and NVL
   CHECK(why.empty());
 }
 
+TEST_CASE("h100-16k: a ring across pods runs at the rails' rate, a part-filled pod included") {
+  // Every ring edge between nodes is one NIC's 400 Gb/s whether it stays in a pod or crosses
+  // the cores (1:1 at every tier), so 264 nodes (a pod and one unit of the next) take about as
+  // long as 256 (one pod): only the 8 more nodes' latency steps and bytes differ. Before flows
+  // took fabric paths by list position and the part-filled pod's spines had 6.25 GB/s core
+  // links, it took 18 times as long.
+  const auto time_on = [](std::int32_t nodes) {
+    const auto topo = load_topology(topology_path("h100-16k.json"), {.nodes = nodes});
+    Router router(topo);
+    const auto plan =
+        plan_collective(topo, router, {CollectiveOp::all_reduce, iota_ranks(nodes * 8), kGiB8},
+                        CollectiveAlgo::ring, Protocol::simple);
+    REQUIRE(plan);
+    return time_alone(topo, *plan).seconds();
+  };
+  const double one_pod = time_on(256), more = time_on(264);
+  CHECK(more > one_pod);
+  CHECK(more < 1.05 * one_pod);
+}
+
 TEST_CASE("auto choice: latency-bound small messages, bandwidth-optimal large ones") {
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   Router router(topo);

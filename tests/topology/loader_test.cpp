@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "test_paths.hpp"
 #include "topology/topology_loader.hpp"
 #include "topology/topology_summary.hpp"
@@ -89,6 +91,36 @@ TEST_CASE("h100-16k: three tiers, 16,384 GPUs") {
   CHECK(s.vertices.at("leaf_switch") == 512);
   CHECK(s.vertices.at("spine_switch") == 256);
   CHECK(s.vertices.at("core_switch") == 64);
+}
+
+TEST_CASE("h100-16k on 264 nodes: the part-filled pod's spines link to as many cores as ports") {
+  // Pod 0: 256 nodes, 8 units × 8 rails = 64 leaves, each 32 × 50 GB/s up over 32 spines: a spine
+  // has 64 × 50 GB/s down, so a 50 GB/s link to each of the 64 cores. Pod 1: 8 nodes, one unit,
+  // 8 leaves: a spine has 8 × 50 GB/s down, so 8 links at the 50 GB/s port rate (not 64 at 6.25).
+  const auto t = load_topology(test::topology_path("h100-16k.json"), {.nodes = 264});
+  const auto& g = t.graph();
+  const auto up_links = [&](const std::string& spine) {
+    std::vector<double> bw;
+    for (auto [e, end] = boost::out_edges(*t.find(spine), g); e != end; ++e)
+      if (t.vertex(boost::target(*e, g)).kind == VertexKind::core_switch)
+        bw.push_back(g[*e].bandwidth_Bps);
+    return bw;
+  };
+  const auto full = up_links("spine/p0/0");
+  CHECK(full.size() == 64);
+  for (double b : full) CHECK(b == doctest::Approx(50e9));
+  const auto part = up_links("spine/p1/0");
+  CHECK(part.size() == 8);
+  for (double b : part) CHECK(b == doctest::Approx(50e9));
+  // Spine s of pod 1 starts at core 8s: the 32 spines reach every core 4 times.
+  std::map<std::string, int> reached;
+  for (int s = 0; s < 32; ++s)
+    for (auto [e, end] = boost::out_edges(*t.find("spine/p1/" + std::to_string(s)), g); e != end;
+         ++e)
+      if (t.vertex(boost::target(*e, g)).kind == VertexKind::core_switch)
+        ++reached[t.vertex(boost::target(*e, g)).name];
+  CHECK(reached.size() == 64);
+  for (const auto& [core, n] : reached) CHECK(n == 4);
 }
 
 TEST_CASE("gb200-nvl72: 72 GPUs per NVLink domain at 900 GB/s per direction") {

@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
+#include <map>
 #include <queue>
 
 #include "test_paths.hpp"
@@ -104,6 +106,27 @@ TEST_CASE("h100-16k: across pods through a core switch") {
   const auto& r = router.gpu_route(0, 256 * 8);
   CHECK(r.hops() == 10);
   CHECK(kinds_along(t, r.paths[0])[4] == "core_switch");
+}
+
+TEST_CASE("h100-16k: flows between pods spread over the spines as ECMP would, not by list position") {
+  // Between two leaves of different pods the fabric's paths are striped unevenly: the first
+  // spine's branch over every core, the other 31 spines' as one path each (kMaxPaths), each
+  // spine 1/32 of the share. A flow takes one path with the probability of its share, so about
+  // 1/32 of the 1,024 flows below leave through any one spine; a pick by list position sent
+  // about three in four through spine 0.
+  const auto t = load_topology(topology_path("h100-16k.json"), {.nodes = 512});
+  Router router(t);
+  std::map<std::string, int> spine_of;
+  for (int a = 0; a < 256; ++a)
+    for (int rail = 0; rail < 4; ++rail) {
+      const auto& r = router.gpu_route(a * 8 + rail, (256 + (a * 7) % 256) * 8 + rail);
+      REQUIRE(r.paths.size() == 1);
+      ++spine_of[t.vertex(boost::target(t.edge(r.paths[0].edges[3]), t.graph())).name];
+    }
+  int most = 0;
+  for (const auto& [name, n] : spine_of) most = std::max(most, n);
+  CHECK(spine_of.size() == 32);   // every spine of pod 0 is used
+  CHECK(most <= 3 * 1024 / 32);   // none carries more than three times its share
 }
 
 TEST_CASE("pcie-8gpu path classes, like nvidia-smi topo -m") {

@@ -152,11 +152,12 @@ void build_fabric(const FabricSpec& spec, const std::vector<std::vector<VertexId
   }
   if (!spec.pod_nodes) return;
 
-  // Cores: a spine's up bandwidth is its down bandwidth / core oversubscription. In a full pod
-  // that needs a port to every core (or more), so it links to every core, spread evenly. A pod
-  // the cluster fills only in part (--nodes not a multiple of pod_nodes) has fewer leaves, so
-  // its spines need fewer ports: each links to that many cores at the port rate, from an offset
-  // of its own so that every core is reached. Spreading its little up bandwidth over every core
+  // Cores: a spine's up bandwidth is its down bandwidth / core oversubscription, in ports of the
+  // fabric's rate. When that fills a port to every core (or more: one aggregated link per core)
+  // it links to every core, spread evenly. When it fills fewer ports (a pod the cluster fills
+  // only in part, --nodes not a multiple of pod_nodes, or an oversubscribed core tier), the
+  // spine links to that many cores at the port rate, from an offset of its own so that every
+  // core is reached: a cable runs at its port's rate. Spreading the up bandwidth over every core
   // instead gave links of a fraction of a port (6.25 GB/s for a 400G fabric with one unit of 8
   // nodes in the last pod), and one flow's ECMP path through one of them ran at that rate.
   std::vector<VertexId> cores;

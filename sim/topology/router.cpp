@@ -20,10 +20,9 @@ std::size_t hashed_choice(std::size_t n, VertexId src, VertexId dst, std::uint32
   return hash_combine(hash_combine(mix64(src), dst), hop) % n;
 }
 // The same at fabric switch `at`, whose own seed enters the hash, as switches seed their ECMP
-// hashes (against hash polarization, RFC 7690 §2.2 / RFC 2992). Without it every branch of a
-// route striped over a pod's spines made the same choice at the next tier: on a three-tier fat
-// tree 31 of 32 branches met on one core and one spine down, so a 264-node ring all-reduce took
-// 18× as long as a 256-node one.
+// hashes so that the tiers do not all make the same choice (hash polarization). Without it every
+// branch of a route striped over a pod's spines made the same choice at the next tier: on a
+// three-tier fat tree 31 of 32 branches met on one core and one spine down.
 std::size_t hashed_choice(std::size_t n, VertexId src, VertexId dst, std::uint32_t hop,
                           std::uint32_t at) {
   return hash_combine(hash_combine(hash_combine(mix64(src), dst), hop), at) % n;

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "test_paths.hpp"
+#include "topology/router.hpp"
 #include "topology/topology_loader.hpp"
 #include "topology/topology_summary.hpp"
 
@@ -121,6 +122,37 @@ TEST_CASE("h100-16k on 264 nodes: the part-filled pod's spines link to as many c
         ++reached[t.vertex(boost::target(*e, g)).name];
   CHECK(reached.size() == 64);
   for (const auto& [core, n] : reached) CHECK(n == 4);
+}
+
+TEST_CASE("a 2:1 core tier: each spine links to half the cores at the port rate") {
+  // Pods of 4 nodes with one 400G NIC each, 2 nodes per leaf: a leaf has 2 × 50 GB/s up over 2
+  // spines, so a spine has 2 × 50 GB/s down and, at 2:1, 50 GB/s up: one port, so one link at
+  // 50 GB/s to one of the 4 cores (it had 4 links of 12.5 GB/s, slower than a port).
+  const auto doc = Json::parse(R"({
+    "name": "t", "nodes": 8,
+    "node": {
+      "gpu": "H100-SXM5-80GB",
+      "vertices": [{"name": "gpu", "kind": "gpu"}, {"name": "nic", "kind": "nic"}],
+      "links": [{"a": "gpu", "b": "nic", "kind": "pcie", "bandwidth_GBps": 64, "latency_ns": 100}]
+    },
+    "fabric": {"kind": "fat_tree", "link": {"kind": "infiniband", "bandwidth_Gbps": 400,
+               "latency_ns": 500}, "rail_optimized": false, "leaf_down_ports": 2, "spines": 2,
+               "oversubscription": 1, "pod_nodes": 4, "cores": 4, "core_oversubscription": 2}
+  })");
+  const auto t = load_topology_json(doc, "t.json");
+  const auto& g = t.graph();
+  for (const char* spine : {"spine/p0/0", "spine/p0/1", "spine/p1/0", "spine/p1/1"}) {
+    int links = 0;
+    for (auto [e, end] = boost::out_edges(*t.find(spine), g); e != end; ++e)
+      if (t.vertex(boost::target(*e, g)).kind == VertexKind::core_switch) {
+        ++links;
+        CHECK(g[*e].bandwidth_Bps == doctest::Approx(50e9));
+      }
+    CHECK(links == 1);
+  }
+  // Spine s of every pod reaches core s, so the pods still meet.
+  Router router(t);
+  CHECK(router.gpu_route(0, 7).hops() == 8);  // gpu nic leaf spine core spine leaf nic gpu
 }
 
 TEST_CASE("gb200-nvl72: 72 GPUs per NVLink domain at 900 GB/s per direction") {

@@ -229,11 +229,10 @@ TEST_CASE("progress: --full, search and 10K-request serve runs report to a redir
   CHECK(s.err.find("ETA") == std::string::npos);
   CHECK(s.err.find(" left (a bound: fewer are usually needed)") != std::string::npos);
   // --exhaustive simulates every layout it counts, so its total and ETA are real.
-  const auto e =
-      run_cli("search --topology " + topology_path("dgx-h100.json") + " --workload " +
-                  source_path("workloads/models/llama3.1-8b.json") +
-                  " --seq 4096 --gbs 16 --top 3 --exhaustive",
-              now);
+  const auto e = run_cli("search --topology " + topology_path("dgx-h100.json") + " --workload " +
+                             source_path("workloads/models/llama3.1-8b.json") +
+                             " --seq 4096 --gbs 16 --top 3 --exhaustive",
+                         now);
   REQUIRE_MESSAGE(e.exit_code == 0, e.err);
   CHECK(e.err.find(" layouts simulated in ") != std::string::npos);
   CHECK(e.err.find(", ETA ") != std::string::npos);

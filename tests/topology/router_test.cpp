@@ -108,7 +108,8 @@ TEST_CASE("h100-16k: across pods through a core switch") {
   CHECK(kinds_along(t, r.paths[0])[4] == "core_switch");
 }
 
-TEST_CASE("h100-16k: flows between pods spread over the spines as ECMP would, not by list position") {
+TEST_CASE(
+    "h100-16k: flows between pods spread over the spines as ECMP would, not by list position") {
   // Between two leaves of different pods the fabric's paths are striped unevenly: the first
   // spine's branch over every core, the other 31 spines' as one path each (kMaxPaths), each
   // spine 1/32 of the share. A flow takes one path with the probability of its share, so about
@@ -125,8 +126,8 @@ TEST_CASE("h100-16k: flows between pods spread over the spines as ECMP would, no
     }
   int most = 0;
   for (const auto& [name, n] : spine_of) most = std::max(most, n);
-  CHECK(spine_of.size() == 32);   // every spine of pod 0 is used
-  CHECK(most <= 3 * 1024 / 32);   // none carries more than three times its share
+  CHECK(spine_of.size() == 32);  // every spine of pod 0 is used
+  CHECK(most <= 3 * 1024 / 32);  // none carries more than three times its share
 }
 
 TEST_CASE("pcie-8gpu path classes, like nvidia-smi topo -m") {

@@ -15,7 +15,8 @@ struct TopologySummary {
   std::map<std::string, std::size_t> vertices;  // kind → count (kinds present only)
   std::map<std::string, std::size_t> links;     // kind → physical links
   // Per GPU, per direction: NVLink (all NVLink kinds leaving GPU 0), PCIe (GPU 0's host link),
-  // network (NIC fabric bandwidth of node 0 divided by its GPUs).
+  // NVLink-C2C (GPU 0's link to its Grace CPU, GB200), network (NIC fabric bandwidth of node 0
+  // divided by its GPUs).
   double nvlink_Bps = 0, pcie_Bps = 0, c2c_Bps = 0, network_Bps = 0;
   double bisection_Bps = 0;
 };

@@ -167,18 +167,17 @@ void build_fabric(const FabricSpec& spec, const std::vector<std::vector<VertexId
   for (std::int32_t pod = 0; pod < pods; ++pod) {
     const double up_Bps = spine_down_Bps[pod] / spec.core_oversubscription;
     const double ports = up_Bps / port_Bps;
-    const auto k = static_cast<std::int32_t>(
-        std::clamp(std::round(ports), 1.0, static_cast<double>(spec.cores)));
-    for (std::int32_t s = 0; s < spec.spines; ++s) {
-      const auto sp = spines[pod][static_cast<std::size_t>(s)];
-      if (ports >= spec.cores) {
+    if (ports >= spec.cores) {
+      for (auto sp : spines[pod])
         for (auto c : cores) topo.add_link(sp, c, kind, up_Bps / spec.cores, lat);
-        continue;
-      }
-      for (std::int32_t j = 0; j < k; ++j)
-        topo.add_link(sp, cores[static_cast<std::size_t>((s * k + j) % spec.cores)], kind,
-                      up_Bps / k, lat);
+      continue;
     }
+    const auto k = static_cast<std::int32_t>(std::max(std::round(ports), 1.0));
+    for (std::int32_t s = 0; s < spec.spines; ++s)
+      for (std::int32_t j = 0; j < k; ++j)
+        topo.add_link(spines[pod][static_cast<std::size_t>(s)],
+                      cores[static_cast<std::size_t>((s * k + j) % spec.cores)], kind, up_Bps / k,
+                      lat);
   }
 }
 

@@ -208,26 +208,18 @@ std::int64_t Router::path_cost(const Path& p) const {
 Route Router::compute(VertexId src, VertexId dst) {
   Route r{src, dst, {}};
   if (src == dst) return r;
-  // Two GPUs: NVLinks alone first (the header says why), then any path.
-  if (topo_.vertex(src).kind == VertexKind::gpu && topo_.vertex(dst).kind == VertexKind::gpu) {
-    nvlink_only_ = true;
-    const bool found = search(src, dst);
-    if (found) {
-      Path start;
-      expand(src, src, dst, start, 1.0, r.paths, 0);
-    }
-    nvlink_only_ = false;
-    if (found) {
-      r.cost = path_cost(r.paths.front());
-      return r;
-    }
-  }
-  if (!search(src, dst))
+  // Two GPUs: NVLinks alone first (the header says why), then any path. The expansion walks
+  // the links the successful search walked.
+  nvlink_only_ =
+      topo_.vertex(src).kind == VertexKind::gpu && topo_.vertex(dst).kind == VertexKind::gpu;
+  if (nvlink_only_ && !search(src, dst)) nvlink_only_ = false;
+  if (!nvlink_only_ && !search(src, dst))
     throw Error(
         "", "",
         "no route from '" + topo_.vertex(src).name + "' to '" + topo_.vertex(dst).name + "'");
   Path start;
   expand(src, src, dst, start, 1.0, r.paths, 0);
+  nvlink_only_ = false;
   r.cost = path_cost(r.paths.front());
   return r;
 }

@@ -180,6 +180,15 @@ void read_moe(const HfReader& r, ModelSpec& m, const std::string& type) {
     if (auto f = r.maybe("first_k_dense_replace")) moe.first_dense_layers = count(*f);
     if (auto freq = r.maybe("moe_layer_freq"); freq && freq->integer() != 1)
       freq->fail("only moe_layer_freq 1 (every layer after the dense ones) is modelled");
+    // Group-limited routing: both keys or neither (DeepSeek-V2 and V3 configs carry both).
+    if (r.has("n_group") || r.has("topk_group")) {
+      const auto groups = r.get("n_group"), limit = r.get("topk_group");
+      moe.groups = dim(groups);
+      moe.group_limit = dim(limit);
+      if (moe.experts % moe.groups != 0)
+        groups.fail("must divide n_routed_experts (" + std::to_string(moe.experts) + ")");
+      if (moe.group_limit > moe.groups) limit.fail("exceeds n_group");
+    }
   }
   // gpt-oss's config also spells it experts_per_token.
   const auto k = r.get(r.has("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token");
@@ -189,6 +198,8 @@ void read_moe(const HfReader& r, ModelSpec& m, const std::string& type) {
            " experts");
   if (moe.first_dense_layers > m.layers)
     r.root().child("first_k_dense_replace").fail("exceeds num_hidden_layers");
+  if (moe.top_k > moe.group_limit * (moe.experts / moe.groups))
+    k.fail("top-k " + std::to_string(moe.top_k) + " exceeds the experts of topk_group groups");
   m.moe = moe;
 }
 

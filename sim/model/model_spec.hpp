@@ -22,6 +22,11 @@ struct MoeSpec {
   std::int64_t expert_ffn = 0;          // intermediate size of one routed expert
   std::int64_t shared_experts = 0;      // always-active experts, each of expert_ffn
   std::int64_t first_dense_layers = 0;  // DeepSeek's first_k_dense_replace
+  // Group-limited routing (DeepSeek-V2 §2.1.3 "device-limited routing", V3 §2.1.2 "node-limited
+  // routing"; HF n_group / topk_group): the experts form `groups` equal groups and a token's
+  // top_k experts come from its best `group_limit` groups. 1 / 1: no limit.
+  std::int64_t groups = 1;
+  std::int64_t group_limit = 1;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass through low-rank

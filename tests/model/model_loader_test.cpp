@@ -64,7 +64,11 @@ TEST_CASE("Hugging Face configs are read as they are") {
   CHECK(d.moe->shared_experts == 1);
   CHECK(d.moe->first_dense_layers == 3);
   CHECK(d.mla->kv_lora_rank == 512);
-  CHECK(d.head_dim == 192);  // nope 128 + rope 64
+  CHECK(d.head_dim == 192);   // nope 128 + rope 64
+  CHECK(d.moe->groups == 8);  // node-limited routing: n_group 8, topk_group 4
+  CHECK(d.moe->group_limit == 4);
+  CHECK(x.moe->groups == 1);  // Mixtral routes over all its experts
+  CHECK(x.moe->group_limit == 1);
 }
 
 TEST_CASE("parameter counts from the architecture match the published ones") {
@@ -171,6 +175,20 @@ TEST_CASE("bad model files: one line naming the JSON path") {
         "num_attention_heads": 8, "vocab_size": 10, "intermediate_size": 8, "hidden_act": "silu",
         "num_local_experts": 4, "num_experts_per_tok": 5})") ==
         "m.json:/num_experts_per_tok: top-k 5 exceeds the 4 experts");
+  const std::string ds = R"({"model_type": "deepseek_v3", "hidden_size": 64,
+        "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 10,
+        "intermediate_size": 8, "hidden_act": "silu", "moe_intermediate_size": 8,
+        "n_routed_experts": 16, "num_experts_per_tok": 4, "kv_lora_rank": 8,
+        "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8)";
+  CHECK(error_of(ds + R"(, "n_group": 3, "topk_group": 1})") ==
+        "m.json:/n_group: must divide n_routed_experts (16)");
+  CHECK(error_of(ds + R"(, "n_group": 4, "topk_group": 5})") ==
+        "m.json:/topk_group: exceeds n_group");
+  CHECK(error_of(ds + R"(, "n_group": 4})") == "m.json:/: missing required field 'topk_group'");
+  // top-4 from one group of 4 experts: fine; from one group of 2 (8 groups): impossible.
+  CHECK(error_of(ds + R"(, "n_group": 4, "topk_group": 1})") == "no error");
+  CHECK(error_of(ds + R"(, "n_group": 8, "topk_group": 1})") ==
+        "m.json:/num_experts_per_tok: top-k 4 exceeds the experts of topk_group groups");
   CHECK(error_of(R"({"hidden": 1024, "layers": 2, "heads": 16, "vocab": 1000,
         "max_positions": 512, "activation": "relu"})") ==
         "m.json:/activation: unknown activation 'relu' (known: gelu, swiglu)");

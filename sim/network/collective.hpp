@@ -46,6 +46,11 @@ struct CollectiveCall {
   CollectiveOp op = CollectiveOp::all_reduce;
   std::vector<std::int32_t> ranks;
   double bytes = 0;
+  // all_to_all by a dispatcher that sends a token to each node once (DeepEP's internode
+  // kernels): the bytes each rank sends to another node as a fraction of a plain all-to-all's
+  // (model/moe_routing.hpp, dedup_network_share). 1: a plain all-to-all. Below 1 only the
+  // hierarchical algorithm applies.
+  double network_share = 1.0;
 };
 
 }  // namespace meshsim

@@ -300,6 +300,35 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
     }
 
     case CollectiveAlgo::hierarchical: {
+      if (op == CollectiveOp::all_to_all) {
+        if (!(call.network_share < 1.0))
+          return no("hierarchical all_to_all is a deduplicating dispatcher's (network share < 1)");
+        if (p.nodes() < 2) return no("hierarchical needs several nodes");
+        if (p.layout.ranks_per_node == 0)
+          return no("hierarchical needs the same ranks on every node");
+        // DeepEP's internode dispatch (and its combine, reversed): rank j sends each token once
+        // to every node holding one of its experts, to that node's rank j (the same rail), which
+        // forwards it over NVLink to the ranks holding them; the RDMA sends and NVLink forwards
+        // run at once in one kernel. Every rank sends a plain all-to-all's S/n to each remote
+        // rank, so ppn·S/n to a remote node, of which `network_share` crosses the network; the
+        // forwarder then delivers S/n to each local rank from each node (its own included).
+        const auto ppn = p.layout.ranks_per_node;
+        const double per_node = S * static_cast<double>(ppn) / nd;
+        for (std::size_t a = 0; a < p.nodes(); ++a)
+          for (std::size_t b = 0; b < p.nodes(); ++b)
+            if (a != b)
+              for (std::int32_t j = 0; j < ppn; ++j)
+                phase.push_back(p.flow(p.layout.per_node[a][static_cast<std::size_t>(j)],
+                                       p.layout.per_node[b][static_cast<std::size_t>(j)],
+                                       per_node * call.network_share));
+        for (const auto& m : p.layout.per_node)
+          for (auto from : m)
+            for (auto to : m)
+              if (from != to) phase.push_back(p.flow(from, to, S / nd * N));
+        plan.latency = p.latency_us(p.base() + p.hop(HopClass::network) + p.hop(p.layout.intra));
+        plan.phases.push_back(std::move(phase));
+        return plan;
+      }
       if (op != CollectiveOp::all_reduce) return no("hierarchical applies to all_reduce");
       if (p.nodes() < 2) return no("hierarchical needs several nodes");
       if (p.layout.ranks_per_node == 0)
@@ -331,6 +360,8 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
     }
 
     case CollectiveAlgo::direct: {
+      if (op == CollectiveOp::all_to_all && call.network_share < 1.0)
+        return no("a deduplicating dispatch (network share < 1) runs hierarchical");
       if (op == CollectiveOp::all_to_all) {
         for (auto a : call.ranks)
           for (auto b : call.ranks)

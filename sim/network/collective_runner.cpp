@@ -298,7 +298,7 @@ void CollectiveCostCache::insert(Key k, PricedCollective p) {
 PricedCollective price_collective(const Topology& topo, Router& router, const CollectiveCall& call,
                                   std::optional<CollectiveAlgo> algo, CollectiveCostCache* cache,
                                   PricingScratch* scratch) {
-  CollectiveCostCache::Key key{call.op, algo, call.ranks, call.bytes, 0};
+  CollectiveCostCache::Key key{call.op, algo, call.ranks, call.bytes, 0, call.network_share};
   if (cache)
     if (const auto* hit = cache->find(key)) return *hit;
   std::optional<PricedCollective> best;

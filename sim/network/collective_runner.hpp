@@ -114,6 +114,7 @@ class CollectiveCostCache {
     std::vector<std::int32_t> ranks;
     double bytes;
     std::uint64_t pattern;  // identifies what else runs concurrently; 0 = alone
+    double network_share = 1.0;
     bool operator==(const Key&) const = default;
   };
   const PricedCollective* find(const Key& k) const;

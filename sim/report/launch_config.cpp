@@ -77,6 +77,9 @@ std::string megatron_architecture(const ModelSpec& m) {
     if (m.moe->first_dense_layers > 0)
       s += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", m.moe->first_dense_layers,
                        m.layers - m.moe->first_dense_layers);
+    if (m.moe->groups > 1)
+      s += fmt::format(" --moe-router-num-groups {} --moe-router-group-topk {}", m.moe->groups,
+                       m.moe->group_limit);
     s += " --moe-grouped-gemm";
   }
   return s;
@@ -96,6 +99,8 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   if (c.sp && mesh.tp > 1) s += " --sequence-parallel";
   if (stack.tp_overlap && c.sp && mesh.tp > 1) s += " --tp-comm-overlap";
   if (stack.fused_loss) s += " --cross-entropy-loss-fusion";
+  if (stack.deepep && m.moe && mesh.ep > 1)
+    s += " --moe-token-dispatcher-type flex --moe-enable-deepep";
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
     const auto chunks = mesh.pp * c.schedule.virtual_stages;
     if (m.layers % chunks == 0)

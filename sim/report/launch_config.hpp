@@ -22,11 +22,13 @@ struct LaunchJob {
 // What a launch configuration says of the software stack that runs it: the stack's name (empty:
 // not said), TP communication overlap asked for (Megatron --tp-comm-overlap, torchtitan async TP;
 // false: the stack's default, off in every bundled stack) and a fused loss (Megatron
-// --cross-entropy-loss-fusion, torchtitan's compiled loss).
+// --cross-entropy-loss-fusion, torchtitan's compiled loss) and DeepEP's dispatcher (Megatron
+// --moe-token-dispatcher-type flex --moe-enable-deepep).
 struct LaunchStack {
   std::string name;
   bool tp_overlap = false;
   bool fused_loss = false;
+  bool deepep = false;
 };
 
 // A launch configuration read back (report/megatron_line.hpp, report/torchtitan_config.hpp).

@@ -120,6 +120,12 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
       {"--moe-shared-expert-intermediate-size", true},
       {"--moe-layer-freq", true},
       {"--moe-grouped-gemm", false},
+      {"--moe-router-num-groups", true},
+      {"--moe-router-group-topk", true},
+      // MoE dispatch (the stack's EP dispatch: DeepEP with flex)
+      {"--moe-token-dispatcher-type", true},
+      {"--moe-enable-deepep", false},
+      {"--moe-flex-dispatcher-backend", true},
       {"--attention-dropout", true},
       {"--hidden-dropout", true},
       // data: synthetic batches of the simulated shapes
@@ -303,6 +309,11 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
     out.stack.tp_overlap = true;
   }
   out.stack.fused_loss = has(line, "--cross-entropy-loss-fusion");
+  // DeepEP: --moe-enable-deepep (Megatron-Core 0.12–0.14) or, later,
+  // --moe-flex-dispatcher-backend deepep; either with --moe-token-dispatcher-type flex.
+  const auto backend = line.flags.find("--moe-flex-dispatcher-backend");
+  out.stack.deepep = has(line, "--moe-enable-deepep") ||
+                     (backend != line.flags.end() && backend->second == "deepep");
   return out;
 }
 
@@ -325,6 +336,8 @@ std::optional<std::string> megatron_architecture_mismatch(const MegatronLine& li
       {"--num-experts", m.moe ? m.moe->experts : 0},
       {"--moe-router-topk", m.moe ? m.moe->top_k : 0},
       {"--moe-ffn-hidden-size", m.moe ? m.moe->expert_ffn : 0},
+      {"--moe-router-num-groups", m.moe ? m.moe->groups : 0},
+      {"--moe-router-group-topk", m.moe ? m.moe->group_limit : 0},
       {"--kv-lora-rank", m.mla ? m.mla->kv_lora_rank : 0},
       {"--q-lora-rank", m.mla ? m.mla->q_lora_rank : 0},
   };

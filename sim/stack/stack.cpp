@@ -36,6 +36,16 @@ std::string_view name_of(CudaGraphs g) {
   return "?";
 }
 
+std::string_view name_of(EpDispatch d) {
+  switch (d) {
+    case EpDispatch::all_to_all:
+      return "all_to_all";
+    case EpDispatch::deepep:
+      return "deepep";
+  }
+  return "?";
+}
+
 std::string_view name_of(TpOverlapMethod m) {
   switch (m) {
     case TpOverlapMethod::none:
@@ -237,6 +247,8 @@ Stack read_stack(const JsonRef& ref) {
   if (auto v = r.optional("fsdp_copies")) s.fsdp_copies = read_fsdp_copies(*v);
   if (auto v = r.optional("cuda_graphs"))
     s.cuda_graphs = enum_value<CudaGraphs>(*v, kAllCudaGraphs, "cuda_graphs");
+  if (auto v = r.optional("ep_dispatch"))
+    s.ep_dispatch = enum_value<EpDispatch>(*v, kAllEpDispatch, "ep_dispatch");
   s.data_parallel = read_data_parallel(r.required("data_parallel"));
   s.state = read_state(r.required("state_bytes_per_param"));
   {
@@ -280,6 +292,14 @@ Stack with_fused_loss(Stack stack) {
 
 bool runs_fused_loss(const Stack& stack) {
   return !stack.op_kernels.contains("loss");
+}
+
+Stack with_ep_dispatch(Stack stack, EpDispatch dispatch) {
+  if (stack.ep_dispatch != dispatch) {
+    stack.ep_dispatch = dispatch;
+    stack.name += " +" + std::string(name_of(dispatch));
+  }
+  return stack;
 }
 
 RecomputePolicy recompute_policy(const Stack& stack, std::string_view name) {

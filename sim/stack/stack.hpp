@@ -101,6 +101,16 @@ inline constexpr std::array kAllCudaGraphs{CudaGraphs::none, CudaGraphs::layer,
                                            CudaGraphs::iteration};
 std::string_view name_of(CudaGraphs g);
 
+// How the expert-parallel dispatch and combine move tokens. `all_to_all`: every (token, expert)
+// copy is sent to its expert's rank (NCCL all-to-all: Megatron-Core's alltoall dispatcher,
+// torchtitan, DeepSpeed). `deepep`: DeepEP's kernels (Megatron-Core
+// --moe-token-dispatcher-type flex --moe-enable-deepep): across nodes a token is sent once to
+// each node holding one of its experts, on the sender's rail, and forwarded over NVLink there
+// (DeepSeek-V3 report §3.2.2; deepseek-ai/DeepEP README, "normal kernels").
+enum class EpDispatch { all_to_all, deepep };
+inline constexpr std::array kAllEpDispatch{EpDispatch::all_to_all, EpDispatch::deepep};
+std::string_view name_of(EpDispatch d);
+
 struct DataParallel {
   // Gradient buckets of max(bucket_min_params, bucket_params_per_rank × dp) parameters
   // (Megatron-Core: max(40 M, 1 M × DP)).
@@ -147,6 +157,7 @@ struct Stack {
   Interference interference;
   FsdpCopies fsdp_copies;
   CudaGraphs cuda_graphs = CudaGraphs::none;
+  EpDispatch ep_dispatch = EpDispatch::all_to_all;
   DataParallel data_parallel;
   StateBytes state;
   // The optimizer step's HBM bytes per local parameter (fused AdamW: 28–30, derived in
@@ -185,6 +196,9 @@ Stack with_fused_loss(Stack stack);
 // Whether the stack runs the catalogue's fused loss kernel (it has no loss kernels of its own):
 // what a launch configuration written for it says (--cross-entropy-loss-fusion).
 bool runs_fused_loss(const Stack& stack);
+// The stack with its EP dispatch replaced (`--ep-dispatch`, a Megatron line's
+// --moe-enable-deepep), named "<name> +deepep" (or "+all_to_all") when that changes it.
+Stack with_ep_dispatch(Stack stack, EpDispatch dispatch);
 
 // The policy a user's --recompute names (the stack's names, or none/selective/full mapped to the
 // stack's policy of that mode); an Error lists the stack's names.

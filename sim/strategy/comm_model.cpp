@@ -178,6 +178,7 @@ FoldedPrices::Key FoldedComm::key_of(const CommRequest& r) const {
           static_cast<int>(r.call.op),
           r.call.ranks,
           r.call.bytes,
+          r.call.network_share,
           algo_key(r.algo),
           r.fraction,
           ctx_.calibration,
@@ -312,7 +313,7 @@ std::int32_t FoldedComm::index_of(const CommRequest& r) {
 }
 
 std::size_t FoldedPrices::KeyHash::operator()(const Key& k) const {
-  const auto& [mesh, order, kind, op, ranks, bytes, algo, fraction, calibration, copies] = k;
+  const auto& [mesh, order, kind, op, ranks, bytes, share, algo, fraction, calibration, copies] = k;
   std::uint64_t h = mix64(static_cast<std::uint64_t>(kind) * 64 + static_cast<std::uint64_t>(op));
   for (auto x : mesh) h = hash_combine(h, static_cast<std::uint64_t>(x));
   for (auto x : order) h = hash_combine(h, static_cast<std::uint64_t>(x));
@@ -324,6 +325,7 @@ std::size_t FoldedPrices::KeyHash::operator()(const Key& k) const {
   for (std::size_t i = 0; i < ranks.size(); i += stride)
     h = hash_combine(h, static_cast<std::uint64_t>(ranks[i]));
   h = hash_combine(h, std::bit_cast<std::uint64_t>(bytes));
+  h = hash_combine(h, std::bit_cast<std::uint64_t>(share));
   h = hash_combine(h, static_cast<std::uint64_t>(algo));
   h = hash_combine(h, std::bit_cast<std::uint64_t>(fraction));
   h = hash_combine(h, reinterpret_cast<std::uintptr_t>(calibration));
@@ -503,7 +505,7 @@ FullComm::FullComm(const Topology& topo, Simulator& sim, FlowNetwork& net, CommC
 
 std::shared_ptr<const CollectivePlan> FullComm::plan_for(const CommRequest& r) {
   const auto key = std::make_tuple(static_cast<int>(r.call.op), r.call.ranks, r.call.bytes,
-                                   algo_key(r.algo), r.fraction);
+                                   r.call.network_share, algo_key(r.algo), r.fraction);
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   auto plan = chosen_plan(topo_, ctx_.router, ctx_.alone, ctx_.scratch, r.call, r.algo);
   if (!plan) throw Error("", "", "no plan for " + std::string(name_of(r.call.op)));

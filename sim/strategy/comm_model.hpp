@@ -74,10 +74,11 @@ struct FoldedPrices {
     Time price;    // `alone` corrected by a calibration profile
     std::int32_t shape = 0;
   };
-  // Placement (mesh, rank order), kind, op, ranks, then bytes, requested algorithm, fraction,
-  // calibration and copies bound.
-  using Key = std::tuple<std::array<std::int64_t, 5>, std::array<int, 4>, int, int,
-                         std::vector<std::int32_t>, double, int, double, const void*, std::size_t>;
+  // Placement (mesh, rank order), kind, op, ranks, then bytes, network share, requested
+  // algorithm, fraction, calibration and copies bound.
+  using Key =
+      std::tuple<std::array<std::int64_t, 5>, std::array<int, 4>, int, int,
+                 std::vector<std::int32_t>, double, double, int, double, const void*, std::size_t>;
   // Hashed rather than ordered: a search looks prices up millions of times, and ordered keys
   // compared whole rank lists of equal prefixes at every level of the tree. Nothing iterates
   // these tables, so their order never shows.
@@ -172,6 +173,9 @@ class CommModel {
   virtual ~CommModel() = default;
   virtual OpId add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
                    std::span<const OpId> deps) = 0;
+  // The cluster the collectives run on (what a request's shape may depend on: which node each
+  // member sits on); null where nothing is priced.
+  virtual const Topology* topology() const { return nullptr; }
 };
 
 class FoldedComm : public CommModel {
@@ -182,6 +186,7 @@ class FoldedComm : public CommModel {
              std::size_t max_copies = 64);
   OpId add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
            std::span<const OpId> deps) override;
+  const Topology* topology() const override { return &topo_; }
   Time price(const CommRequest& r);
   // A lower bound on price(r) that simulates nothing: the representative's plan, each flow at
   // the capacity of its narrowest link as if nothing else were on it (a max-min rate never
@@ -236,6 +241,7 @@ class FullComm : public CommModel {
   FullComm(const Topology& topo, Simulator& sim, FlowNetwork& net, CommContext& context);
   OpId add(OpGraph& g, StreamId s, std::string_view name, const CommRequest& r,
            std::span<const OpId> deps) override;
+  const Topology* topology() const override { return &topo_; }
 
  private:
   struct Pending {
@@ -247,7 +253,7 @@ class FullComm : public CommModel {
   Simulator& sim_;
   FlowNetwork& net_;
   CommContext& ctx_;
-  std::map<std::tuple<int, std::vector<std::int32_t>, double, int, double>,
+  std::map<std::tuple<int, std::vector<std::int32_t>, double, double, int, double>,
            std::shared_ptr<const CollectivePlan>>
       plans_;
   std::map<std::pair<std::vector<std::int32_t>, std::uint64_t>, Pending> pending_;

@@ -7,9 +7,11 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "engine/longest_chain.hpp"
+#include "model/moe_routing.hpp"
 #include "model/op_catalogue.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/pipeline_schedule.hpp"
+#include "topology/topology.hpp"
 
 namespace meshsim {
 
@@ -116,6 +118,7 @@ class DeferredComm : public CommModel {
     requests_[id.value] = r;
     return id;
   }
+  const Topology* topology() const override { return priced_.topology(); }
   // Each of `ops`' duration as the replay would start it: a collective's folded price.
   std::vector<Time> durations(const OpGraph& g, const std::vector<OpId>& ops) {
     std::vector<Time> d(g.op_count());
@@ -265,7 +268,7 @@ class Builder {
   OpId comm(RankState& rs, StreamId s, const std::string& name, GroupKind g, CollectiveOp op,
             std::vector<std::int32_t> ranks, double bytes, std::vector<OpId> deps,
             std::uint64_t instance, std::optional<CollectiveAlgo> algo = std::nullopt,
-            double fraction = 1.0, bool sender_only = false);
+            double fraction = 1.0, bool sender_only = false, double network_share = 1.0);
   void tp(RankState& rs, CollectiveOp op, const std::string& name, std::uint64_t inst);
   // The backward of a segment ending (in backward order) with column-parallel GEMMs and their
   // input-gradient TP reduction, as the stack runs it (Stack::tp_backward).
@@ -278,6 +281,10 @@ class Builder {
   static SegmentCost without(const SegmentCost& seg, Time used, double used_kernels,
                              double used_hbm_s);
   void ep(RankState& rs, const std::string& name, std::uint64_t inst);
+  // What DeepEP sends between nodes for this EP group, of a plain all-to-all's bytes (1 with the
+  // plain dispatcher, on one node, or where nothing is priced); per group's first rank.
+  double ep_network_share(const std::vector<std::int32_t>& group);
+  std::map<std::int32_t, double> ep_shares_;
   void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute);
   void backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w);
   void attention(RankState& rs, const std::string& name, const SegmentCost& seg, bool backward,
@@ -670,10 +677,10 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
 OpId Builder::comm(RankState& rs, StreamId s, const std::string& name, GroupKind g, CollectiveOp op,
                    std::vector<std::int32_t> ranks, double bytes, std::vector<OpId> deps,
                    std::uint64_t inst, std::optional<CollectiveAlgo> algo, double fraction,
-                   bool sender_only) {
+                   bool sender_only, double network_share) {
   CommRequest r;
   r.kind = g;
-  r.call = {op, std::move(ranks), bytes};
+  r.call = {op, std::move(ranks), bytes, network_share};
   r.algo = algo;
   r.fraction = fraction;
   r.instance = hash_combine(inst, static_cast<std::uint64_t>(g) * 1000 + rs.slot++ % 1000);
@@ -762,10 +769,43 @@ void Builder::column_backward(RankState& rs, const std::string& name, const Segm
 }
 
 // EP all-to-all (dispatch or combine, either direction): on the critical path of the experts.
+// With DeepEP (Stack::ep_dispatch) a token crosses to each node once: the group's all-to-all
+// runs hierarchical with the deduplicated share of its network bytes.
 void Builder::ep(RankState& rs, const std::string& name, std::uint64_t inst) {
-  rs.pending.push_back(comm(rs, rs.ep, name, GroupKind::ep, CollectiveOp::all_to_all,
-                            group_of(rs.rank, GroupKind::ep), costs_.a2a_bytes, {*rs.last_compute},
-                            inst));
+  const auto& group = group_of(rs.rank, GroupKind::ep);
+  const double share = ep_network_share(group);
+  rs.pending.push_back(comm(
+      rs, rs.ep, name, GroupKind::ep, CollectiveOp::all_to_all, group, costs_.a2a_bytes,
+      {*rs.last_compute}, inst,
+      share < 1.0 ? std::optional(CollectiveAlgo::hierarchical) : std::nullopt, 1.0, false, share));
+}
+
+double Builder::ep_network_share(const std::vector<std::int32_t>& group) {
+  const Topology* topo = comm_.topology();
+  if (opt_.stack.ep_dispatch != EpDispatch::deepep || !m_.moe || !topo || group.size() < 2)
+    return 1.0;
+  if (const auto it = ep_shares_.find(group.front()); it != ep_shares_.end()) return it->second;
+  // EP rank i holds experts [i·E/ep, (i+1)·E/ep) (Megatron-Core's expert placement), on the
+  // node of its GPU.
+  const auto E = m_.moe->experts;
+  const auto ep = static_cast<std::int64_t>(group.size());
+  std::map<std::int32_t, std::vector<std::int64_t>> by_node;
+  for (std::int64_t i = 0; i < ep; ++i) {
+    const auto node =
+        topo->vertex(topo->gpus()[static_cast<std::size_t>(group[static_cast<std::size_t>(i)])])
+            .node;
+    auto& experts = by_node[node];
+    for (std::int64_t e = i * E / ep; e < (i + 1) * E / ep; ++e) experts.push_back(e);
+  }
+  // DeepEP forwards on the rail, to the same local rank on every node: a group with different
+  // numbers of ranks on its nodes runs the plain all-to-all (so does DeepEP's
+  // intranode-only path).
+  NodeExperts nodes;
+  for (auto& [node, experts] : by_node) nodes.push_back(std::move(experts));
+  for (const auto& n : nodes)
+    if (n.size() != nodes.front().size())
+      return ep_shares_.emplace(group.front(), 1.0).first->second;
+  return ep_shares_.emplace(group.front(), dedup_network_share(*m_.moe, nodes)).first->second;
 }
 
 void Builder::attention(RankState& rs, const std::string& name, const SegmentCost& seg,

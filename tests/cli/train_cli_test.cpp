@@ -493,3 +493,35 @@ TEST_CASE("train: a stack file that captures layers as CUDA graphs launches far 
   std::filesystem::remove(stack);
   std::filesystem::remove(profile);
 }
+
+TEST_CASE("train: --ep-dispatch deepep sends a token across to each node once") {
+  // DeepSeek-V3 (node-limited routing: 4 of 8 groups) with EP 16 over 2 of 4 DGX H100 nodes: a
+  // node holds 4 groups, so a token reaches the other node at most once where the plain
+  // all-to-all sends it 4 copies on average.
+  const std::string base = "train --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 4 --workload " +
+                           source_path("workloads/models/deepseek-v3.json") + " --allow-oom --json";
+  auto run = [&](const std::string& flags) {
+    const auto r = run_cli(base + flags);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out);
+  };
+  const std::string mesh = " --mesh pp=2,dp=16,ep=16 --zero 1 --seq 1024 --gbs 16";
+  const auto plain = run(mesh);
+  const auto deepep = run(mesh + " --ep-dispatch deepep");
+  CHECK(plain["stack"] == "megatron");
+  CHECK(deepep["stack"] == "megatron +deepep");
+  CHECK(deepep["exposed_comm_s"]["ep"].get<double>() <
+        0.5 * plain["exposed_comm_s"]["ep"].get<double>());
+  CHECK(deepep["step_time_s"].get<double>() < plain["step_time_s"].get<double>());
+  // A Megatron line's DeepEP switch runs the same stack.
+  const auto line =
+      run(" --from-megatron \"--pipeline-model-parallel-size 2 --expert-model-parallel-size 16 "
+          "--seq-length 1024 --micro-batch-size 1 --global-batch-size 16 --bf16 "
+          "--use-distributed-optimizer --moe-token-dispatcher-type flex --moe-enable-deepep\"");
+  CHECK(line["stack"] == "megatron +deepep");
+  CHECK(line["step_time_s"] == deepep["step_time_s"]);
+  const auto bad = run_cli(base + mesh + " --ep-dispatch pplx");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "error: --ep-dispatch: 'pplx': expected all_to_all or deepep\n");
+}

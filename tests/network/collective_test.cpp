@@ -246,3 +246,35 @@ TEST_CASE("every op and algorithm either plans or says why not") {
         }
       }
 }
+
+TEST_CASE("DeepEP's deduplicated all-to-all on 2 DGX H100, by hand") {
+  // 16 ranks, S = 8 GiB per rank, network share 1/2 (a token crosses once to each node it needs,
+  // half the copies a plain all-to-all sends there). Each rank sends its rail peer on the other
+  // node S·8/16 × 1/2 = S/4 through its own NIC (400 Gb/s at 64/66 payload: 48.48 GB/s), and
+  // forwards S/16 × 2 nodes = S/8 to each of its 7 node peers over NVLink (360 GB/s a GPU:
+  // 20.9 ms for 7S/8, hidden under the NIC's S/4 / 48.48e9 = 44.3 ms). A plain all-to-all sends
+  // S/16 to each of the 8 remote ranks: S/2 through each NIC, twice as long.
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{2});
+  Router router(topo);
+  CollectiveCall call{CollectiveOp::all_to_all, iota_ranks(16), kGiB8};
+  const auto plain = price_collective(topo, router, call, std::nullopt);
+  CHECK(plain.algo == CollectiveAlgo::direct);
+  std::string why;
+  CHECK_FALSE(
+      plan_collective(topo, router, call, CollectiveAlgo::hierarchical, Protocol::simple, &why));
+  CHECK(why == "hierarchical all_to_all is a deduplicating dispatcher's (network share < 1)");
+
+  call.network_share = 0.5;
+  const double nic = 50e9 * 64 / 66;
+  const auto dedup = price_collective(topo, router, call, std::nullopt);
+  CHECK(dedup.algo == CollectiveAlgo::hierarchical);
+  CHECK(dedup.time.seconds() == doctest::Approx(kGiB8 / 4 / nic).epsilon(0.01));
+  CHECK(plain.time.seconds() == doctest::Approx(kGiB8 / 2 / nic).epsilon(0.02));
+  CHECK_FALSE(plan_collective(topo, router, call, CollectiveAlgo::direct, Protocol::simple, &why));
+  CHECK(why == "a deduplicating dispatch (network share < 1) runs hierarchical");
+  // On one node nothing crosses the network: no hierarchical plan.
+  call.ranks = iota_ranks(8);
+  CHECK_FALSE(
+      plan_collective(topo, router, call, CollectiveAlgo::hierarchical, Protocol::simple, &why));
+  CHECK(why == "hierarchical needs several nodes");
+}

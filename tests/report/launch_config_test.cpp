@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "model/model_loader.hpp"
+#include "report/megatron_line.hpp"
 #include "test_paths.hpp"
 
 using namespace meshsim;
@@ -34,4 +35,35 @@ TEST_CASE(
                   "data_parallel_shard_degree = 128\n") != std::string::npos);
   CHECK(launch_config("megatron", m, c, job).find("--num-distributed-optimizer-instances") ==
         std::string::npos);
+}
+
+TEST_CASE("launch lines: DeepEP and node-limited routing as Megatron-Core writes them") {
+  const auto m = load_model(model_path("deepseek-v3"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("pp=16,dp=128,ep=64", "--mesh");
+  c.zero = 1;
+  const LaunchJob job{4096, 15360, 1, DType::bf16, 256, 8};
+  LaunchStack deepep;
+  deepep.name = "megatron";
+  deepep.deepep = true;
+  const auto line = launch_config("megatron", m, c, job, deepep);
+  CHECK(line.find(" --moe-router-num-groups 8 --moe-router-group-topk 4") != std::string::npos);
+  CHECK(line.find(" --moe-token-dispatcher-type flex --moe-enable-deepep") != std::string::npos);
+  // Read back: the same stack switch, and the groups agree with the model.
+  const auto args = line.substr(line.find("pretrain_gpt.py ") + 16);
+  const auto parsed = parse_megatron_line(args, "x");
+  CHECK(parsed.ignored.empty());
+  CHECK(megatron_job(parsed, 2048, m.layers, "x").stack.deepep);
+  CHECK_FALSE(megatron_architecture_mismatch(parsed, m));
+  // The plain dispatcher writes neither switch; a dense model no routing groups.
+  CHECK(launch_config("megatron", m, c, job).find("deepep") == std::string::npos);
+  CHECK(launch_config("megatron", load_model(model_path("mixtral-8x7b")), c, job, deepep)
+            .find("--moe-router-num-groups") == std::string::npos);
+  // Megatron-Core's later spelling of the backend.
+  CHECK(megatron_job(parse_megatron_line("--expert-model-parallel-size 8 "
+                                         "--moe-token-dispatcher-type flex "
+                                         "--moe-flex-dispatcher-backend deepep",
+                                         "x"),
+                     16, 8, "x")
+            .stack.deepep);
 }

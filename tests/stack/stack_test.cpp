@@ -98,6 +98,14 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
   CHECK(with(R"("name": "x",)", R"("name": "x", "cuda_graphs": "sometimes",)") ==
         "s.json:/cuda_graphs: unknown cuda_graphs 'sometimes' (known: none, layer, iteration)");
   CHECK(stack_from(t).cuda_graphs == CudaGraphs::none);
+  CHECK(with(R"("name": "x",)", R"("name": "x", "ep_dispatch": "pplx",)") ==
+        "s.json:/ep_dispatch: unknown ep_dispatch 'pplx' (known: all_to_all, deepep)");
+  CHECK(stack_from(t).ep_dispatch == EpDispatch::all_to_all);  // absent: NCCL's all-to-all
+  {
+    std::string d = t;
+    d.replace(d.find(R"("name": "x",)"), 12, R"("name": "x", "ep_dispatch": "deepep",)");
+    CHECK(stack_from(d).ep_dispatch == EpDispatch::deepep);
+  }
   CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": {"bf16": "fp32"})")
             .starts_with("s.json:/data_parallel/grad_reduce_dtype: missing required field"));
   CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": "fp8")") ==
@@ -357,4 +365,15 @@ TEST_CASE("a GEMM beside a collective is slowed by the SMs its CTAs take") {
   // A GEMM streams its operands for a part of its time (here 80 MB of A, B and C against ~0.1 ms).
   CHECK(c.forward.hbm_s == doctest::Approx(k.bytes / achievable));
   CHECK(c.forward.hbm_s < 0.3 * c.forward.time.seconds());
+}
+
+TEST_CASE("--ep-dispatch names the stack it makes") {
+  const auto& megatron = *bundled_stack("megatron");
+  CHECK(megatron.ep_dispatch == EpDispatch::all_to_all);  // Megatron-Core's alltoall dispatcher
+  const auto deepep = with_ep_dispatch(megatron, EpDispatch::deepep);
+  CHECK(deepep.name == "megatron +deepep");
+  CHECK(deepep.ep_dispatch == EpDispatch::deepep);
+  // Asking for what the stack does already changes nothing, name included.
+  CHECK(with_ep_dispatch(megatron, EpDispatch::all_to_all).name == "megatron");
+  CHECK(with_ep_dispatch(deepep, EpDispatch::all_to_all).name == "megatron +deepep +all_to_all");
 }

@@ -24,6 +24,11 @@ bool on_off(const std::string& v, const std::string& flag) {
   throw Error("", flag, "'" + v + "': expected on or off");
 }
 
+EpDispatch ep_dispatch_flag(const std::string& v, const std::string& flag) {
+  if (const auto d = parse_by_name<EpDispatch>(kAllEpDispatch, v)) return *d;
+  throw Error("", flag, "'" + v + "': expected all_to_all or deepep");
+}
+
 ResolvedGpu resolve_gpu(const std::string& gpu, const std::string& topology, std::int32_t nodes) {
   if (!topology.empty()) {
     if (!gpu.empty()) throw Error("", "--gpu", "give --gpu or --topology, not both");
@@ -114,6 +119,9 @@ void JobArgs::add_to(CLI::App* cmd) {
                   "deepspeed, ideal, or a stack file (workloads/stacks/*.json)");
   cmd->add_option("--tp-overlap", tp_overlap,
                   "TP communication overlap on or off (default: the stack's; needs SP)");
+  cmd->add_option("--ep-dispatch", ep_dispatch,
+                  "MoE token dispatch: all_to_all (NCCL) or deepep (a token crosses to each node "
+                  "once); default the stack's");
   auto* seq_opt = cmd->add_option("--seq", seq, "Sequence length in tokens (8192, 8k, 128K)");
   auto* gbs_opt = cmd->add_option("--gbs", gbs, "Global batch (sequences); default dp × mbs");
   auto* mbs_opt = cmd->add_option("--mbs", mbs, "Micro-batch (sequences); default 1");
@@ -157,6 +165,8 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     if (stack.empty() && !m.stack.name.empty()) r.stack = resolve_stack(m.stack.name);
     if (tp_overlap.empty() && m.stack.tp_overlap) r.tp_overlap = true;
     if (m.stack.fused_loss) r.stack = with_fused_loss(std::move(r.stack));
+    if (m.stack.deepep && ep_dispatch.empty())
+      r.stack = with_ep_dispatch(std::move(r.stack), EpDispatch::deepep);
     cfg = m.config;
     recompute_name = name_of(m.config.recompute);  // the stack's policy of that name
     // torchtitan's layer SAC: the stack's full policy of that period.
@@ -192,6 +202,8 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     cfg.sp = sp.empty() ? cfg.mesh.tp > 1 : on_off(sp, "--sp");
     cfg.schedule = parse_schedule(schedule, "--schedule");
   }
+  if (!ep_dispatch.empty())
+    r.stack = with_ep_dispatch(std::move(r.stack), ep_dispatch_flag(ep_dispatch, "--ep-dispatch"));
   const auto policy = recompute_policy(r.stack, recompute_name);
   cfg.recompute = policy.mode;
   cfg.recompute_ops = policy.ops;

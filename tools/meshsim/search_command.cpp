@@ -32,7 +32,7 @@ namespace {
 struct SearchArgs {
   ClusterArgs cluster;
   std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep, report,
-                               scaling = "strong", calibration, tp_overlap;
+                               scaling = "strong", calibration, tp_overlap, ep_dispatch;
   std::string seq;
   std::int64_t gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
@@ -163,7 +163,12 @@ int run_search_command(const SearchArgs& a) {
   opt.threads = a.threads;
   {
     // One stack, or several to compare (every layout on each).
-    for (const auto& n : a.stacks) opt.stacks.push_back(resolve_stack(n));
+    for (const auto& n : a.stacks) {
+      opt.stacks.push_back(resolve_stack(n));
+      if (!a.ep_dispatch.empty())
+        opt.stacks.back() = with_ep_dispatch(std::move(opt.stacks.back()),
+                                             ep_dispatch_flag(a.ep_dispatch, "--ep-dispatch"));
+    }
     opt.strategy.stack = opt.stacks.front();
     if (opt.stacks.size() == 1) opt.stacks.clear();
     if (!a.tp_overlap.empty()) opt.strategy.tp_overlap = on_off(a.tp_overlap, "--tp-overlap");
@@ -266,16 +271,14 @@ int run_search_command(const SearchArgs& a) {
     ls.name = strategy.stack.name;
     ls.tp_overlap = strategy.tp_overlap.value_or(strategy.stack.tp_overlap.on);
     ls.fused_loss = runs_fused_loss(strategy.stack);
+    ls.deepep = strategy.stack.ep_dispatch == EpDispatch::deepep;
     launch = launch_config(a.emit, model, best.candidate.config, lj, ls);
   }
   if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {
-    // The winner again, with its trace, for the timeline.
+    // The winner again, with its trace, for the timeline, as the search ran it (its stack,
+    // calibration and memory recipe).
     const auto& best = r.results.front();
-    TrainingSetup s;
-    s.job = {job.seq, job.global_batch, best.candidate.micro_batch, job.dtype, job.flash_attention};
-    s.config = best.candidate.config;
-    s.memory = opt.memory;
-    const auto winner = simulate_training(topo, model, s);
+    const auto winner = simulate_training(topo, model, setup_of(best.candidate, job, opt));
     HtmlReport rep;
     rep.title = fmt::format("meshsim search: {} on {} GPUs, seq {}, global batch {}", model.name,
                             gpus, job.seq, job.global_batch);
@@ -376,6 +379,9 @@ Runner add_search_command(CLI::App& app) {
                   "Software stack (default megatron), or several to compare: megatron,torchtitan")
       ->delimiter(',');
   cmd->add_option("--tp-overlap", a->tp_overlap, "TP communication overlap on or off");
+  cmd->add_option("--ep-dispatch", a->ep_dispatch,
+                  "MoE token dispatch: all_to_all (NCCL) or deepep (a token crosses to each node "
+                  "once); default the stack's");
   cmd->add_option("--schedule", a->schedule, "Pin the schedule: 1f1b, interleaved:V, zb, gpipe");
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");
   cmd->add_flag("--no-hsdp", a->no_hsdp,

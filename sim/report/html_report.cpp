@@ -357,7 +357,11 @@ std::string render_html(const HtmlReport& r) {
   if (r.trace && r.replay) {
     h += "<h2>Step timeline of " +
          html_escape(r.ranked.empty() ? std::string("the run") : "#1 " + r.ranked.front().label) +
-         "</h2><p>Representative ranks, a lane per stream.</p>\n";
+         "</h2>" +
+         fmt::format(
+             "<p>Representative ranks, a lane per stream; the step as replayed here: "
+             "{:.4f} s.</p>\n",
+             r.replay->makespan.seconds());
     h += timeline(*r.trace, *r.replay);
   }
   const auto& t = r.topology;

@@ -185,6 +185,9 @@ void read_moe(const HfReader& r, ModelSpec& m, const std::string& type) {
       const auto groups = r.get("n_group"), limit = r.get("topk_group");
       moe.groups = dim(groups);
       moe.group_limit = dim(limit);
+      // Published configs use 8 (DeepSeek-V2, V3); the routing statistics
+      // (model/moe_routing.hpp) enumerate the groups.
+      if (moe.groups > 64) groups.fail("more than 64 expert groups are not modelled");
       if (moe.experts % moe.groups != 0)
         groups.fail("must divide n_routed_experts (" + std::to_string(moe.experts) + ")");
       if (moe.group_limit > moe.groups) limit.fail("exceeds n_group");

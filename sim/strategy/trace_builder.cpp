@@ -789,13 +789,12 @@ double Builder::ep_network_share(const std::vector<std::int32_t>& group) {
   // node of its GPU.
   const auto E = m_.moe->experts;
   const auto ep = static_cast<std::int64_t>(group.size());
-  std::map<std::int32_t, std::vector<std::int64_t>> by_node;
+  std::map<std::int32_t, std::vector<ExpertRange>> by_node;
   for (std::int64_t i = 0; i < ep; ++i) {
     const auto node =
         topo->vertex(topo->gpus()[static_cast<std::size_t>(group[static_cast<std::size_t>(i)])])
             .node;
-    auto& experts = by_node[node];
-    for (std::int64_t e = i * E / ep; e < (i + 1) * E / ep; ++e) experts.push_back(e);
+    by_node[node].emplace_back(i * E / ep, (i + 1) * E / ep);
   }
   // DeepEP forwards on the rail, to the same local rank on every node: a group with different
   // numbers of ranks on its nodes runs the plain all-to-all (so does DeepEP's

@@ -182,6 +182,8 @@ TEST_CASE("bad model files: one line naming the JSON path") {
         "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8)";
   CHECK(error_of(ds + R"(, "n_group": 3, "topk_group": 1})") ==
         "m.json:/n_group: must divide n_routed_experts (16)");
+  CHECK(error_of(ds + R"(, "n_group": 128, "topk_group": 1})") ==
+        "m.json:/n_group: more than 64 expert groups are not modelled");
   CHECK(error_of(ds + R"(, "n_group": 4, "topk_group": 5})") ==
         "m.json:/topk_group: exceeds n_group");
   CHECK(error_of(ds + R"(, "n_group": 4})") == "m.json:/: missing required field 'topk_group'");

@@ -88,7 +88,9 @@ std::int32_t nodes_spanned(const Topology& topo, const std::vector<std::int32_t>
 
 Time calibrated_collective_time(const LinkCalibration& cal, const Topology& topo,
                                 const CollectiveCall& call, Time model_alone, Time t) {
-  if (cal.collectives.empty() || model_alone <= Time::zero()) return t;
+  // A measured fit is NCCL's collective; a deduplicating dispatcher's all-to-all (DeepEP,
+  // network share < 1) is another kernel moving fewer bytes, and keeps the model's price.
+  if (cal.collectives.empty() || model_alone <= Time::zero() || call.network_share < 1.0) return t;
   const auto* fit = cal.find(call.op, static_cast<std::int32_t>(call.ranks.size()),
                              nodes_spanned(topo, call.ranks));
   if (!fit || fit->regimes.empty()) return t;

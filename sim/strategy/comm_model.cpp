@@ -187,8 +187,10 @@ FoldedPrices::Key FoldedComm::key_of(const CommRequest& r) const {
 
 Time FoldedComm::unloaded_price(const CommRequest& r) {
   if (trivial(r.call)) return Time::zero();
-  // A measured fit scales the model's price (calibrated_collective_time), possibly below it.
-  if (const auto* cal = ctx_.calibration; cal && !cal->collectives.empty()) {
+  // A measured fit scales the model's price (calibrated_collective_time), possibly below it;
+  // not a deduplicating dispatcher's.
+  if (const auto* cal = ctx_.calibration;
+      cal && !cal->collectives.empty() && r.call.network_share >= 1.0) {
     const auto* fit = cal->find(r.call.op, static_cast<std::int32_t>(r.call.ranks.size()),
                                 nodes_spanned(topo_, r.call.ranks));
     if (fit && !fit->regimes.empty()) return Time::zero();

@@ -112,4 +112,12 @@ TEST_CASE("link calibration moves the network model by the measured amount") {
         doctest::Approx(2e-2));  // contention in the model keeps its ratio
   call.ranks = {0, 1, 2, 3};     // no fit for 4 ranks: the model's time
   CHECK(calibrated_collective_time(c, topo, call, alone, alone) == alone);
+  // An NCCL all-to-all fit does not price DeepEP's deduplicated dispatch (network share < 1).
+  c.collectives.push_back(
+      {CollectiveOp::all_to_all, 8, 1, {AlphaBetaRegime{0, INFINITY, 0, 100e9, 5, 0}}});
+  CollectiveCall a2a{CollectiveOp::all_to_all, {0, 1, 2, 3, 4, 5, 6, 7}, 1e9};
+  CHECK(calibrated_collective_time(c, topo, a2a, alone, alone).seconds() ==
+        doctest::Approx(1e9 / 100e9));
+  a2a.network_share = 0.5;
+  CHECK(calibrated_collective_time(c, topo, a2a, alone, alone) == alone);
 }

@@ -170,6 +170,16 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
     return no("LL128 needs NVLink inside the node (NCCL enables it only there)");
   const auto op = call.op;
   std::vector<PlannedFlow> phase;
+  // Every rank sends S/n to every other at once, one hop's latency.
+  const auto direct_all_to_all = [&] {
+    for (auto a : call.ranks)
+      for (auto b : call.ranks)
+        if (a != b) phase.push_back(p.flow(a, b, S / nd));
+    const HopClass worst = p.nodes() > 1 ? HopClass::network : p.layout.intra;
+    plan.latency = p.latency_us(p.base() + p.hop(worst));
+    plan.phases.push_back(std::move(phase));
+    return std::optional<CollectivePlan>(std::move(plan));
+  };
 
   switch (algo) {
     case CollectiveAlgo::ring: {
@@ -303,9 +313,13 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
       if (op == CollectiveOp::all_to_all) {
         if (!(call.network_share < 1.0))
           return no("hierarchical all_to_all is a deduplicating dispatcher's (network share < 1)");
-        if (p.nodes() < 2) return no("hierarchical needs several nodes");
-        if (p.layout.ranks_per_node == 0)
-          return no("hierarchical needs the same ranks on every node");
+        if (p.nodes() < 2 || p.layout.ranks_per_node == 0) {
+          // On one node DeepEP runs its intranode kernel, every copy over NVLink; a group with
+          // different ranks per node is not forwarded on rails (the trace builder gives such a
+          // group the plain all-to-all; a folded copy of another group's layout lands here).
+          // Both are the direct all-to-all.
+          return direct_all_to_all();
+        }
         // DeepEP's internode dispatch (and its combine, reversed): rank j sends each token once
         // to every node holding one of its experts, to that node's rank j (the same rail), which
         // forwards it over NVLink to the ranks holding them; the RDMA sends and NVLink forwards
@@ -362,17 +376,11 @@ std::optional<CollectivePlan> plan_collective(const Topology& topo, Router& rout
     case CollectiveAlgo::direct: {
       if (op == CollectiveOp::all_to_all && call.network_share < 1.0)
         return no("a deduplicating dispatch (network share < 1) runs hierarchical");
-      if (op == CollectiveOp::all_to_all) {
-        for (auto a : call.ranks)
-          for (auto b : call.ranks)
-            if (a != b) phase.push_back(p.flow(a, b, S / nd));
-      } else if (op == CollectiveOp::send_recv) {
-        // nccl-tests sendrecv: every rank sends S to the next and receives S from the previous.
-        for (std::size_t i = 0; i < n; ++i)
-          phase.push_back(p.flow(call.ranks[i], call.ranks[(i + 1) % n], S));
-      } else {
-        return no("direct applies to all_to_all and send_recv");
-      }
+      if (op == CollectiveOp::all_to_all) return direct_all_to_all();
+      if (op != CollectiveOp::send_recv) return no("direct applies to all_to_all and send_recv");
+      // nccl-tests sendrecv: every rank sends S to the next and receives S from the previous.
+      for (std::size_t i = 0; i < n; ++i)
+        phase.push_back(p.flow(call.ranks[i], call.ranks[(i + 1) % n], S));
       const HopClass worst = p.nodes() > 1 ? HopClass::network : p.layout.intra;
       plan.latency = p.latency_us(p.base() + p.hop(worst));
       plan.phases.push_back(std::move(phase));

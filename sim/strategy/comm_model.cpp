@@ -147,6 +147,13 @@ std::vector<LinkedPlan> FoldedComm::linked_plans_of(const FoldedPrices::Priced& 
     CollectiveCall call = p.request.call;
     call.ranks = ranks;
     auto plan = linked_plan_of(call, p.algo, p.protocol);
+    // A copy laid out unlike the representative (on GB200 racks of 72 GPUs, a TP group of 16
+    // across two racks beside groups inside one) may not admit its algorithm or protocol (NVLS,
+    // hierarchical, LL128): it runs the first pair that plans, in enumeration order, the
+    // representative's protocol first. Deterministic, and only its links matter here.
+    for (auto proto : {p.protocol, Protocol::simple, Protocol::ll128, Protocol::ll})
+      for (auto a : kAllCollectiveAlgos)
+        if (!plan) plan = linked_plan_of(call, a, proto);
     if (!plan)
       throw Error(
           "", "",
@@ -416,12 +423,14 @@ const std::vector<FoldedPrices::Phase>& FoldedComm::phases_of(std::int32_t shape
     FoldedPrices::Phase phase;
     phase.first = static_cast<std::uint32_t>(f_.flow_table.size());
     for (const auto& f : plans.front().phases[ph]) phase.rep_bytes.push_back(f.bytes);
-    for (std::size_t c = 0; c < plans.size(); ++c)
+    for (std::size_t c = 0; c < plans.size(); ++c) {
+      if (ph >= plans[c].phases.size()) continue;  // a copy on another algorithm (above)
       for (const auto& f : plans[c].phases[ph]) {
         if (c > 0 && !marked(f.links)) continue;
         f_.flow_table.push_back(f.links);
         f_.flow_link_uses += f.links.size();
       }
+    }
     phase.end = static_cast<std::uint32_t>(f_.flow_table.size());
     p.phases.push_back(std::move(phase));
   }

@@ -29,7 +29,7 @@ std::vector<std::int64_t> overlaps(const MoeSpec& moe, const std::vector<ExpertR
   std::vector<std::int64_t> x(static_cast<std::size_t>(G), 0);
   for (const auto& [first, end] : experts) {
     if (first < 0 || end > moe.experts || first > end)
-      throw std::invalid_argument("node_hit_probability: expert range");
+      throw std::invalid_argument("moe routing: expert range");
     for (std::int64_t g = first / s; g < G && g * s < end; ++g)
       x[static_cast<std::size_t>(g)] += std::min(end, (g + 1) * s) - std::max(first, g * s);
   }
@@ -94,15 +94,19 @@ long double miss_uniform(const std::vector<std::int64_t>& x, std::int64_t g, std
   return miss / choices;
 }
 
-}  // namespace
+// The routing the loader admits (model_loader.cpp): anything else is a caller's error.
+void check(const MoeSpec& moe) {
+  const std::int64_t G = std::max<std::int64_t>(moe.groups, 1);
+  if (moe.experts <= 0 || moe.top_k <= 0 || moe.top_k > moe.experts || moe.experts % G != 0 ||
+      G > 64)
+    throw std::invalid_argument("moe routing: experts, top-k or groups");
+}
 
-double node_hit_probability(const MoeSpec& moe, const std::vector<ExpertRange>& experts) {
+// The chance a node holding `x[i]` experts of group i is hit. It depends on the x only up to
+// their order (the groups are chosen uniformly).
+double hit_probability(const MoeSpec& moe, const std::vector<std::int64_t>& x) {
   const std::int64_t E = moe.experts, k = moe.top_k, G = std::max<std::int64_t>(moe.groups, 1);
-  const std::int64_t g = std::clamp<std::int64_t>(moe.group_limit, 1, G);
-  if (E <= 0 || k <= 0 || k > E || E % G != 0 || G > 64)
-    throw std::invalid_argument("node_hit_probability: experts, top-k or groups");
-  const std::int64_t s = E / G;
-  auto x = overlaps(moe, experts);
+  const std::int64_t g = std::clamp<std::int64_t>(moe.group_limit, 1, G), s = E / G;
   std::int64_t held = 0;
   for (auto v : x) held += v;
   long double miss = 0;
@@ -115,11 +119,18 @@ double node_hit_probability(const MoeSpec& moe, const std::vector<ExpertRange>& 
   return static_cast<double>(std::clamp(1.0L - miss, 0.0L, 1.0L));
 }
 
+}  // namespace
+
+double node_hit_probability(const MoeSpec& moe, const std::vector<ExpertRange>& experts) {
+  check(moe);
+  return hit_probability(moe, overlaps(moe, experts));
+}
+
 double dedup_network_share(const MoeSpec& moe, const NodeExperts& nodes) {
+  check(moe);
   if (nodes.size() < 2) return 1.0;
   const double E = static_cast<double>(moe.experts), k = static_cast<double>(moe.top_k);
-  // The chance depends on the node's experts per group only up to the order of the groups
-  // (the groups are chosen uniformly): nodes alike are worked out once.
+  // Nodes alike (the same experts per group, in any order) are worked out once.
   std::map<std::vector<std::int64_t>, double> by_profile;
   std::vector<double> hit, held;
   double all = 0;
@@ -130,7 +141,7 @@ double dedup_network_share(const MoeSpec& moe, const NodeExperts& nodes) {
     std::sort(profile.begin(), profile.end());
     auto it = by_profile.find(profile);
     if (it == by_profile.end())
-      it = by_profile.emplace(profile, node_hit_probability(moe, n)).first;
+      it = by_profile.emplace(profile, hit_probability(moe, profile)).first;
     hit.push_back(it->second);
     held.push_back(static_cast<double>(e));
     all += it->second;

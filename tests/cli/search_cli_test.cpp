@@ -446,3 +446,30 @@ TEST_CASE("search --report: the winner's timeline is the run the search ranked")
                               j["results"][0]["step_time_s"].get<double>())) != std::string::npos);
   std::filesystem::remove(file);
 }
+
+TEST_CASE("search --ep-dispatch deepep: every layout on DeepEP, and the line says so") {
+  // A small DeepSeek-style MoE (32 experts in 4 groups, top-4 from one) on 4 DGX H100.
+  const auto file = (std::filesystem::temp_directory_path() / "meshsim_moe_groups.json").string();
+  std::ofstream(file) << R"({"model_type": "deepseek_v3", "hidden_size": 4096,
+      "num_hidden_layers": 2, "num_attention_heads": 32, "vocab_size": 32000,
+      "intermediate_size": 8192, "hidden_act": "silu", "moe_intermediate_size": 1024,
+      "n_routed_experts": 32, "num_experts_per_tok": 4, "n_group": 4, "topk_group": 1,
+      "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+      "max_position_embeddings": 8192})";
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 4 --workload " + file +
+                           " --seq 4096 --gbs 32 --tp 1 --pp 1 --cp 1 --top 3 --emit megatron";
+  const auto plain = run_cli(args);
+  const auto deepep = run_cli(args + " --ep-dispatch deepep");
+  REQUIRE_MESSAGE(deepep.exit_code == 0, deepep.err);
+  CHECK(deepep.out.find("# stack: megatron +deepep\n") != std::string::npos);
+  CHECK(deepep.out.find(" --moe-router-num-groups 4 --moe-router-group-topk 1") !=
+        std::string::npos);
+  CHECK(deepep.out.find(" --moe-token-dispatcher-type flex --moe-enable-deepep") !=
+        std::string::npos);
+  CHECK(plain.out.find("--moe-enable-deepep") == std::string::npos);
+  const auto bad = run_cli(args + " --ep-dispatch pplx");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "error: --ep-dispatch: 'pplx': expected all_to_all or deepep\n");
+  std::filesystem::remove(file);
+}

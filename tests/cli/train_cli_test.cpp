@@ -525,3 +525,17 @@ TEST_CASE("train: --ep-dispatch deepep sends a token across to each node once") 
   CHECK(bad.exit_code == 2);
   CHECK(bad.err == "error: --ep-dispatch: 'pplx': expected all_to_all or deepep\n");
 }
+
+TEST_CASE("train: a model's bad routing groups are one error line naming the file and key") {
+  const auto file = (std::filesystem::temp_directory_path() / "meshsim_bad_groups.json").string();
+  std::ofstream(file) << R"({"model_type": "deepseek_v3", "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 10,
+      "intermediate_size": 8, "hidden_act": "silu", "moe_intermediate_size": 8,
+      "n_routed_experts": 32, "num_experts_per_tok": 4, "n_group": 3, "topk_group": 1,
+      "kv_lora_rank": 8, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8})";
+  const auto r = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                         file + " --mesh dp=8,ep=8 --seq 1024");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "error: " + file + ":/n_group: must divide n_routed_experts (32)\n");
+  std::filesystem::remove(file);
+}

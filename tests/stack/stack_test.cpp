@@ -102,8 +102,9 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
         "s.json:/ep_dispatch: unknown ep_dispatch 'pplx' (known: all_to_all, deepep)");
   CHECK(stack_from(t).ep_dispatch == EpDispatch::all_to_all);  // absent: NCCL's all-to-all
   {
+    const std::string from = R"("name": "x",)";
     std::string d = t;
-    d.replace(d.find(R"("name": "x",)"), 12, R"("name": "x", "ep_dispatch": "deepep",)");
+    d.replace(d.find(from), from.size(), R"("name": "x", "ep_dispatch": "deepep",)");
     CHECK(stack_from(d).ep_dispatch == EpDispatch::deepep);
   }
   CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": {"bf16": "fp32"})")

@@ -163,11 +163,10 @@ int run_search_command(const SearchArgs& a) {
   opt.threads = a.threads;
   {
     // One stack, or several to compare (every layout on each).
-    for (const auto& n : a.stacks) {
-      opt.stacks.push_back(resolve_stack(n));
-      if (!a.ep_dispatch.empty())
-        opt.stacks.back() = with_ep_dispatch(std::move(opt.stacks.back()),
-                                             ep_dispatch_flag(a.ep_dispatch, "--ep-dispatch"));
+    for (const auto& n : a.stacks) opt.stacks.push_back(resolve_stack(n));
+    if (!a.ep_dispatch.empty()) {
+      const auto dispatch = ep_dispatch_flag(a.ep_dispatch, "--ep-dispatch");
+      for (auto& st : opt.stacks) st = with_ep_dispatch(std::move(st), dispatch);
     }
     opt.strategy.stack = opt.stacks.front();
     if (opt.stacks.size() == 1) opt.stacks.clear();

@@ -59,6 +59,13 @@ Kernel gemm_kernel(GemmShape shape, DType dtype) {
   return k;
 }
 
+double attended_keys(const AttentionShape& s) {
+  const double sq = static_cast<double>(s.seq_q), skv = static_cast<double>(s.seq_kv);
+  if (!s.causal) return skv;
+  if (s.balanced) return 0.5 * skv;
+  return std::max(skv - 0.5 * sq, 0.5 * sq);
+}
+
 Kernel attention_kernel(AttentionShape shape, DType dtype) {
   Kernel k;
   k.kind = KernelKind::attention;
@@ -68,8 +75,7 @@ Kernel attention_kernel(AttentionShape shape, DType dtype) {
                skv = static_cast<double>(shape.seq_kv), heads = static_cast<double>(shape.heads),
                d = static_cast<double>(shape.head_dim);
   const double kv_heads = shape.kv_heads > 0 ? static_cast<double>(shape.kv_heads) : heads;
-  double forward = 4.0 * b * sq * skv * heads * d;
-  if (shape.causal) forward = 4.0 * b * heads * d * sq * std::max(skv - 0.5 * sq, 0.5 * sq);
+  const double forward = 4.0 * b * sq * attended_keys(shape) * heads * d;
   k.flops = shape.backward ? 2.5 * forward : forward;
   const double q_and_o = 2.0 * b * sq * heads * d, k_and_v = 2.0 * b * skv * kv_heads * d;
   const double tensors = shape.backward ? 2.0 * (q_and_o + k_and_v) : q_and_o + k_and_v;

@@ -46,7 +46,17 @@ struct AttentionShape {
   std::int64_t kv_heads = 0;  // grouped-query attention: K and V have fewer heads (0: = heads)
   bool causal = true;
   bool backward = false;
+  // Causal queries spread evenly over the sequence, not its last seq_q positions: context
+  // parallelism's load-balanced chunks (the sequence cut into 2·cp chunks, CP rank i holding
+  // chunks i and 2·cp−1−i: Megatron-Core's CP, Llama 3 paper §3.3.2), so each rank's queries
+  // attend seq_kv/2 keys on average, the same work on every rank.
+  bool balanced = false;
 };
+
+// Keys one query attends on average: all seq_kv without a mask; under a causal mask those
+// before it, the chunk being the sequence's last seq_q positions (a prefill chunk over its
+// context: seq_kv − seq_q/2) or, balanced, spread over it (seq_kv/2).
+double attended_keys(const AttentionShape& s);
 
 // One query per sequence, forward: the decode kernel (compute/kernel_time.hpp prices it by its
 // KV reads, not as a prefill).

@@ -279,8 +279,9 @@ AttentionWork attention_work(const AttentionShape& s, std::int32_t sm_count,
   const double blocks =
       static_cast<double>(s.batch) * static_cast<double>(s.heads) * ceil_div(sq, rows);
   const double padding = sq / (ceil_div(sq, rows) * rows);
-  const double skv = static_cast<double>(std::max<std::int64_t>(s.seq_kv, 1));
-  const double keys = s.causal ? std::max(skv - 0.5 * sq, 0.5 * sq) : skv;
+  AttentionShape at_least_one = s;
+  at_least_one.seq_kv = std::max<std::int64_t>(s.seq_kv, 1);
+  const double keys = attended_keys(at_least_one);
   const double tiles = ceil_div(keys, 128);
   // Split-KV (FlashDecoding; FlashInfer's split-k prefill): when the query blocks do not fill
   // the GPU, each block's keys are cut into chunks of at least `split_min_keys` that idle SMs

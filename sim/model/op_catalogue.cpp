@@ -171,6 +171,9 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     core.block = "attention";
     core.role = TpRole::sharded_core;
     AttentionShape s{b, sq, skv, a, (d_qk + d_v) / 2, kv, c.shape.causal, false};
+    // Under CP a rank's queries are two load-balanced chunks of the sequence (the 2·cp split
+    // parallel/mesh_rules.cpp asks for), not its last s/cp positions.
+    s.balanced = c.shape.causal && c.sh.cp > 1;
     const DType adt = dt == DType::fp8 ? DType::bf16 : dt;
     core.forward = attention_kernel(s, adt);
     s.backward = true;

@@ -11,6 +11,7 @@
 #include "model/op_catalogue.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/pipeline_schedule.hpp"
+#include "strategy/ring_attention.hpp"
 #include "topology/topology.hpp"
 
 namespace meshsim {
@@ -102,6 +103,9 @@ struct Costs {
   double pp_bytes = 0;       // activation sent between stages
   double kv_step_bytes = 0;  // one CP ring step: this rank's K and V
   double a2a_bytes = 0;      // EP dispatch buffer per rank
+  // Ring attention's cp steps against the one balanced kernel the layer plan priced
+  // (strategy/ring_attention.hpp), forward and backward.
+  double ring_forward = 1, ring_backward = 1;
 };
 
 // The bound's comm model: collectives go into the graph with no duration and are priced (by the
@@ -410,11 +414,24 @@ void Builder::compute_costs() {
                          .flash_attention = job_.flash_attention};
   const double slowdown = 1.0 + opt_.expert_imbalance;
   const bool shared = m_.moe && m_.moe->shared_experts > 0;
-  if (!m_.moe || m_.moe->first_dense_layers > 0)
-    costs_.dense = plan_layer(layer_ops(m_, 0, shape, sh), pricing, false, false, 1.0);
-  if (m_.moe)
-    costs_.moe =
-        plan_layer(layer_ops(m_, m_.layers - 1, shape, sh), pricing, true, shared, slowdown);
+  const auto attention_of = [&](const std::vector<OpSpec>& ops) {
+    if (mesh_.cp == 1 || opt_.cp_comm != CpComm::ring) return;
+    for (const auto& op : ops)
+      if (op.name == "attention_core") {
+        costs_.ring_forward = ring_attention_scale(cm_, op.forward, mesh_.cp);
+        costs_.ring_backward = ring_attention_scale(cm_, op.backward_input, mesh_.cp);
+      }
+  };
+  if (!m_.moe || m_.moe->first_dense_layers > 0) {
+    const auto ops = layer_ops(m_, 0, shape, sh);
+    attention_of(ops);
+    costs_.dense = plan_layer(ops, pricing, false, false, 1.0);
+  }
+  if (m_.moe) {
+    const auto ops = layer_ops(m_, m_.layers - 1, shape, sh);
+    attention_of(ops);
+    costs_.moe = plan_layer(ops, pricing, true, shared, slowdown);
+  }
   costs_.embedding = plan_end(embedding_ops(m_, shape, sh), pricing);
   costs_.head = plan_end(head_ops(m_, shape, sh), pricing);
   const double tokens =
@@ -830,12 +847,15 @@ void Builder::attention(RankState& rs, const std::string& name, const SegmentCos
     return;
   }
   // Ring attention (Liu et al. 2023; Megatron-Core CP): cp chunks of attention, each overlapped
-  // with the next K/V block's transfer around the ring; each step is one ring all-gather step.
+  // with the next K/V block's transfer around the ring; each step is one ring all-gather step
+  // and one kernel over that step's short key block (strategy/ring_attention.hpp).
+  const double ring = (backward ? costs_.ring_backward : costs_.ring_forward) / cp;
   SegmentCost part = seg;
-  part.time = Time::from_seconds_ceil(seg.time.seconds() / cp);
-  part.interfered = Time::from_seconds_ceil(seg.interfered.seconds() / cp);
+  part.time = Time::from_seconds_ceil(seg.time.seconds() * ring);
+  part.interfered = Time::from_seconds_ceil(seg.interfered.seconds() * ring);
   part.model_flops /= cp;
   part.hardware_flops /= cp;
+  part.hbm_s /= cp;  // each step streams its share of the kernel's bytes
   std::vector<OpId> deps;
   if (rs.last_compute) deps.push_back(*rs.last_compute);
   auto pending = std::move(rs.pending);

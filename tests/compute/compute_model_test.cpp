@@ -57,6 +57,12 @@ TEST_CASE("kernel FLOPs and bytes") {
   // on average, half the chunk: 4·b·heads·d·1024·(4096 − 512).
   AttentionShape chunk{1, 1024, 4096, 32, 128, 8, true, false};
   CHECK(attention_kernel(chunk, DType::bf16).flops == 4.0 * 32 * 128 * 1024 * (4096 - 512));
+  // The same 1024 queries as a CP rank's two load-balanced chunks of a 4096-token sequence
+  // (cp = 2: chunks 0 and 3 of 512): 512·(256) + 512·(1536 + 256) key visits = 1024·2048, half
+  // the sequence per query, not the last chunk's 4096 − 512.
+  chunk.balanced = true;
+  CHECK(attended_keys(chunk) == 2048);
+  CHECK(attention_kernel(chunk, DType::bf16).flops == 4.0 * 32 * 128 * 1024 * 2048);
   CHECK(memory_kernel(MemoryClass::norm, 1e6).memory_class == MemoryClass::norm);
 }
 

@@ -72,6 +72,21 @@ TEST_CASE("Korthikanti et al.: activations of a GPT layer") {
     const auto four = layer(m, 2048, 2, {2, true, 4, 1}, true);
     CHECK(four.saved_bytes == doctest::Approx(one.saved_bytes / 4));
   }
+  SUBCASE("a causal CP rank does 1/cp of the sequence's attention (load-balanced chunks)") {
+    LayerShape shape;
+    shape.seq = 8192;
+    const auto whole = find(layer_ops(m, 0, shape, {2, true, 1, 1}), "attention_core");
+    const auto rank = find(layer_ops(m, 0, shape, {2, true, 4, 1}), "attention_core");
+    CHECK(rank.forward.attention.seq_q == 2048);
+    CHECK(rank.forward.attention.seq_kv == 8192);
+    CHECK(rank.forward.attention.balanced);
+    CHECK(!whole.forward.attention.balanced);
+    // 4·heads·d·(8192·4096)/4 against 4·heads·d·2048·(8192 − 1024) if it were the last chunk.
+    CHECK(rank.forward.flops == doctest::Approx(whole.forward.flops / 4));
+    CHECK(rank.backward_input.flops == doctest::Approx(whole.backward_input.flops / 4));
+    // The MFU convention keeps the full s² count, split evenly.
+    CHECK(rank.model_flops == doctest::Approx(whole.model_flops / 4));
+  }
 }
 
 TEST_CASE("GEMM shapes under tensor parallelism (Megatron column/row split)") {

@@ -440,9 +440,15 @@ void Builder::compute_costs() {
   costs_.tp_bytes = tokens * h * 2;
   costs_.pp_bytes = tokens * h * 2 / (cfg_.sp ? static_cast<double>(mesh_.tp) : 1.0);
   const std::int64_t kv_rank = m_.kv_heads >= mesh_.tp ? m_.kv_heads / mesh_.tp : 1;
-  const double kv_dim = m_.mla
-                            ? static_cast<double>(m_.mla->kv_lora_rank + m_.mla->qk_rope_head_dim)
-                            : static_cast<double>(kv_rank * m_.head_dim) * 2;
+  // What the attention kernel consumes travels around the ring. MLA's core attention
+  // (Megatron-Core multi_latent_attention.py into TEDotProductAttention, whose CP ring moves
+  // the K and V it is given) gets every head's up-projected K (nope + rope dims) and V, not
+  // the compressed latent a serving engine caches.
+  const double kv_dim =
+      m_.mla ? static_cast<double>(
+                   (m_.heads / mesh_.tp) *
+                   (m_.mla->qk_nope_head_dim + m_.mla->qk_rope_head_dim + m_.mla->v_head_dim))
+             : static_cast<double>(kv_rank * m_.head_dim) * 2;
   costs_.kv_step_bytes = tokens * kv_dim * 2;
   if (m_.moe)
     costs_.a2a_bytes =

@@ -123,6 +123,20 @@ TEST_CASE("seed: ZeRO-3 moves about 1.5 × DDP's bytes per GPU (from the trace)"
   CHECK(ddp.comm_bytes_per_gpu.at("dp") == doctest::Approx(2.0 * 7 / 8 * 2 * 8.030261248e9));
 }
 
+TEST_CASE("CP ring: a rank sends its K and V to each peer, once forward and twice backward") {
+  // Ring attention at cp = 2 over 4096 tokens: a rank holds 2048 tokens; each layer sends its
+  // K and V once in forward and K, V plus dK, dV in backward, (cp − 1)·3 blocks of 16-bit values.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  // Llama 3.1 8B: 8 KV heads of 128 for K and for V, 32 layers.
+  const auto gqa = simulate_training(topo, bundled("llama3.1-8b"), setup("dp=4,cp=2", 4096, 4));
+  CHECK(gqa.comm_bytes_per_gpu.at("cp") == doctest::Approx(3.0 * 2048 * (8 * 128 * 2) * 2 * 32));
+  // DeepSeek-V3 (MLA): the ring carries what the attention kernel consumes, every head's
+  // up-projected K (128 + 64) and V (128), not the 576-wide latent; 128 heads, 61 layers.
+  const auto mla = simulate_training(topo, bundled("deepseek-v3"), setup("dp=4,cp=2", 4096, 4));
+  CHECK(mla.comm_bytes_per_gpu.at("cp") ==
+        doctest::Approx(3.0 * 2048 * (128 * (128 + 64 + 128)) * 2 * 61));
+}
+
 TEST_CASE("seed: Megatron TP without SP has exactly one all-reduce per MLP forward") {
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto m = bundled("llama3.1-8b");

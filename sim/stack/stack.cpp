@@ -249,6 +249,7 @@ Stack read_stack(const JsonRef& ref) {
     s.cuda_graphs = enum_value<CudaGraphs>(*v, kAllCudaGraphs, "cuda_graphs");
   if (auto v = r.optional("ep_dispatch"))
     s.ep_dispatch = enum_value<EpDispatch>(*v, kAllEpDispatch, "ep_dispatch");
+  if (auto v = r.optional("fp8_tp_all_gathers")) s.fp8_tp_all_gathers = v->boolean();
   s.data_parallel = read_data_parallel(r.required("data_parallel"));
   s.state = read_state(r.required("state_bytes_per_param"));
   {

@@ -158,6 +158,11 @@ struct Stack {
   FsdpCopies fsdp_copies;
   CudaGraphs cuda_graphs = CudaGraphs::none;
   EpDispatch ep_dispatch = EpDispatch::all_to_all;
+  // FP8 runs: the TP all-gathers of a linear's input move FP8 (Transformer Engine: the norm of a
+  // LayerNormLinear writes FP8 and the sequence-parallel all-gather moves it; an output gradient
+  // is cast to FP8 before its all-gather; the saved FP8 input is what backward re-gathers).
+  // Reduce-scatters move the GEMMs' 16-bit outputs either way.
+  bool fp8_tp_all_gathers = false;
   DataParallel data_parallel;
   StateBytes state;
   // The optimizer step's HBM bytes per local parameter (fused AdamW: 28–30, derived in

@@ -273,7 +273,15 @@ class Builder {
             std::vector<std::int32_t> ranks, double bytes, std::vector<OpId> deps,
             std::uint64_t instance, std::optional<CollectiveAlgo> algo = std::nullopt,
             double fraction = 1.0, bool sender_only = false, double network_share = 1.0);
-  void tp(RankState& rs, CollectiveOp op, const std::string& name, std::uint64_t inst);
+  void tp(RankState& rs, CollectiveOp op, const std::string& name, std::uint64_t inst,
+          std::optional<double> bytes = std::nullopt);
+  // A TP all-gather of a TE linear's input (the normed activation, its re-gather in backward,
+  // an output gradient): 1-byte elements in FP8 runs on a stack that quantizes before gathering
+  // (Stack::fp8_tp_all_gathers); MoE layers' dispatch keeps 16 bits.
+  double gather_bytes(bool moe = false) const {
+    return job_.dtype == DType::fp8 && opt_.stack.fp8_tp_all_gathers && !moe ? costs_.tp_bytes / 2
+                                                                             : costs_.tp_bytes;
+  }
   // The backward of a segment ending (in backward order) with column-parallel GEMMs and their
   // input-gradient TP reduction, as the stack runs it (Stack::tp_backward).
   void column_backward(RankState& rs, const std::string& name, const SegmentCost& seg,
@@ -623,7 +631,7 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
     std::vector<OpId> steps;
     for (std::int64_t j = 1; j < t; ++j) {
       steps.push_back(comm(rs, rs.tp, name + ".ag" + std::to_string(j), GroupKind::tp,
-                           CollectiveOp::all_gather, group, costs_.tp_bytes,
+                           CollectiveOp::all_gather, group, gather_bytes(),
                            j == 1 ? deps : std::vector<OpId>{},
                            inst + static_cast<std::uint64_t>(j), CollectiveAlgo::ring,
                            1.0 / static_cast<double>(t - 1)));
@@ -663,7 +671,7 @@ void Builder::overlapped_segment(RankState& rs, const std::string& name, const S
   std::optional<OpId> regathered;
   if (o.bulk_dgrad_ag) {
     regathered = comm(rs, rs.tp, name + ".ag_bulk", GroupKind::tp, CollectiveOp::all_gather, group,
-                      costs_.tp_bytes, {*rs.last_compute}, inst + 300);
+                      gather_bytes(), {*rs.last_compute}, inst + 300);
     // Else priced into the dgrad; async TP's copies hold no SMs (bulk_sms 0).
     trace_.info.back().holds_sms = opt_.stack.interference.on && ov.bulk_sms > 0;
     bulk_gemm(rs, name + ".dgrad", gemms, 1);
@@ -721,12 +729,13 @@ OpId Builder::comm(RankState& rs, StreamId s, const std::string& name, GroupKind
   return id;
 }
 
-void Builder::tp(RankState& rs, CollectiveOp op, const std::string& name, std::uint64_t inst) {
+void Builder::tp(RankState& rs, CollectiveOp op, const std::string& name, std::uint64_t inst,
+                 std::optional<double> bytes) {
   if (mesh_.tp == 1) return;
   std::vector<OpId> deps;
   if (rs.last_compute) deps.push_back(*rs.last_compute);
   rs.pending.push_back(comm(rs, rs.tp, name, GroupKind::tp, op, group_of(rs.rank, GroupKind::tp),
-                            costs_.tp_bytes, std::move(deps), inst));
+                            bytes.value_or(costs_.tp_bytes), std::move(deps), inst));
 }
 
 SegmentCost Builder::without(const SegmentCost& seg, Time used, double used_kernels,
@@ -774,7 +783,7 @@ void Builder::column_backward(RankState& rs, const std::string& name, const Segm
   if (regather)
     regathered =
         comm(rs, rs.tp, name + ".tp_regather", GroupKind::tp, CollectiveOp::all_gather,
-             group_of(rs.rank, GroupKind::tp), costs_.tp_bytes, {*rs.last_compute}, inst + 50);
+             group_of(rs.rank, GroupKind::tp), gather_bytes(), {*rs.last_compute}, inst + 50);
   compute(rs, name + ".dgrad", dgrad, false);
   if (!beside_wgrad) {
     // The wgrad (or, zero-bubble, the deferred weight pass) waits for the gathered input.
@@ -958,7 +967,7 @@ void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, 
     overlapped_segment(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv),
                        {0, TpRole::column_parallel, std::nullopt, false}, recompute, inst + 1);
   } else {
-    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 1);
+    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 1, gather_bytes());
     compute(rs, n + ".qkv", seg(Seg::qkv), recompute);
   }
   attention(rs, n + ".attn", seg(Seg::attn), false, recompute, inst + 2);
@@ -977,7 +986,8 @@ void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, 
                        {0, TpRole::column_parallel, TpRole::row_parallel, false}, recompute,
                        inst + 5);
   } else {
-    if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 5);
+    if (sp_ && p.tp_reduce_after_mlp)
+      tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 5, gather_bytes(p.moe));
     compute(rs, n + ".mlp", seg(Seg::mlp), recompute);
     if (ep_layer) ep(rs, n + ".combine", inst + 6);
     if (p.tp_reduce_after_mlp)
@@ -1019,11 +1029,12 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
                        inst + 1);
     if (split_w) tp(rs, CollectiveOp::reduce_scatter, n + ".tp_mlp", inst + 4);
   } else if (!p.moe && p.tp_reduce_after_mlp) {
-    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1);
+    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1, gather_bytes());
     column_backward(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp), split_w, n + ".tp_mlp",
                     inst + 4);
   } else {
-    if (sp_ && p.tp_reduce_after_mlp) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1);
+    if (sp_ && p.tp_reduce_after_mlp)
+      tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1, gather_bytes(p.moe));
     if (ep_layer) ep(rs, n + ".combine", inst + 2);
     compute(rs, n + ".mlp", seg(Seg::mlp), false);
     if (ep_layer) ep(rs, n + ".dispatch", inst + 3);
@@ -1036,7 +1047,7 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
     overlapped_segment(rs, n + ".out", seg(Seg::out), gemms(Seg::out),
                        {1, TpRole::row_parallel, std::nullopt, false}, false, inst + 5);
   } else {
-    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 5);
+    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 5, gather_bytes());
     compute(rs, n + ".out", seg(Seg::out), false);
   }
   attention(rs, n + ".attn", seg(Seg::attn), true, false, inst + 6);

@@ -77,6 +77,10 @@ TEST_CASE("the stacks' documented gradient dtypes and model-state bytes") {
   // Megatron's bucket: max(40 M, 1 M × DP) parameters in the reduction dtype.
   CHECK(stack_bucket_bytes(mg, 8, DType::bf16) == 40e6 * 4);
   CHECK(stack_bucket_bytes(mg, 64, DType::bf16) == 64e6 * 4);
+  // Transformer Engine gathers FP8 inputs in FP8 runs; the eager stacks gather 16 bits.
+  CHECK(mg.fp8_tp_all_gathers);
+  CHECK(!bundled_stack("torchtitan")->fp8_tp_all_gathers);
+  CHECK(!bundled_stack("deepspeed")->fp8_tp_all_gathers);
 }
 
 TEST_CASE("the stack loader is strict: one error naming the file and the field") {
@@ -107,6 +111,9 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
     d.replace(d.find(from), from.size(), R"("name": "x", "ep_dispatch": "deepep",)");
     CHECK(stack_from(d).ep_dispatch == EpDispatch::deepep);
   }
+  CHECK(!stack_from(t).fp8_tp_all_gathers);  // absent: 16-bit gathers
+  CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")
+            .starts_with("s.json:/fp8_tp_all_gathers: "));
   CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": {"bf16": "fp32"})")
             .starts_with("s.json:/data_parallel/grad_reduce_dtype: missing required field"));
   CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": "fp8")") ==

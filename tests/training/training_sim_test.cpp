@@ -137,6 +137,27 @@ TEST_CASE("CP ring: a rank sends its K and V to each peer, once forward and twic
         doctest::Approx(3.0 * 2048 * (128 * (128 + 64 + 128)) * 2 * 61));
 }
 
+TEST_CASE("FP8 on Transformer Engine: TP all-gathers move FP8, reduce-scatters 16 bits") {
+  // Llama 3.1 8B on TP 8 with SP, one micro-batch of 4096 tokens, megatron stack. A layer's
+  // all-gathers: the normed inputs of QKV and FC1 in forward, the output gradients of the
+  // output projection and FC2 and the re-gathered QKV and FC1 inputs in backward (6); its
+  // reduce-scatters (4) carry the GEMMs' 16-bit outputs. Each all-gather sends 7/8 of
+  // 4096 × 4096 elements, 2 bytes in bf16 and 1 in FP8.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  auto s = setup("tp=8", 4096, 1, 0, "megatron");
+  const auto bf16 = simulate_training(topo, m, s);
+  s.job.dtype = DType::fp8;
+  const auto fp8 = simulate_training(topo, m, s);
+  const double gather = 7.0 / 8 * 4096 * 4096 * 2;
+  CHECK(bf16.comm_bytes_per_gpu.at("tp") - fp8.comm_bytes_per_gpu.at("tp") ==
+        doctest::Approx(6 * 32 * gather / 2));
+  // A stack that gathers 16 bits moves the same bytes in both.
+  s.strategy.stack.fp8_tp_all_gathers = false;
+  CHECK(simulate_training(topo, m, s).comm_bytes_per_gpu.at("tp") ==
+        doctest::Approx(bf16.comm_bytes_per_gpu.at("tp")));
+}
+
 TEST_CASE("seed: Megatron TP without SP has exactly one all-reduce per MLP forward") {
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto m = bundled("llama3.1-8b");

@@ -422,7 +422,7 @@ void Builder::compute_costs() {
                          .flash_attention = job_.flash_attention};
   const double slowdown = 1.0 + opt_.expert_imbalance;
   const bool shared = m_.moe && m_.moe->shared_experts > 0;
-  const auto attention_of = [&](const std::vector<OpSpec>& ops) {
+  const auto ring_scales_of = [&](const std::vector<OpSpec>& ops) {
     if (mesh_.cp == 1 || opt_.cp_comm != CpComm::ring) return;
     for (const auto& op : ops)
       if (op.name == "attention_core") {
@@ -432,12 +432,12 @@ void Builder::compute_costs() {
   };
   if (!m_.moe || m_.moe->first_dense_layers > 0) {
     const auto ops = layer_ops(m_, 0, shape, sh);
-    attention_of(ops);
+    ring_scales_of(ops);
     costs_.dense = plan_layer(ops, pricing, false, false, 1.0);
   }
   if (m_.moe) {
     const auto ops = layer_ops(m_, m_.layers - 1, shape, sh);
-    attention_of(ops);
+    ring_scales_of(ops);
     costs_.moe = plan_layer(ops, pricing, true, shared, slowdown);
   }
   costs_.embedding = plan_end(embedding_ops(m_, shape, sh), pricing);

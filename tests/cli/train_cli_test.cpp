@@ -494,6 +494,35 @@ TEST_CASE("train: a stack file that captures layers as CUDA graphs launches far 
   std::filesystem::remove(profile);
 }
 
+TEST_CASE("train: a stack file's fp8_tp_all_gathers halves FP8 TP gathers; a bad value is exit 2") {
+  // Llama 3.1 8B FP8 on TP 8: the bundled megatron stack gathers in FP8; the same stack with
+  // the key off gathers 16 bits, so its TP bytes grow by the six all-gathers' half.
+  const auto stack =
+      (std::filesystem::temp_directory_path() / "meshsim_megatron_bf16_gathers.json").string();
+  auto doc = json::parse(std::ifstream(source_path("workloads/stacks/megatron.json")));
+  doc["fp8_tp_all_gathers"] = false;
+  std::ofstream(stack) << doc.dump();
+  const std::string job = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                          source_path("workloads/models/llama3.1-8b.json") +
+                          " --mesh tp=8 --seq 4096 --gbs 1 --dtype fp8 --json";
+  const auto fp8 = run_cli(job);
+  const auto wide = run_cli(job + " --stack " + stack);
+  REQUIRE_MESSAGE(fp8.exit_code == 0, fp8.err);
+  REQUIRE_MESSAGE(wide.exit_code == 0, wide.err);
+  const auto tp_bytes = [](const std::string& out) {
+    return json::parse(out)["comm_bytes_per_gpu"]["tp"].get<double>();
+  };
+  CHECK(tp_bytes(wide.out) - tp_bytes(fp8.out) ==
+        doctest::Approx(6 * 32 * (7.0 / 8 * 4096 * 4096 * 2) / 2));
+  doc["fp8_tp_all_gathers"] = "yes";
+  std::ofstream(stack) << doc.dump();
+  const auto bad = run_cli(job + " --stack " + stack);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.starts_with("error: " + stack + ":/fp8_tp_all_gathers: "));
+  CHECK(bad.err.find('\n') == bad.err.size() - 1);
+  std::filesystem::remove(stack);
+}
+
 TEST_CASE("train: --ep-dispatch deepep sends a token across to each node once") {
   // DeepSeek-V3 (node-limited routing: 4 of 8 groups) with EP 16 over 2 of 4 DGX H100 nodes: a
   // node holds 4 groups, so a token reaches the other node at most once where the plain

@@ -15,8 +15,9 @@ std::optional<DType> parse_dtype(std::string_view s);
 // Bytes of one element.
 double bytes_of(DType d);
 
-// The dtype of the weights a quantized checkpoint leaves unquantized (embeddings, the LM head):
-// 16-bit for an FP8 checkpoint, the same dtype otherwise.
+// The dtype of what an FP8 recipe leaves unquantized (a checkpoint's embeddings and LM head; in
+// training the attention core, the router and the output layer): 16-bit for FP8, the same dtype
+// otherwise.
 inline DType unquantized_dtype(DType weights) {
   return weights == DType::fp8 ? DType::bf16 : weights;
 }

@@ -165,6 +165,9 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
                v_bytes = kAct * T * as_double(kv * d_v);
   const double model_flops =
       2.0 * as_double(b) * as_double(sq) * as_double(skv) * as_double(a) * as_double(d_qk + d_v);
+  // Attention runs 16-bit in FP8 training (Transformer Engine's FP8 recipe quantizes the linear
+  // layers; FP8 attention is a separate opt-in, fp8_dpa, off by default).
+  const DType adt = unquantized_dtype(dt);
   if (c.shape.flash_attention) {
     OpSpec core;
     core.name = "attention_core";
@@ -174,7 +177,6 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     // Under CP a rank's queries are two load-balanced chunks of the sequence (the 2·cp split
     // parallel/mesh_rules.cpp asks for), not its last s/cp positions.
     s.balanced = c.shape.causal && c.sh.cp > 1;
-    const DType adt = dt == DType::fp8 ? DType::bf16 : dt;
     core.forward = attention_kernel(s, adt);
     s.backward = true;
     core.backward_input = attention_kernel(s, adt);
@@ -189,7 +191,7 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     // work here. Saved tensors as Korthikanti et al. §4.1: Q and K for QKᵀ; softmax output,
     // dropout mask and dropout output (or only the softmax output without dropout); V.
     const double scores = as_double(b) * as_double(a) * as_double(sq) * as_double(skv);
-    auto qk = gemm_op("attention_scores", "attention", TpRole::sharded_core, sq, skv, d_qk, dt,
+    auto qk = gemm_op("attention_scores", "attention", TpRole::sharded_core, sq, skv, d_qk, adt,
                       q_bytes + k_bytes, 0, b * a);
     qk.backward_weight = {};
     qk.backward_input.flops *= 2;  // gradients of both Q and K
@@ -201,7 +203,7 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     softmax.role = TpRole::sharded_core;
     softmax.score_bytes = (m.dropout ? kAct + kMask : kAct) * scores;
     ops.push_back(softmax);
-    auto pv = gemm_op("attention_values", "attention", TpRole::sharded_core, sq, d_v, skv, dt,
+    auto pv = gemm_op("attention_values", "attention", TpRole::sharded_core, sq, d_v, skv, adt,
                       v_bytes, 0, b * a);
     pv.backward_weight = {};
     pv.backward_input.flops *= 2;  // gradients of both P and V
@@ -259,8 +261,11 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   ops.push_back(norm_op(c, "post_attention_norm", "moe"));
   ops.back().saved_bytes = kAct * tokens * h;
   // Router: a replicated h×E GEMM, then softmax/top-k; its input and fp32 probabilities saved.
-  ops.push_back(gemm_op("router", "moe", TpRole::replicated, ceil_i(tokens), E, m.hidden, dt,
-                        kAct * tokens * h + 4.0 * tokens * as_double(E), h * as_double(E)));
+  // 16-bit in FP8 runs: Megatron-Core's TopKRouter is a plain torch linear outside Transformer
+  // Engine (moe/router.py), and torchtitan's float8 MoE conversion covers the experts only.
+  ops.push_back(gemm_op("router", "moe", TpRole::replicated, ceil_i(tokens), E, m.hidden,
+                        unquantized_dtype(dt), kAct * tokens * h + 4.0 * tokens * as_double(E),
+                        h * as_double(E)));
   const double routed =
       tokens * as_double(moe.top_k);  // token copies this rank sends (and receives)
   ops.push_back(memory_op("moe_dispatch", "moe", MemoryClass::gather, 2 * kAct * routed * h,
@@ -348,9 +353,12 @@ std::vector<OpSpec> head_ops(const ModelSpec& m, const LayerShape& shape,
   ops.push_back(norm_op(c, "final_norm", "head"));
   const std::int64_t v_rank = (m.vocab + sharding.tp - 1) / sharding.tp;
   // Column-parallel over the vocabulary; a tied head reuses the embedding table (its weights are
-  // counted there).
+  // counted there). FP8 training keeps the output layer 16-bit: Megatron-Core builds it as
+  // tensor_parallel.ColumnParallelLinear, outside Transformer Engine's FP8 modules
+  // (megatron/core/models/gpt/gpt_model.py), and torchtitan's float8 converter leaves the
+  // `output` linear out (Float8 `filter_fqns`), as FP8 serving checkpoints keep lm_head 16-bit.
   ops.push_back(gemm_op("logits", "head", TpRole::column_parallel, c.Ti, v_rank, m.hidden,
-                        shape.dtype, kAct * c.Ts * c.h(),
+                        unquantized_dtype(shape.dtype), kAct * c.Ts * c.h(),
                         m.tied_embeddings ? 0.0 : as_double(v_rank) * c.h()));
   // Vocabulary-parallel cross entropy in fp32: reads the 16-bit logits, keeps fp32 softmax for
   // backward (Korthikanti et al.'s 4·s·b·v/t output-layer term), writes 16-bit gradients.

@@ -73,6 +73,14 @@ void add_passes(OpsReport& r, const ComputeModel& cm, const std::string& name,
   }
 }
 
+// The FP8 quantization kernels the stack runs around a GEMM op, as rows "<op>.fp8_cast" (the
+// view has no sequence parallelism: an output gradient is cast whole).
+void add_fp8_casts(OpsReport& r, const ComputeModel& cm, const OpSpec& op, bool ends) {
+  const auto casts = fp8_cast_kernels(op, *r.request.stack, r.request.tp, false);
+  for (const auto& k : r.request.backward ? casts.dgrad : casts.forward)
+    add_row(r, cm, op.name + ".fp8_cast", r.request.backward ? "dgrad" : "forward", k, ends);
+}
+
 // One op as the stack runs it: its GEMM parts, or its eager kernels priced as the trace prices
 // them (strategy/layer_plan.hpp).
 void add_stack_op(OpsReport& r, const ComputeModel& cm, const OpSpec& op, bool ends) {
@@ -82,12 +90,14 @@ void add_stack_op(OpsReport& r, const ComputeModel& cm, const OpSpec& op, bool e
       const auto k = gemm_part_kernels(op, columns);
       add_passes(r, cm, op.name + "." + part, k.forward, k.backward_input, k.backward_weight, ends);
     }
+    add_fp8_casts(r, cm, op, ends);
     return;
   }
   const OpKernels* split = st.kernels_of(op.name);
   const Kernel& k = r.request.backward ? op.backward_input : op.forward;
   if (!split || k.kind != KernelKind::memory_bound) {
     add_passes(r, cm, op.name, op.forward, op.backward_input, op.backward_weight, ends);
+    add_fp8_casts(r, cm, op, ends);
     return;
   }
   const auto cost = price_op(op, PlanPricing{cm, st, nullptr, {}});

@@ -58,6 +58,30 @@ std::string_view name_of(TpOverlapMethod m) {
   return "?";
 }
 
+std::string_view name_of(Fp8Cast c) {
+  switch (c) {
+    case Fp8Cast::none:
+      return "none";
+    case Fp8Cast::transpose:
+      return "transpose";
+    case Fp8Cast::cast_transpose:
+      return "cast_transpose";
+  }
+  return "?";
+}
+
+double bytes_per_element(Fp8Cast c) {
+  switch (c) {
+    case Fp8Cast::none:
+      return 0;
+    case Fp8Cast::transpose:
+      return 2;  // read 1 B, write 1 B
+    case Fp8Cast::cast_transpose:
+      return 4;  // read 2 B, write 1 B and its 1 B transpose
+  }
+  return 0;
+}
+
 const RecomputePolicy* Stack::policy(std::string_view n) const {
   for (const auto& p : recompute)
     if (p.name == n) return &p;
@@ -73,6 +97,11 @@ const RecomputePolicy* Stack::policy_for(Recompute mode) const {
 const OpKernels* Stack::kernels_of(std::string_view op) const {
   const auto it = op_kernels.find(op);
   return it == op_kernels.end() ? nullptr : &it->second;
+}
+
+const Fp8Casts* Stack::fp8_casts_of(std::string_view op) const {
+  const auto it = fp8_casts.find(op);
+  return it == fp8_casts.end() ? nullptr : &it->second;
 }
 
 bool Stack::unfused(std::string_view gemm) const {
@@ -115,6 +144,15 @@ OpKernels read_op_kernels(const JsonRef& ref) {
     k.kernel_class = enum_value<MemoryClass>(*v, kAllMemoryClasses, "kernel class");
   r.finish();
   return k;
+}
+
+Fp8Casts read_fp8_casts(const JsonRef& ref) {
+  ObjectReader r(ref);
+  Fp8Casts c;
+  c.input = enum_value<Fp8Cast>(r.required("input"), kAllFp8Casts, "FP8 cast");
+  c.output_grad = enum_value<Fp8Cast>(r.required("output_grad"), kAllFp8Casts, "FP8 cast");
+  r.finish();
+  return c;
 }
 
 TpOverlap read_tp_overlap(const JsonRef& ref) {
@@ -250,6 +288,18 @@ Stack read_stack(const JsonRef& ref) {
   if (auto v = r.optional("ep_dispatch"))
     s.ep_dispatch = enum_value<EpDispatch>(*v, kAllEpDispatch, "ep_dispatch");
   if (auto v = r.optional("fp8_tp_all_gathers")) s.fp8_tp_all_gathers = v->boolean();
+  if (auto v = r.optional("fp8_casts")) {
+    if (!v->raw().is_object()) v->fail("must be an object of catalogue GEMM op names");
+    for (const auto& [key, value] : v->raw().items()) {
+      if (std::ranges::find(kFp8GemmOps, key) == kFp8GemmOps.end()) {
+        std::string known;
+        for (const auto name : kFp8GemmOps)
+          known += (known.empty() ? "" : ", ") + std::string(name);
+        v->child(key).fail("not a GEMM op with weights (known: " + known + ")");
+      }
+      s.fp8_casts[key] = read_fp8_casts(v->child(key));
+    }
+  }
   s.data_parallel = read_data_parallel(r.required("data_parallel"));
   s.state = read_state(r.required("state_bytes_per_param"));
   {

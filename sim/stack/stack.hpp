@@ -111,6 +111,34 @@ enum class EpDispatch { all_to_all, deepep };
 inline constexpr std::array kAllEpDispatch{EpDispatch::all_to_all, EpDispatch::deepep};
 std::string_view name_of(EpDispatch d);
 
+// How an FP8 GEMM's operands are made in training. On Hopper an FP8 GEMM takes both operands
+// K-major, so besides the forward and dgrad operands the wgrad GEMM needs the input and the
+// output gradient transposed (Transformer Engine keeps an FP8 copy and its transpose):
+// `cast_transpose`: a 16-bit tensor is quantized by one kernel that reads it (2 B an element)
+// and writes the FP8 copy and its transpose (1 + 1 B), 4 B an element; `transpose`: the tensor
+// is already FP8 (a fused norm wrote it, or an FP8 all-gather brought it) and only its
+// transpose is made (1 + 1 B); `none`: no kernel (a stack that quantizes inside its GEMMs).
+enum class Fp8Cast { none, transpose, cast_transpose };
+inline constexpr std::array kAllFp8Casts{Fp8Cast::none, Fp8Cast::transpose,
+                                         Fp8Cast::cast_transpose};
+std::string_view name_of(Fp8Cast c);
+// HBM bytes per element of the tensor: 0, 2 or 4.
+double bytes_per_element(Fp8Cast c);
+
+// The FP8 quantization kernels of one GEMM op (by catalogue name): its input before the
+// forward GEMM, its output gradient before the dgrad GEMM.
+struct Fp8Casts {
+  Fp8Cast input = Fp8Cast::none;
+  Fp8Cast output_grad = Fp8Cast::none;
+};
+
+// The catalogue's GEMM ops with weights, the ones an FP8 recipe quantizes (the names `fp8_casts`
+// accepts; model/op_catalogue.cpp builds them).
+inline constexpr std::array<std::string_view, 13> kFp8GemmOps{
+    "qkv_proj",          "q_proj", "q_down_proj", "q_up_proj", "kv_down_proj", "kv_up_proj",
+    "out_proj",          "mlp_up", "mlp_down",    "expert_up", "expert_down",  "shared_expert_up",
+    "shared_expert_down"};
+
 struct DataParallel {
   // Gradient buckets of max(bucket_min_params, bucket_params_per_rank × dp) parameters
   // (Megatron-Core: max(40 M, 1 M × DP)).
@@ -163,6 +191,8 @@ struct Stack {
   // is cast to FP8 before its all-gather; the saved FP8 input is what backward re-gathers).
   // Reduce-scatters move the GEMMs' 16-bit outputs either way.
   bool fp8_tp_all_gathers = false;
+  // FP8 runs: the quantization kernels around each GEMM op (empty: none are priced).
+  std::map<std::string, Fp8Casts, std::less<>> fp8_casts;
   DataParallel data_parallel;
   StateBytes state;
   // The optimizer step's HBM bytes per local parameter (fused AdamW: 28–30, derived in
@@ -178,6 +208,7 @@ struct Stack {
   // The stack's first policy of `mode` (what a search's selective or full candidate runs).
   const RecomputePolicy* policy_for(Recompute mode) const;
   const OpKernels* kernels_of(std::string_view op) const;
+  const Fp8Casts* fp8_casts_of(std::string_view op) const;
   bool unfused(std::string_view gemm) const;
   double grad_reduce_bytes(DType training) const {
     return bytes_of(data_parallel.grad_reduce(training));

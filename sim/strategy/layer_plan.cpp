@@ -122,11 +122,43 @@ bool listed(const std::vector<std::string>& names, const std::string& n) {
 
 }  // namespace
 
+Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64_t tp, bool sp) {
+  Fp8CastKernels out;
+  if (op.forward.kind != KernelKind::gemm || op.forward.dtype != DType::fp8) return out;
+  const Fp8Casts* casts = stack.fp8_casts_of(op.name);
+  if (!casts) return out;
+  const auto& g = op.forward.gemm;
+  const double batch = static_cast<double>(g.batch);
+  const double input = batch * static_cast<double>(g.m) * static_cast<double>(g.k);
+  const double grad = batch * static_cast<double>(g.m) * static_cast<double>(g.n);
+  // Assumption (README): the cast and transpose kernels stream at the elementwise class's
+  // fitted bandwidth; nothing in ../shared/measurements/ measures Transformer Engine's own.
+  const auto cast = [](std::vector<Kernel>& pass, double bytes) {
+    if (bytes > 0) pass.push_back(memory_kernel(MemoryClass::elementwise, bytes));
+  };
+  cast(out.forward, bytes_per_element(casts->input) * input);
+  if (op.backward_input.empty()) return out;
+  if (casts->output_grad == Fp8Cast::cast_transpose && op.role == TpRole::row_parallel && sp &&
+      tp > 1 && stack.fp8_tp_all_gathers) {
+    // A row-parallel GEMM's output gradient arrives by a sequence-parallel all-gather that moves
+    // FP8: it is cast on the local shard before the gather (reads 2 B, writes 1 B an element)
+    // and transposed once gathered.
+    cast(out.dgrad, 3.0 * grad / static_cast<double>(tp));
+    cast(out.dgrad, bytes_per_element(Fp8Cast::transpose) * grad);
+  } else {
+    cast(out.dgrad, bytes_per_element(casts->output_grad) * grad);
+  }
+  return out;
+}
+
 OpKernelCost price_op(const OpSpec& op, const PlanPricing& p, double slowdown) {
   OpKernelCost c;
   c.forward = pass_cost(op, op.forward, 0, p, slowdown);
   c.dgrad = pass_cost(op, op.backward_input, 1, p, slowdown);
   c.wgrad = pass_cost(op, op.backward_weight, 2, p, slowdown);
+  const auto casts = fp8_cast_kernels(op, p.stack, p.tp, p.sp);
+  for (const auto& k : casts.forward) add_kernel(c.forward, k, p, slowdown);
+  for (const auto& k : casts.dgrad) add_kernel(c.dgrad, k, p, slowdown);
   // Backward is twice the forward's model FLOPs: dgrad and wgrad halves for GEMMs with
   // weights, all in dgrad otherwise (attention).
   const bool has_w = !op.backward_weight.empty();

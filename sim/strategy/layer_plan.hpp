@@ -50,7 +50,19 @@ struct PlanPricing {
   const Stack& stack;
   const ComputeModel* interfered = nullptr;  // null: no interference
   std::vector<std::string> recompute_ops;    // a selective policy's ops
+  // The TP degree and sequence parallelism (where an FP8 output gradient is cast: before or
+  // after its all-gather).
+  std::int64_t tp = 1;
+  bool sp = false;
 };
+
+// The FP8 quantization kernels around a GEMM op as the stack runs them (Stack::fp8_casts):
+// elementwise kernels over the GEMM's input before its forward GEMM and over its output gradient
+// before its dgrad GEMM. Empty outside FP8 GEMMs and for ops the stack lists none for.
+struct Fp8CastKernels {
+  std::vector<Kernel> forward, dgrad;
+};
+Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64_t tp, bool sp);
 
 struct LayerPlan {
   std::array<SegmentCost, kSegCount> forward, dgrad, wgrad;

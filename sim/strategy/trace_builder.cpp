@@ -415,7 +415,8 @@ void Builder::compute_costs() {
   }
   grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
   bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));
-  const PlanPricing pricing{cm_, st, cm_nccl_ ? &*cm_nccl_ : nullptr, cfg_.recompute_ops};
+  const PlanPricing pricing{cm_,      st, cm_nccl_ ? &*cm_nccl_ : nullptr, cfg_.recompute_ops,
+                            mesh_.tp, sp_};
   const LayerShape shape{.micro_batch = job_.micro_batch,
                          .seq = job_.seq,
                          .dtype = job_.dtype,

@@ -18,6 +18,13 @@ namespace {
 json ops_json(const std::string& args) {
   return meshsim::test::run_cli_json("ops " + args + " --json");
 }
+
+// The row of an op (by name and pass) in an ops --json document; null when absent.
+json row(const json& doc, const std::string& name, const std::string& pass = "forward") {
+  for (const auto& op : doc["ops"])
+    if (op["name"] == name && op["pass"] == pass) return op;
+  return nullptr;
+}
 }  // namespace
 
 TEST_CASE("ops: one Llama layer on H100, TP 8, 4096 tokens") {
@@ -114,7 +121,7 @@ TEST_CASE("ops: decode, chunked prefill, backward, fp8, other GPUs, a cluster's 
   const auto bf16 = ops_json("--workload " + model_path("llama3.1-70b") + " --tokens 8192 --tp 4");
   const auto fp8 =
       ops_json("--workload " + model_path("llama3.1-70b") + " --tokens 8192 --tp 4 --dtype fp8");
-  CHECK(fp8["ops"][7]["time_s"].get<double>() < bf16["ops"][7]["time_s"].get<double>());
+  CHECK(row(fp8, "mlp_up")["time_s"].get<double>() < row(bf16, "mlp_up")["time_s"].get<double>());
   const auto b200 =
       ops_json("--workload " + model_path("llama3.1-8b") + " --gpu B200-SXM-180GB --tokens 1024");
   CHECK(b200["kernel_model"].get<std::string>().find("scaled to B200") != std::string::npos);
@@ -128,6 +135,33 @@ TEST_CASE("ops: decode, chunked prefill, backward, fp8, other GPUs, a cluster's 
   const auto plain =
       ops_json("--workload " + model_path("llama3.1-8b") + " --gpu H100-SXM5-80GB --tokens 8192");
   CHECK(with["ops"][7]["time_s"].get<double>() > 1.5 * plain["ops"][7]["time_s"].get<double>());
+}
+
+TEST_CASE("ops: FP8 lists the stack's quantization kernels around each GEMM") {
+  // Llama 3.1 70B at 8192 tokens on TP 4, FP8, Megatron's stack (Transformer Engine): QKV and
+  // FC1 transpose the FP8 output of their fused norm (2 B an element of 8192 × 8192); the output
+  // projection and FC2 cast_transpose their 16-bit inputs (4 B an element of 8192 × 2048 and
+  // 8192 × 7168). Backward (no SP in this view): every output gradient is cast_transposed.
+  const std::string base = "--workload " + model_path("llama3.1-70b") + " --tokens 8192 --tp 4";
+  const auto fp8 = ops_json(base + " --dtype fp8");
+  const double T = 8192;
+  CHECK(row(fp8, "qkv_proj.fp8_cast")["bytes"].get<double>() == 2 * T * 8192);
+  CHECK(row(fp8, "out_proj.fp8_cast")["bytes"].get<double>() == 4 * T * 2048);
+  CHECK(row(fp8, "mlp_up.fp8_cast")["bytes"].get<double>() == 2 * T * 8192);
+  CHECK(row(fp8, "mlp_down.fp8_cast")["bytes"].get<double>() == 4 * T * 7168);
+  CHECK(row(fp8, "mlp_down.fp8_cast")["kind"] == "memory");
+  CHECK(row(fp8, "mlp_down.fp8_cast")["class"] == "elementwise");
+  const auto bwd = ops_json(base + " --dtype fp8 --pass backward");
+  CHECK(row(bwd, "qkv_proj.fp8_cast", "dgrad")["bytes"].get<double>() == 4 * T * 2560);
+  CHECK(row(bwd, "out_proj.fp8_cast", "dgrad")["bytes"].get<double>() == 4 * T * 8192);
+  CHECK(row(bwd, "mlp_up.fp8_cast", "dgrad")["bytes"].get<double>() == 4 * T * 14336);
+  // The output layer stays 16-bit: no casts, 16-bit GEMM time.
+  CHECK(row(fp8, "logits.fp8_cast").is_null());
+  const auto bf16 = ops_json(base);
+  CHECK(row(fp8, "logits")["time_s"] == row(bf16, "logits")["time_s"]);
+  CHECK(row(bf16, "qkv_proj.fp8_cast").is_null());
+  // The ideal stack (and a 16-bit run) price none.
+  CHECK(row(ops_json(base + " --dtype fp8 --stack ideal"), "qkv_proj.fp8_cast").is_null());
 }
 
 TEST_CASE("ops: bad input is one error line and exit 2") {

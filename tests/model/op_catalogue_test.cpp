@@ -189,6 +189,31 @@ TEST_CASE("MoE ops: routed tokens, expert GEMMs grouped per local expert") {
   CHECK(find(layer_ops(m, 0, one, {1, false, 1, 1}), "expert_up").forward.gemm.batch == 8);
 }
 
+TEST_CASE("FP8 training quantizes the linear layers only") {
+  // Transformer Engine's FP8 recipe: the transformer layers' linears run FP8; the attention core,
+  // the MoE router and the output layer (Megatron-Core's ColumnParallelLinear, torchtitan's
+  // filtered `output`) stay 16-bit.
+  LayerShape shape;
+  shape.seq = 4096;
+  shape.dtype = DType::fp8;
+  const auto m = load_model(source_path("workloads/models/mixtral-8x7b.json"));
+  const auto ops = layer_ops(m, 0, shape, {2, true, 1, 1});
+  for (const char* name : {"qkv_proj", "out_proj", "expert_up", "expert_down"})
+    CHECK_MESSAGE(find(ops, name).forward.dtype == DType::fp8, name);
+  CHECK(find(ops, "attention_core").forward.dtype == DType::bf16);
+  CHECK(find(ops, "router").forward.dtype == DType::bf16);
+  const auto& logits = find(head_ops(m, shape, {2, true, 1, 1}), "logits");
+  CHECK(logits.forward.dtype == DType::bf16);
+  CHECK(logits.backward_input.dtype == DType::bf16);
+  // 16-bit A, B and C: 2·(4096·4096 + 16000·4096 + 4096·16000) bytes (vocab 32000 over TP 2).
+  CHECK(logits.forward.bytes == 2.0 * (4096.0 * 4096 + 16000.0 * 4096 + 4096.0 * 16000));
+  // Unfused attention's two GEMMs stay 16-bit too.
+  shape.flash_attention = false;
+  const auto unfused = layer_ops(m, 0, shape, {2, true, 1, 1});
+  CHECK(find(unfused, "attention_scores").forward.dtype == DType::bf16);
+  CHECK(find(unfused, "attention_values").forward.dtype == DType::bf16);
+}
+
 TEST_CASE("a parameter-count model has no ops") {
   const auto doc = Json::parse(R"({"params": 7e10})");
   const auto m = read_model(JsonRef::root(doc, "dense-70b.json"));

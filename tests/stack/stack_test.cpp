@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 #include "compute/compute_model.hpp"
 #include "json_mutation.hpp"
@@ -114,6 +115,19 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
   CHECK(!stack_from(t).fp8_tp_all_gathers);  // absent: 16-bit gathers
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")
             .starts_with("s.json:/fp8_tp_all_gathers: "));
+  CHECK(stack_from(t).fp8_casts.empty());  // absent: no quantization kernels priced
+  CHECK(
+      with(R"("name": "x",)",
+           R"("name": "x", "fp8_casts": {"logits": {"input": "none", "output_grad": "none"}},)")
+          .starts_with("s.json:/fp8_casts/logits: not a GEMM op with weights (known: qkv_proj, "));
+  CHECK(with(R"("name": "x",)",
+             R"("name": "x", "fp8_casts": {"out_proj": {"input": "cast", "output_grad": "none"}},)")
+            .starts_with("s.json:/fp8_casts/out_proj/input: unknown FP8 cast 'cast' (known: none, "
+                         "transpose, cast_transpose)"));
+  CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_casts": {"out_proj": {"input": "none"}},)")
+            .starts_with("s.json:/fp8_casts/out_proj: missing required field 'output_grad'"));
+  CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_casts": [],)")
+            .starts_with("s.json:/fp8_casts: must be an object"));
   CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": {"bf16": "fp32"})")
             .starts_with("s.json:/data_parallel/grad_reduce_dtype: missing required field"));
   CHECK(with(R"("grad_reduce_dtype": "bf16")", R"("grad_reduce_dtype": "fp8")") ==
@@ -234,6 +248,100 @@ TEST_CASE("an eager RMSNorm is priced as its kernels") {
   const double sum = cm.seconds(gemm_kernel({4096, 4096, 4096, 1}, DType::bf16)) +
                      2 * cm.seconds(gemm_kernel({4096, 1024, 4096, 1}, DType::bf16));
   CHECK(parts.forward.time.seconds() == doctest::Approx(sum).epsilon(1e-6));
+}
+
+TEST_CASE("FP8 quantization kernels around a layer's GEMMs (Transformer Engine)") {
+  // Llama 3.1 8B at 4096 tokens on TP 2 with sequence parallelism, FP8 GEMMs, Megatron's stack.
+  // QKV (N = 6144/2) and FC1 (N = 2·14336/2) take the FP8 output of a fused norm, gathered in FP8:
+  // only its transpose (2 B an element of the 4096 × 4096 input). The output projection and FC2
+  // quantize their 16-bit inputs (4096 × 2048 and 4096 × 7168) by cast_transpose (4 B). Output
+  // gradients: cast_transpose (4 B) of QKV's 4096 × 3072 and FC1's 4096 × 14336; the
+  // row-parallel ones (4096 × 4096) are cast on the 2048-token shard before their FP8
+  // all-gather (3 B) and transposed after it (2 B).
+  const auto m = model("llama3.1-8b");
+  LayerShape shape;
+  shape.seq = 4096;
+  shape.dtype = DType::fp8;
+  const auto ops = layer_ops(m, 0, shape, {2, true, 1, 1});
+  const auto& mg = *bundled_stack("megatron");
+  const auto bytes = [](const std::vector<Kernel>& ks) {
+    std::vector<double> out;
+    for (const auto& k : ks) out.push_back(k.bytes);
+    return out;
+  };
+  const auto of = [&](const char* name) {
+    for (const auto& op : ops)
+      if (op.name == name) return fp8_cast_kernels(op, mg, 2, true);
+    FAIL("no op " << name);
+    return Fp8CastKernels{};
+  };
+  const double s = 4096;
+  CHECK(bytes(of("qkv_proj").forward) == std::vector{2 * s * 4096});
+  CHECK(bytes(of("qkv_proj").dgrad) == std::vector{4 * s * 3072});
+  CHECK(bytes(of("mlp_up").forward) == std::vector{2 * s * 4096});
+  CHECK(bytes(of("mlp_up").dgrad) == std::vector{4 * s * 14336});
+  CHECK(bytes(of("out_proj").forward) == std::vector{4 * s * 2048});
+  CHECK(bytes(of("out_proj").dgrad) == std::vector{3 * s / 2 * 4096, 2 * s * 4096});
+  CHECK(bytes(of("mlp_down").forward) == std::vector{4 * s * 7168});
+  CHECK(bytes(of("mlp_down").dgrad) == std::vector{3 * s / 2 * 4096, 2 * s * 4096});
+  for (const auto& k : of("out_proj").dgrad) CHECK(k.memory_class == MemoryClass::elementwise);
+  // Without SP the row-parallel output gradient is whole on every rank: one cast_transpose.
+  const auto no_sp = layer_ops(m, 0, shape, {2, false, 1, 1});
+  for (const auto& op : no_sp)
+    if (op.name == "out_proj")
+      CHECK(bytes(fp8_cast_kernels(op, mg, 2, false).dgrad) == std::vector{4 * s * 4096});
+  // Priced into the op's passes: the forward grows by the cast kernel's time.
+  const ComputeModel cm(*find_gpu("H100-SXM5-80GB"));
+  for (const auto& op : ops)
+    if (op.name == "out_proj") {
+      const auto with = price_op(op, {cm, mg, nullptr, {}, 2, true});
+      const auto without = price_op(op, {cm, *bundled_stack("ideal"), nullptr, {}, 2, true});
+      CHECK(with.forward.time.seconds() - without.forward.time.seconds() ==
+            doctest::Approx(cm.seconds(memory_kernel(MemoryClass::elementwise, 4 * s * 2048)))
+                .epsilon(1e-6));
+      CHECK(with.forward.kernels == without.forward.kernels + 1);
+      CHECK(with.dgrad.kernels == without.dgrad.kernels + 2);
+      CHECK(with.wgrad.time == without.wgrad.time);
+      CHECK(with.forward.model_flops == without.forward.model_flops);
+    }
+  // None in 16-bit runs, none for stacks that list none, none for the 16-bit output layer.
+  shape.dtype = DType::bf16;
+  for (const auto& op : layer_ops(m, 0, shape, {2, true, 1, 1})) {
+    CHECK(fp8_cast_kernels(op, mg, 2, true).forward.empty());
+    CHECK(fp8_cast_kernels(op, mg, 2, true).dgrad.empty());
+  }
+  shape.dtype = DType::fp8;
+  for (const auto& op : ops) {
+    CHECK(fp8_cast_kernels(op, *bundled_stack("torchtitan"), 2, true).forward.empty());
+    CHECK(fp8_cast_kernels(op, *bundled_stack("ideal"), 2, true).dgrad.empty());
+  }
+  for (const auto& op : head_ops(m, shape, {2, true, 1, 1}))
+    CHECK(fp8_cast_kernels(op, mg, 2, true).forward.empty());
+}
+
+TEST_CASE("fp8_casts names exactly the catalogue's GEMM ops with weights") {
+  // Every GEMM op with weights of a dense, an MoE and an MLA model (with and without a query
+  // LoRA) is a name the loader accepts, and every accepted name is such an op.
+  std::set<std::string> gemms;
+  const auto collect = [&](const ModelSpec& m) {
+    LayerShape shape;
+    shape.seq = 256;
+    for (std::int64_t l : {std::int64_t{0}, m.layers - 1})
+      for (const auto& op : layer_ops(m, l, shape, {}))
+        if (op.forward.kind == KernelKind::gemm && op.weight_params > 0 && op.name != "router")
+          gemms.insert(op.name);
+  };
+  collect(model("llama3.1-8b"));
+  collect(model("mixtral-8x7b"));
+  collect(model("deepseek-v3"));
+  Json doc = load_json_file(source_path("workloads/models/deepseek-v3.json"));
+  doc.erase("q_lora_rank");
+  collect(read_model(JsonRef::root(doc, "no-q-lora.json")));
+  const std::set<std::string> accepted(kFp8GemmOps.begin(), kFp8GemmOps.end());
+  CHECK(gemms == accepted);
+  // The megatron stack lists every one of them.
+  for (const auto name : kFp8GemmOps)
+    CHECK_MESSAGE(bundled_stack("megatron")->fp8_casts_of(name), name);
 }
 
 TEST_CASE("the loss as each stack runs it") {

@@ -139,10 +139,11 @@ Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64
   cast(out.forward, bytes_per_element(casts->input) * input);
   if (op.backward_input.empty()) return out;
   if (casts->output_grad == Fp8Cast::cast_transpose && op.role == TpRole::row_parallel && sp &&
-      tp > 1 && stack.fp8_tp_all_gathers) {
+      tp > 1 && stack.fp8_tp_all_gathers && op.block != "moe") {
     // A row-parallel GEMM's output gradient arrives by a sequence-parallel all-gather that moves
     // FP8: it is cast on the local shard before the gather (reads 2 B, writes 1 B an element)
-    // and transposed once gathered.
+    // and transposed once gathered. In an MoE layer (shared experts) that gather keeps 16 bits
+    // (Stack::fp8_tp_all_gathers), so the gathered gradient is cast whole.
     cast(out.dgrad, 3.0 * grad / static_cast<double>(tp));
     cast(out.dgrad, bytes_per_element(Fp8Cast::transpose) * grad);
   } else {

@@ -290,6 +290,12 @@ TEST_CASE("FP8 quantization kernels around a layer's GEMMs (Transformer Engine)"
   for (const auto& op : no_sp)
     if (op.name == "out_proj")
       CHECK(bytes(fp8_cast_kernels(op, mg, 2, false).dgrad) == std::vector{4 * s * 4096});
+  // A shared expert's output gradient in an MoE layer is gathered in 16 bits (MoE gathers keep
+  // them), so it is cast whole: DeepSeek-V3's shared FC2 on TP 2, 4096 tokens × 7168.
+  const auto ds = model("deepseek-v3");
+  for (const auto& op : layer_ops(ds, ds.layers - 1, shape, {2, true, 1, 1}))
+    if (op.name == "shared_expert_down")
+      CHECK(bytes(fp8_cast_kernels(op, mg, 2, true).dgrad) == std::vector{4 * s * 7168});
   // Priced into the op's passes: the forward grows by the cast kernel's time.
   const ComputeModel cm(*find_gpu("H100-SXM5-80GB"));
   for (const auto& op : ops)

@@ -269,12 +269,13 @@ TEST_CASE("FP8 quantization kernels around a layer's GEMMs (Transformer Engine)"
     for (const auto& k : ks) out.push_back(k.bytes);
     return out;
   };
-  const auto of = [&](const char* name) {
-    for (const auto& op : ops)
-      if (op.name == name) return fp8_cast_kernels(op, mg, 2, true);
-    FAIL("no op " << name);
-    return Fp8CastKernels{};
+  // An op of the layer by name; a missing one fails the test instead of skipping its checks.
+  const auto named = [](const std::vector<OpSpec>& layer, const std::string& name) {
+    const auto it = std::ranges::find(layer, name, &OpSpec::name);
+    REQUIRE_MESSAGE(it != layer.end(), "no op " << name);
+    return *it;
   };
+  const auto of = [&](const char* name) { return fp8_cast_kernels(named(ops, name), mg, 2, true); };
   const double s = 4096;
   CHECK(bytes(of("qkv_proj").forward) == std::vector{2 * s * 4096});
   CHECK(bytes(of("qkv_proj").dgrad) == std::vector{4 * s * 3072});
@@ -287,29 +288,26 @@ TEST_CASE("FP8 quantization kernels around a layer's GEMMs (Transformer Engine)"
   for (const auto& k : of("out_proj").dgrad) CHECK(k.memory_class == MemoryClass::elementwise);
   // Without SP the row-parallel output gradient is whole on every rank: one cast_transpose.
   const auto no_sp = layer_ops(m, 0, shape, {2, false, 1, 1});
-  for (const auto& op : no_sp)
-    if (op.name == "out_proj")
-      CHECK(bytes(fp8_cast_kernels(op, mg, 2, false).dgrad) == std::vector{4 * s * 4096});
+  CHECK(bytes(fp8_cast_kernels(named(no_sp, "out_proj"), mg, 2, false).dgrad) ==
+        std::vector{4 * s * 4096});
   // A shared expert's output gradient in an MoE layer is gathered in 16 bits (MoE gathers keep
   // them), so it is cast whole: DeepSeek-V3's shared FC2 on TP 2, 4096 tokens × 7168.
   const auto ds = model("deepseek-v3");
-  for (const auto& op : layer_ops(ds, ds.layers - 1, shape, {2, true, 1, 1}))
-    if (op.name == "shared_expert_down")
-      CHECK(bytes(fp8_cast_kernels(op, mg, 2, true).dgrad) == std::vector{4 * s * 7168});
+  const auto moe_layer = layer_ops(ds, ds.layers - 1, shape, {2, true, 1, 1});
+  CHECK(bytes(fp8_cast_kernels(named(moe_layer, "shared_expert_down"), mg, 2, true).dgrad) ==
+        std::vector{4 * s * 7168});
   // Priced into the op's passes: the forward grows by the cast kernel's time.
   const ComputeModel cm(*find_gpu("H100-SXM5-80GB"));
-  for (const auto& op : ops)
-    if (op.name == "out_proj") {
-      const auto with = price_op(op, {cm, mg, nullptr, {}, 2, true});
-      const auto without = price_op(op, {cm, *bundled_stack("ideal"), nullptr, {}, 2, true});
-      CHECK(with.forward.time.seconds() - without.forward.time.seconds() ==
-            doctest::Approx(cm.seconds(memory_kernel(MemoryClass::elementwise, 4 * s * 2048)))
-                .epsilon(1e-6));
-      CHECK(with.forward.kernels == without.forward.kernels + 1);
-      CHECK(with.dgrad.kernels == without.dgrad.kernels + 2);
-      CHECK(with.wgrad.time == without.wgrad.time);
-      CHECK(with.forward.model_flops == without.forward.model_flops);
-    }
+  const auto out = named(ops, "out_proj");
+  const auto with = price_op(out, {cm, mg, nullptr, {}, 2, true});
+  const auto without = price_op(out, {cm, *bundled_stack("ideal"), nullptr, {}, 2, true});
+  CHECK(with.forward.time.seconds() - without.forward.time.seconds() ==
+        doctest::Approx(cm.seconds(memory_kernel(MemoryClass::elementwise, 4 * s * 2048)))
+            .epsilon(1e-6));
+  CHECK(with.forward.kernels == without.forward.kernels + 1);
+  CHECK(with.dgrad.kernels == without.dgrad.kernels + 2);
+  CHECK(with.wgrad.time == without.wgrad.time);
+  CHECK(with.forward.model_flops == without.forward.model_flops);
   // None in 16-bit runs, none for stacks that list none, none for the 16-bit output layer.
   shape.dtype = DType::bf16;
   for (const auto& op : layer_ops(m, 0, shape, {2, true, 1, 1})) {

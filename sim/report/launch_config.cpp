@@ -101,6 +101,9 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   if (stack.fused_loss) s += " --cross-entropy-loss-fusion";
   if (stack.deepep && m.moe && mesh.ep > 1)
     s += " --moe-token-dispatcher-type flex --moe-enable-deepep";
+  // Megatron's default is p2p (ring attention); Transformer Engine names the all-gather
+  // all_gather.
+  if (mesh.cp > 1 && stack.cp_comm == CpComm::allgather) s += " --cp-comm-type all_gather";
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
     const auto chunks = mesh.pp * c.schedule.virtual_stages;
     if (m.layers % chunks == 0)
@@ -192,6 +195,11 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
       m.layers % (mesh.pp * c.schedule.virtual_stages) == 0)
     s += fmt::format("pipeline_parallel_layers_per_stage = {}\n",
                      m.layers / (mesh.pp * c.schedule.virtual_stages));
+  // torchtitan's rotate methods: allgather (its default) or alltoall, which passes K/V shards
+  // around the CP ranks step by step, as a ring does.
+  if (mesh.cp > 1 && stack.cp_comm)
+    s += fmt::format("context_parallel_rotate_method = \"{}\"\n",
+                     *stack.cp_comm == CpComm::allgather ? "allgather" : "alltoall");
   const bool compiled = stack.name == "torchtitan-compile";
   if (compiled && stack.tp_overlap && c.sp && mesh.tp > 1)
     s += "enable_async_tensor_parallel = true\n";

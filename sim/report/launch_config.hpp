@@ -2,6 +2,7 @@
 // A training layout as the launch configuration a user pastes: Megatron-LM arguments, a
 // torchtitan [parallelism] TOML section, an Accelerate FSDP2 YAML, or a torchrun line.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -10,6 +11,7 @@
 #include "parallel/parallel_config.hpp"
 #include "serving/scheduler.hpp"
 #include "serving/step_cost.hpp"
+#include "stack/stack.hpp"
 
 namespace meshsim {
 
@@ -29,6 +31,9 @@ struct LaunchStack {
   bool tp_overlap = false;
   bool fused_loss = false;
   bool deepep = false;
+  // CP's K/V exchange: what a launch configuration says (or its framework's default, the
+  // `megatron` and `torchtitan` stacks' own), or what to write into one. Unset: not said.
+  std::optional<CpComm> cp_comm;
 };
 
 // A launch configuration read back (report/megatron_line.hpp, report/torchtitan_config.hpp).

@@ -125,6 +125,8 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
       // MoE dispatch (the stack's EP dispatch: DeepEP with flex)
       {"--moe-token-dispatcher-type", true},
       {"--moe-enable-deepep", false},
+      // context parallelism's K/V exchange
+      {"--cp-comm-type", true},
       {"--moe-flex-dispatcher-backend", true},
       {"--attention-dropout", true},
       {"--hidden-dropout", true},
@@ -314,6 +316,22 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
   const auto backend = line.flags.find("--moe-flex-dispatcher-backend");
   out.stack.deepep = has(line, "--moe-enable-deepep") ||
                      (backend != line.flags.end() && backend->second == "deepep");
+  // CP's K/V exchange (--cp-comm-type, passed to Transformer Engine's attention): p2p, the
+  // default, is ring attention; all_gather gathers K and V first. TE's a2a and a2a+p2p (Ulysses'
+  // all-to-all over heads) are not modelled.
+  const auto cp_comm = line.flags.find("--cp-comm-type");
+  const std::string cp_type = cp_comm == line.flags.end() ? "p2p" : cp_comm->second;
+  if (cp_type == "p2p")
+    out.stack.cp_comm = CpComm::ring;
+  else if (cp_type == "all_gather")
+    out.stack.cp_comm = CpComm::allgather;
+  else if (cp_type == "a2a" || cp_type == "a2a+p2p")
+    throw Error("", where,
+                "--cp-comm-type '" + cp_type +
+                    "': the all-to-all CP exchange is not modelled (p2p or all_gather are)");
+  else
+    throw Error("", where,
+                "--cp-comm-type '" + cp_type + "': expected p2p, all_gather, a2a or a2a+p2p");
   return out;
 }
 

@@ -32,6 +32,7 @@ Json training_json(const TrainingResult& r) {
   j["comm_interference_s"] = r.comm_interference_s;
   j["stack"] = r.stack;
   j["tp_overlap"] = r.tp_overlap;
+  if (!r.cp_comm.empty()) j["cp_comm"] = r.cp_comm;
   j["bubble_s"] = r.bubble_s;
   j["bubble_fraction"] = r.bubble_fraction;
   j["host_wait_s"] = r.host_wait_s;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "compute/dtype.hpp"
 #include "parallel/parallel_config.hpp"
@@ -115,9 +116,21 @@ std::string search_text(const SearchRun& run) {
                      run.model, run.cluster, run.gpus, run.gpu, run.job.seq, run.job.global_batch,
                      name_of(run.job.dtype));
   out += "# kernel model: " + run.kernel_model + "\n";
+  // A stack's CP exchange sets its CP layouts' attention time: named when a shown layout has CP.
+  std::map<std::string, std::string, std::less<>> cp_comm;
+  for (std::size_t i = 0; i < std::min(run.top, r.results.size()); ++i) {
+    const auto& e = r.results[i];
+    if (e.error.empty() && !e.result.cp_comm.empty())
+      cp_comm.emplace(e.result.stack.empty() ? e.candidate.stack : e.result.stack,
+                      e.result.cp_comm);
+  }
+  const auto named = [&](const std::string& st) {
+    const auto it = cp_comm.find(st);
+    return it == cp_comm.end() ? st : st + " (CP K/V " + it->second + ")";
+  };
   std::string stacks;
-  for (const auto& st : run.stacks_compared) stacks += (stacks.empty() ? "" : ", ") + st;
-  out += run.stacks_compared.empty() ? "# stack: " + run.stack + "\n"
+  for (const auto& st : run.stacks_compared) stacks += (stacks.empty() ? "" : ", ") + named(st);
+  out += run.stacks_compared.empty() ? "# stack: " + named(run.stack) + "\n"
                                      : "# stacks compared: " + stacks + "\n";
   std::string rejected;
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);

@@ -38,10 +38,11 @@ std::string training_text(const TrainingResult& r, const TrainingRun& run) {
   out += "# kernel model: " + run.kernel_model + "\n";
   const auto graphs = setup.strategy.stack.cuda_graphs;
   out += fmt::format(
-      "# stack: {} (TP overlap {}, interference {}{})\n", r.stack, r.tp_overlap ? "on" : "off",
+      "# stack: {} (TP overlap {}, interference {}{}{})\n", r.stack, r.tp_overlap ? "on" : "off",
       setup.strategy.stack.interference.on ? "modelled" : "off",
       graphs == CudaGraphs::none ? std::string()
-                                 : ", CUDA graphs per " + std::string(name_of(graphs)));
+                                 : ", CUDA graphs per " + std::string(name_of(graphs)),
+      r.cp_comm.empty() ? std::string() : ", CP K/V " + r.cp_comm);
   out += fmt::format(
       "# {}, ZeRO-{}, sp {}, schedule {}, recompute {}; seq {}, global batch {}, micro-batch {} "
       "({} micro-batches per step), {}\n",

@@ -56,7 +56,7 @@ Json to_json(const EvaluatedCandidate& e) {
       {"time",
        {r.compute_s, r.bubble_s, r.bubble_fraction, r.interference_s, r.comm_interference_s,
         r.host_wait_s}},
-      {"stack", {c.stack, r.stack, r.tp_overlap}},
+      {"stack", {c.stack, r.stack, r.tp_overlap, r.cp_comm}},
       {"recompute_ops", c.config.recompute_ops},
       {"recompute_every", c.config.recompute_every},
       {"exposed", map_json(r.exposed_comm_s)},
@@ -101,6 +101,7 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
   c.stack = j["stack"][0];
   r.stack = j["stack"][1];
   r.tp_overlap = j["stack"][2];
+  r.cp_comm = j["stack"][3];
   c.config.recompute_ops = j["recompute_ops"].get<std::vector<std::string>>();
   c.config.recompute_every = j["recompute_every"];
   r.exposed_comm_s = json_map(j["exposed"]);

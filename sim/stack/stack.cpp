@@ -46,6 +46,16 @@ std::string_view name_of(EpDispatch d) {
   return "?";
 }
 
+std::string_view name_of(CpComm c) {
+  switch (c) {
+    case CpComm::ring:
+      return "ring";
+    case CpComm::allgather:
+      return "allgather";
+  }
+  return "?";
+}
+
 std::string_view name_of(TpOverlapMethod m) {
   switch (m) {
     case TpOverlapMethod::none:
@@ -287,6 +297,7 @@ Stack read_stack(const JsonRef& ref) {
     s.cuda_graphs = enum_value<CudaGraphs>(*v, kAllCudaGraphs, "cuda_graphs");
   if (auto v = r.optional("ep_dispatch"))
     s.ep_dispatch = enum_value<EpDispatch>(*v, kAllEpDispatch, "ep_dispatch");
+  if (auto v = r.optional("cp_comm")) s.cp_comm = enum_value<CpComm>(*v, kAllCpComm, "cp_comm");
   if (auto v = r.optional("fp8_tp_all_gathers")) s.fp8_tp_all_gathers = v->boolean();
   if (auto v = r.optional("fp8_casts")) {
     if (!v->raw().is_object()) v->fail("must be an object of catalogue GEMM op names");
@@ -350,6 +361,11 @@ Stack with_ep_dispatch(Stack stack, EpDispatch dispatch) {
     stack.ep_dispatch = dispatch;
     stack.name += " +" + std::string(name_of(dispatch));
   }
+  return stack;
+}
+
+Stack with_cp_comm(Stack stack, CpComm comm) {
+  stack.cp_comm = comm;
   return stack;
 }
 

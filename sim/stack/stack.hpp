@@ -111,6 +111,16 @@ enum class EpDispatch { all_to_all, deepep };
 inline constexpr std::array kAllEpDispatch{EpDispatch::all_to_all, EpDispatch::deepep};
 std::string_view name_of(EpDispatch d);
 
+// How context parallelism moves K and V between the CP ranks. `ring`: ring attention, each of
+// the cp steps computes against one K/V block while the next one travels around the ring
+// (Megatron-Core's default `--cp-comm-type p2p`, Transformer Engine's AttnFuncWithCPAndKVP2P).
+// `allgather`: K and V are all-gathered before attention and their gradients reduce-scattered
+// after it (TE's `--cp-comm-type all_gather`; Llama 3's CP, 2407.21783 §3.3.2; torchtitan's
+// default `context_parallel_rotate_method = "allgather"`).
+enum class CpComm : std::uint8_t { ring, allgather };
+inline constexpr std::array kAllCpComm{CpComm::ring, CpComm::allgather};
+std::string_view name_of(CpComm c);
+
 // How an FP8 GEMM's operands are made in training. On Hopper an FP8 GEMM takes both operands
 // K-major, so besides the forward and dgrad operands the wgrad GEMM needs the input and the
 // output gradient transposed (Transformer Engine keeps an FP8 copy and its transpose):
@@ -186,6 +196,7 @@ struct Stack {
   FsdpCopies fsdp_copies;
   CudaGraphs cuda_graphs = CudaGraphs::none;
   EpDispatch ep_dispatch = EpDispatch::all_to_all;
+  CpComm cp_comm = CpComm::ring;
   // FP8 runs: the TP all-gathers of a linear's input move FP8 (Transformer Engine: the norm of a
   // LayerNormLinear writes FP8 and the sequence-parallel all-gather moves it; an output gradient
   // is cast to FP8 before its all-gather; the saved FP8 input is what backward re-gathers).
@@ -235,6 +246,10 @@ bool runs_fused_loss(const Stack& stack);
 // The stack with its EP dispatch replaced (`--ep-dispatch`, a Megatron line's
 // --moe-enable-deepep), named "<name> +deepep" (or "+all_to_all") when that changes it.
 Stack with_ep_dispatch(Stack stack, EpDispatch dispatch);
+// The stack with CP's K/V exchange overridden (`--cp-comm`, a launch configuration's
+// `--cp-comm-type` or `context_parallel_rotate_method`); the name is kept, since the step's
+// header names the exchange beside the stack whenever CP > 1.
+Stack with_cp_comm(Stack stack, CpComm comm);
 
 // The policy a user's --recompute names (the stack's names, or none/selective/full mapped to the
 // stack's policy of that mode); an Error lists the stack's names.

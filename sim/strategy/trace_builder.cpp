@@ -424,7 +424,7 @@ void Builder::compute_costs() {
   const double slowdown = 1.0 + opt_.expert_imbalance;
   const bool shared = m_.moe && m_.moe->shared_experts > 0;
   const auto ring_scales_of = [&](const std::vector<OpSpec>& ops) {
-    if (mesh_.cp == 1 || opt_.cp_comm != CpComm::ring) return;
+    if (mesh_.cp == 1 || opt_.stack.cp_comm != CpComm::ring) return;
     for (const auto& op : ops)
       if (op.name == "attention_core") {
         costs_.ring_forward = ring_attention_scale(cm_, op.forward, mesh_.cp);
@@ -849,7 +849,7 @@ void Builder::attention(RankState& rs, const std::string& name, const SegmentCos
   const auto& group = group_of(rs.rank, GroupKind::cp);
   const double step = costs_.kv_step_bytes * (backward ? 2.0 : 1.0);  // + dK, dV backward
   const auto cp = static_cast<double>(mesh_.cp);
-  if (opt_.cp_comm == CpComm::all_gather) {
+  if (opt_.stack.cp_comm == CpComm::allgather) {
     // Llama 3's CP: all-gather K and V before attention (and reduce-scatter their gradients).
     std::vector<OpId> deps;
     if (rs.last_compute) deps.push_back(*rs.last_compute);

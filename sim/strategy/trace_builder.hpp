@@ -24,15 +24,12 @@ struct TrainingJob {
   bool flash_attention = true;
 };
 
-enum class CpComm : std::uint8_t { ring, all_gather };
-
 struct StrategyOptions {
   // The software stack: kernels, TP overlap, interference, gradient dtype and buckets, optimizer.
   Stack stack = default_stack();
   std::optional<bool> tp_overlap;  // --tp-overlap: overrides the stack's default
   // Gradient bucket bytes; unset: the stack's bucket (Megatron-Core max(40 M, 1 M × DP) params).
   std::optional<double> bucket_bytes;
-  CpComm cp_comm = CpComm::ring;
   // Token imbalance across EP ranks: the busiest rank's experts get (1 + imbalance)× the mean.
   double expert_imbalance = 0;
   // A straggler: compute on this rank runs `factor` times slower.

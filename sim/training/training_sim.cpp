@@ -175,6 +175,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   r.gpus = gpus;
   r.stack = setup.strategy.stack.name;
   r.tp_overlap = tp_overlap_active(setup.strategy, cfg);
+  if (cfg.mesh.cp > 1) r.cp_comm = name_of(setup.strategy.stack.cp_comm);
   const Placement placement(mesh, setup.rank_order);
   // A TP group that spans nodes puts its per-layer collectives on the network: allowed, flagged.
   if (mesh.tp > 1) {

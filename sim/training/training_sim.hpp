@@ -73,6 +73,7 @@ struct TrainingResult {
   double comm_interference_s = 0;  // collective time lost to HBM sharing and SM waits (ditto)
   std::string stack;               // the software stack's name
   bool tp_overlap = false;         // whether TP communication overlap ran
+  std::string cp_comm;             // CP's K/V exchange, "ring" or "allgather"; empty at CP 1
   std::map<std::string, double> exposed_comm_s, exposed_comm_by_op_s, comm_bytes_per_gpu;
   std::vector<RankBreakdown> ranks;  // one per simulated rank
   MemoryBreakdown memory;

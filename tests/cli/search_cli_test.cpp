@@ -473,3 +473,45 @@ TEST_CASE("search --ep-dispatch deepep: every layout on DeepEP, and the line say
   CHECK(bad.err == "error: --ep-dispatch: 'pplx': expected all_to_all or deepep\n");
   std::filesystem::remove(file);
 }
+
+TEST_CASE("search --cp-comm: every CP layout on the exchange asked for, named and emitted") {
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 2 --workload " + model_path("llama3.1-8b") +
+                           " --seq 16384 --gbs 16 --tp 2 --cp 2 --pp 1 --top 3";
+  const auto ring = run_cli(args + " --json --emit megatron");
+  const auto gather = run_cli(args + " --json --emit megatron --cp-comm allgather");
+  REQUIRE_MESSAGE(ring.exit_code == 0, ring.err);
+  REQUIRE_MESSAGE(gather.exit_code == 0, gather.err);
+  const auto r = json::parse(ring.out), g = json::parse(gather.out);
+  REQUIRE(!r["results"].empty());
+  REQUIRE(!g["results"].empty());
+  CHECK(r["results"][0]["cp_comm"] == "ring");  // megatron's --cp-comm-type p2p
+  CHECK(g["results"][0]["cp_comm"] == "allgather");
+  CHECK(r["results"][0]["step_time_s"] != g["results"][0]["step_time_s"]);
+  CHECK(r["launch"]["text"].get<std::string>().find("--cp-comm-type") == std::string::npos);
+  CHECK(g["launch"]["text"].get<std::string>().find(" --cp-comm-type all_gather") !=
+        std::string::npos);
+  // The winner is what train prices for the same layout and exchange.
+  const auto& best = g["results"][0];
+  const auto& mesh = best["mesh"];
+  const auto train = run_cli(fmt::format(
+      "train --topology {} --nodes 2 --workload {} --seq 16384 --gbs 16 --json --mesh "
+      "tp={},pp={},cp={},dp={} --zero {} --mbs {} --schedule {} --recompute {} --cp-comm allgather",
+      topology_path("dgx-h100-superpod.json"), model_path("llama3.1-8b"), mesh["tp"].get<int>(),
+      mesh["pp"].get<int>(), mesh["cp"].get<int>(), mesh["dp"].get<int>(), best["zero"].get<int>(),
+      best["mbs"].get<int>(), best["schedule"].get<std::string>(),
+      best["recompute"].get<std::string>()));
+  REQUIRE_MESSAGE(train.exit_code == 0, train.err);
+  CHECK(json::parse(train.out)["step_time_s"] == best["step_time_s"]);
+  CHECK(json::parse(train.out)["cp_comm"] == "allgather");
+  // Text: the exchange beside the stack; torchtitan's own default is the all-gather.
+  CHECK(run_cli(args + " --cp-comm allgather").out.find("# stack: megatron (CP K/V allgather)\n") !=
+        std::string::npos);
+  const auto titan = run_cli(args + " --stack torchtitan --emit torchtitan");
+  REQUIRE_MESSAGE(titan.exit_code == 0, titan.err);
+  CHECK(titan.out.find("# stack: torchtitan (CP K/V allgather)\n") != std::string::npos);
+  CHECK(titan.out.find("context_parallel_rotate_method = \"allgather\"") != std::string::npos);
+  const auto bad = run_cli(args + " --cp-comm ulysses");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "error: --cp-comm: 'ulysses': expected ring or allgather\n");
+}

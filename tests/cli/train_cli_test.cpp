@@ -184,6 +184,26 @@ TEST_CASE("train: a launch configuration runs on the stack it names") {
   const auto fused = run(line + " --cross-entropy-loss-fusion\"");
   CHECK(fused["stack"] == "megatron +fused-loss");
   CHECK(fused["step_time_s"].get<double>() < plain["step_time_s"].get<double>());
+  // CP's exchange from either configuration: Megatron's --cp-comm-type all_gather and
+  // torchtitan's rotate method alltoall (a ring) give the steps the flags give.
+  const auto gathered =
+      run(" --from-megatron \"--tensor-model-parallel-size 2 --context-parallel-size 2 "
+          "--sequence-parallel --seq-length 4096 --micro-batch-size 1 --global-batch-size 2 --bf16 "
+          "--cp-comm-type all_gather\"");
+  CHECK(gathered["cp_comm"] == "allgather");
+  CHECK(gathered["step_time_s"] == run(" --mesh tp=2,cp=2 --zero 0 --seq 4096 --gbs 2 --dtype "
+                                       "bf16 --cp-comm allgather")["step_time_s"]);
+  const auto rotating = (dir / "meshsim_cp.toml").string();
+  std::ofstream(rotating) << fmt::format(
+      fmt::runtime(job),
+      "context_parallel_degree = 2\ncontext_parallel_rotate_method = \"alltoall\"\n");
+  const auto ring = run(" --from-torchtitan " + rotating);
+  CHECK(ring["cp_comm"] == "ring");
+  CHECK(ring["step_time_s"] == run(" --mesh tp=2,cp=2 --zero 3 --seq 4096 --gbs 2 --recompute "
+                                   "none --stack torchtitan --cp-comm ring")["step_time_s"]);
+  // --cp-comm wins over the configuration.
+  CHECK(run(" --cp-comm allgather --from-torchtitan " + rotating)["cp_comm"] == "allgather");
+  std::filesystem::remove(rotating);
 }
 
 TEST_CASE("train: text report and same bytes twice") {
@@ -263,6 +283,30 @@ TEST_CASE("train: flags for schedules, stage layers, heterogeneity") {
   r = run_cli(base + " --mesh tp=2,cp=2,dp=4 --cp-comm allgather");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   CHECK(json::parse(r.out)["comm_bytes_per_gpu"]["cp"].get<double>() > 0);
+  CHECK(json::parse(r.out)["cp_comm"] == "allgather");
+  // The exchange is the stack's unless --cp-comm says otherwise: torchtitan all-gathers.
+  const auto step_of = [&](const std::string& extra) {
+    const auto run = run_cli(base + " --mesh tp=2,cp=2,dp=4" + extra);
+    REQUIRE_MESSAGE(run.exit_code == 0, run.err);
+    return json::parse(run.out);
+  };
+  CHECK(step_of("")["cp_comm"] == "ring");
+  const auto titan = step_of(" --stack torchtitan");
+  CHECK(titan["cp_comm"] == "allgather");
+  const auto titan_ring = step_of(" --stack torchtitan --cp-comm ring");
+  CHECK(titan_ring["cp_comm"] == "ring");
+  CHECK(titan["step_time_s"] != titan_ring["step_time_s"]);
+  r = run_cli(base + " --mesh tp=2,dp=8 --zero 1");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(!json::parse(r.out).contains("cp_comm"));  // no CP, no exchange
+  const std::string text = "train --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 2 --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --gbs 16 --mesh tp=2,cp=2,dp=4 --stack torchtitan --zero 3";
+  r = run_cli(text);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.out.find("# stack: torchtitan (TP overlap off, interference modelled, CP K/V "
+                   "allgather)\n") != std::string::npos);
 }
 
 TEST_CASE("train: a degraded NIC slows the data-parallel reduction, folded and full alike") {

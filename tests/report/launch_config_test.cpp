@@ -67,3 +67,34 @@ TEST_CASE("launch lines: DeepEP and node-limited routing as Megatron-Core writes
                      16, 8, "x")
             .stack.deepep);
 }
+
+TEST_CASE("launch lines: CP's K/V exchange as Megatron-LM and torchtitan name it") {
+  const auto m = load_model(model_path("llama3.1-70b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("tp=8,cp=4,dp=16", "--mesh");
+  c.zero = 1;
+  c.sp = true;
+  const LaunchJob job{32768, 64, 1, DType::bf16, 64, 8};
+  LaunchStack gather;
+  gather.name = "megatron";
+  gather.cp_comm = CpComm::allgather;
+  LaunchStack ring = gather;
+  ring.cp_comm = CpComm::ring;
+  // Megatron: p2p (the ring) is its default and is not written; the all-gather is TE's name.
+  const auto line = launch_config("megatron", m, c, job, gather);
+  CHECK(line.find(" --cp-comm-type all_gather") != std::string::npos);
+  CHECK(launch_config("megatron", m, c, job, ring).find("--cp-comm-type") == std::string::npos);
+  const auto parsed = parse_megatron_line(line.substr(line.find("pretrain_gpt.py ") + 16), "x");
+  CHECK(parsed.ignored.empty());
+  CHECK(megatron_job(parsed, 512, m.layers, "x").stack.cp_comm == CpComm::allgather);
+  // torchtitan: both methods are written when CP > 1, none without CP or without a stack's say.
+  ring.name = gather.name = "torchtitan";
+  CHECK(launch_config("torchtitan", m, c, job, gather)
+            .find("context_parallel_rotate_method = \"allgather\"\n") != std::string::npos);
+  CHECK(launch_config("torchtitan", m, c, job, ring)
+            .find("context_parallel_rotate_method = \"alltoall\"\n") != std::string::npos);
+  CHECK(launch_config("torchtitan", m, c, job).find("rotate_method") == std::string::npos);
+  c.mesh = parse_mesh("tp=8,dp=64", "--mesh");
+  CHECK(launch_config("torchtitan", m, c, job, gather).find("rotate_method") == std::string::npos);
+  CHECK(launch_config("megatron", m, c, job, gather).find("--cp-comm-type") == std::string::npos);
+}

@@ -238,6 +238,16 @@ TEST_CASE("a Megatron line's stack switches: --tp-comm-overlap, --cross-entropy-
   const auto both = megatron_job(line, 16, 32, "x");
   CHECK(both.stack.tp_overlap);
   CHECK(both.stack.fused_loss);
+  // CP's exchange: Megatron's default p2p is the ring; TE's all_gather; a2a is not modelled.
+  CHECK(plain.stack.cp_comm == CpComm::ring);
+  CHECK(job_of("--context-parallel-size 2 --cp-comm-type p2p").stack.cp_comm == CpComm::ring);
+  CHECK(job_of("--context-parallel-size 2 --cp-comm-type all_gather").stack.cp_comm ==
+        CpComm::allgather);
+  CHECK(error_of([&] { job_of("--context-parallel-size 2 --cp-comm-type a2a"); }) ==
+        "x: --cp-comm-type 'a2a': the all-to-all CP exchange is not modelled (p2p or all_gather "
+        "are)");
+  CHECK(error_of([&] { job_of("--cp-comm-type allgather"); }) ==
+        "x: --cp-comm-type 'allgather': expected p2p, all_gather, a2a or a2a+p2p");
   // Megatron-LM asserts sequence parallelism for the userbuffers overlap.
   CHECK(error_of([&] { job_of("--tensor-model-parallel-size 2 --tp-comm-overlap"); }) ==
         "x: --tp-comm-overlap needs --sequence-parallel (Megatron-LM asserts it)");

@@ -211,6 +211,20 @@ TEST_CASE("a torchtitan config names its stack: compile, its loss, async TP") {
                                 "c.toml");
         }) ==
         "c.toml: line 2: enable_async_tensor_parallel needs torch.compile ([compile] enable)");
+  // CP's exchange: torchtitan's default rotate method all-gathers; alltoall is a ring.
+  CHECK(stack_of("").cp_comm == CpComm::allgather);
+  const auto cp_of = [&](const std::string& method) {
+    return parse_torchtitan_toml(
+               "[parallelism]\ncontext_parallel_degree = 2\n"
+               "context_parallel_rotate_method = \"" +
+                   method + "\"\n",
+               8, 32, "c.toml")
+        .layout.stack.cp_comm;
+  };
+  CHECK(cp_of("allgather") == CpComm::allgather);
+  CHECK(cp_of("alltoall") == CpComm::ring);
+  CHECK(error_of([&] { cp_of("ring"); }) ==
+        "c.toml: context_parallel_rotate_method 'ring': expected allgather or alltoall");
   CHECK(error_of([&] { stack_of("[compile]\nenable = \"yes\"\n"); }) ==
         "c.toml: line 8: compile.enable = yes is not true or false");
 }

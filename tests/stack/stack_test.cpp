@@ -112,6 +112,15 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
     d.replace(d.find(from), from.size(), R"("name": "x", "ep_dispatch": "deepep",)");
     CHECK(stack_from(d).ep_dispatch == EpDispatch::deepep);
   }
+  CHECK(with(R"("name": "x",)", R"("name": "x", "cp_comm": "ulysses",)") ==
+        "s.json:/cp_comm: unknown cp_comm 'ulysses' (known: ring, allgather)");
+  CHECK(stack_from(t).cp_comm == CpComm::ring);  // absent: ring attention
+  {
+    const std::string from = R"("name": "x",)";
+    std::string d = t;
+    d.replace(d.find(from), from.size(), R"("name": "x", "cp_comm": "allgather",)");
+    CHECK(stack_from(d).cp_comm == CpComm::allgather);
+  }
   CHECK(!stack_from(t).fp8_tp_all_gathers);  // absent: 16-bit gathers
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")
             .starts_with("s.json:/fp8_tp_all_gathers: "));
@@ -485,6 +494,21 @@ TEST_CASE("a GEMM beside a collective is slowed by the SMs its CTAs take") {
   // A GEMM streams its operands for a part of its time (here 80 MB of A, B and C against ~0.1 ms).
   CHECK(c.forward.hbm_s == doctest::Approx(k.bytes / achievable));
   CHECK(c.forward.hbm_s < 0.3 * c.forward.time.seconds());
+}
+
+TEST_CASE(
+    "the bundled stacks' CP exchange is their framework's default, and --cp-comm overrides it") {
+  // Megatron-LM --cp-comm-type p2p; torchtitan context_parallel_rotate_method "allgather".
+  CHECK(bundled_stack("megatron")->cp_comm == CpComm::ring);
+  CHECK(bundled_stack("torchtitan")->cp_comm == CpComm::allgather);
+  CHECK(bundled_stack("torchtitan-compile")->cp_comm == CpComm::allgather);
+  CHECK(bundled_stack("deepspeed")->cp_comm == CpComm::ring);
+  CHECK(bundled_stack("ideal")->cp_comm == CpComm::ring);
+  const auto gathered = with_cp_comm(*bundled_stack("megatron"), CpComm::allgather);
+  CHECK(gathered.cp_comm == CpComm::allgather);
+  CHECK(gathered.name == "megatron");  // the step's header names the exchange instead
+  CHECK(name_of(CpComm::ring) == "ring");
+  CHECK(name_of(CpComm::allgather) == "allgather");
 }
 
 TEST_CASE("--ep-dispatch names the stack it makes") {

@@ -29,6 +29,11 @@ EpDispatch ep_dispatch_flag(const std::string& v, const std::string& flag) {
   throw Error("", flag, "'" + v + "': expected all_to_all or deepep");
 }
 
+CpComm cp_comm_flag(const std::string& v, const std::string& flag) {
+  if (const auto c = parse_by_name<CpComm>(kAllCpComm, v)) return *c;
+  throw Error("", flag, "'" + v + "': expected ring or allgather");
+}
+
 ResolvedGpu resolve_gpu(const std::string& gpu, const std::string& topology, std::int32_t nodes) {
   if (!topology.empty()) {
     if (!gpu.empty()) throw Error("", "--gpu", "give --gpu or --topology, not both");
@@ -167,6 +172,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     if (m.stack.fused_loss) r.stack = with_fused_loss(std::move(r.stack));
     if (m.stack.deepep && ep_dispatch.empty())
       r.stack = with_ep_dispatch(std::move(r.stack), EpDispatch::deepep);
+    if (m.stack.cp_comm) r.stack = with_cp_comm(std::move(r.stack), *m.stack.cp_comm);
     cfg = m.config;
     recompute_name = name_of(m.config.recompute);  // the stack's policy of that name
     // torchtitan's layer SAC: the stack's full policy of that period.
@@ -204,6 +210,8 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   }
   if (!ep_dispatch.empty())
     r.stack = with_ep_dispatch(std::move(r.stack), ep_dispatch_flag(ep_dispatch, "--ep-dispatch"));
+  if (!cp_comm.empty())
+    r.stack = with_cp_comm(std::move(r.stack), cp_comm_flag(cp_comm, "--cp-comm"));
   const auto policy = recompute_policy(r.stack, recompute_name);
   cfg.recompute = policy.mode;
   cfg.recompute_ops = policy.ops;

@@ -23,6 +23,7 @@ namespace meshsim::cli {
 
 bool on_off(const std::string& value, const std::string& flag);
 EpDispatch ep_dispatch_flag(const std::string& value, const std::string& flag);
+CpComm cp_comm_flag(const std::string& value, const std::string& flag);
 DType dtype_flag(const std::string& value, const std::string& flag);
 // Writes an output file: a path that cannot be opened is bad input (Error naming `flag`); bytes
 // that do not reach it (a full disk) a WriteError naming the path, checked after flush and close.
@@ -56,6 +57,9 @@ struct JobArgs {
   std::int32_t zero = 0;
   std::string recompute, dtype, sp, schedule = "1f1b", attention = "flash", reshard = "on",
                                     tp_overlap, ep_dispatch;
+  // --cp-comm (train registers it; memory does not depend on it): overrides the stack's and a
+  // launch configuration's CP exchange. Empty: theirs.
+  std::string cp_comm;
   // Empty: what a launch configuration says (--from-torchtitan: torchtitan or torchtitan-compile),
   // else megatron.
   std::string stack;

@@ -32,7 +32,7 @@ namespace {
 struct SearchArgs {
   ClusterArgs cluster;
   std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep, report,
-                               scaling = "strong", calibration, tp_overlap, ep_dispatch;
+                               scaling = "strong", calibration, tp_overlap, ep_dispatch, cp_comm;
   std::string seq;
   std::int64_t gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
@@ -168,6 +168,10 @@ int run_search_command(const SearchArgs& a) {
       const auto dispatch = ep_dispatch_flag(a.ep_dispatch, "--ep-dispatch");
       for (auto& st : opt.stacks) st = with_ep_dispatch(std::move(st), dispatch);
     }
+    if (!a.cp_comm.empty()) {
+      const auto comm = cp_comm_flag(a.cp_comm, "--cp-comm");
+      for (auto& st : opt.stacks) st = with_cp_comm(std::move(st), comm);
+    }
     opt.strategy.stack = opt.stacks.front();
     if (opt.stacks.size() == 1) opt.stacks.clear();
     if (!a.tp_overlap.empty()) opt.strategy.tp_overlap = on_off(a.tp_overlap, "--tp-overlap");
@@ -271,6 +275,7 @@ int run_search_command(const SearchArgs& a) {
     ls.tp_overlap = strategy.tp_overlap.value_or(strategy.stack.tp_overlap.on);
     ls.fused_loss = runs_fused_loss(strategy.stack);
     ls.deepep = strategy.stack.ep_dispatch == EpDispatch::deepep;
+    ls.cp_comm = strategy.stack.cp_comm;
     launch = launch_config(a.emit, model, best.candidate.config, lj, ls);
   }
   if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {
@@ -381,6 +386,9 @@ Runner add_search_command(CLI::App& app) {
   cmd->add_option("--ep-dispatch", a->ep_dispatch,
                   "MoE token dispatch: all_to_all (NCCL) or deepep (a token crosses to each node "
                   "once); default the stack's");
+  cmd->add_option("--cp-comm", a->cp_comm,
+                  "Context parallel K/V for every stack: ring or allgather (default: each "
+                  "stack's)");
   cmd->add_option("--schedule", a->schedule, "Pin the schedule: 1f1b, interleaved:V, zb, gpipe");
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");
   cmd->add_flag("--no-hsdp", a->no_hsdp,

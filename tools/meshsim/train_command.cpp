@@ -21,8 +21,8 @@ namespace {
 struct TrainArgs {
   ClusterArgs cluster;
   JobArgs job;
-  std::string stage_layers, trace, report, degrade_link, rank_order = "tp-cp-dp-pp",
-                                                         cp_comm = "ring", straggler, calibration;
+  std::string stage_layers, trace, report, degrade_link, rank_order = "tp-cp-dp-pp", straggler,
+                                                         calibration;
   bool full = false, allow_oom = false, quiet = false;
   double bucket_mb = 0, expert_imbalance = 0, input_stall_s = 0, storage_GBps = 0, mtbf_hours = 0,
          restart_s = -1, checkpoint_interval_s = 0;
@@ -76,12 +76,6 @@ int run_train(const TrainArgs& a) {
   if (!a.stage_layers.empty()) setup.strategy.chunk_layers = parse_layers(a.stage_layers);
   if (a.bucket_mb < 0) throw Error("", "--bucket-mb", "must be positive");
   if (a.bucket_mb > 0) setup.strategy.bucket_bytes = a.bucket_mb * 1024 * 1024;
-  if (a.cp_comm == "ring")
-    setup.strategy.cp_comm = CpComm::ring;
-  else if (a.cp_comm == "allgather")
-    setup.strategy.cp_comm = CpComm::all_gather;
-  else
-    throw Error("", "--cp-comm", "'" + a.cp_comm + "': expected ring or allgather");
   if (a.expert_imbalance < 0) throw Error("", "--expert-imbalance", "must not be negative");
   setup.strategy.expert_imbalance = a.expert_imbalance;
   if (!a.straggler.empty()) {
@@ -166,7 +160,9 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--trace", a->trace, "Write a Chrome/Perfetto trace (JSON)");
   cmd->add_option("--report", a->report, "Write an HTML report with plots");
   cmd->add_option("--rank-order", a->rank_order, "Innermost first (default tp-cp-dp-pp)");
-  cmd->add_option("--cp-comm", a->cp_comm, "Context parallel K/V: ring or allgather");
+  cmd->add_option("--cp-comm", a->job.cp_comm,
+                  "Context parallel K/V: ring or allgather (default: the stack's, or the launch "
+                  "configuration's)");
   cmd->add_option(
          "--bucket-mb", a->bucket_mb,
          "Gradient bucket in MiB (default: the stack's, e.g. Megatron max(40M, 1M × DP) params)")

@@ -51,6 +51,11 @@ void check_mesh(const ModelSpec& model, const ParallelConfig& config, const Mesh
                                             : " (cp)"));
     }
   }
+  if (config.schedule.kind == ScheduleKind::one_f_one_b_overlap && m.pp > 1)
+    fail("--schedule",
+         "1f1b-overlap needs pp = 1: on a one-directional pipeline a merged pair's backward "
+         "waits for the whole pair downstream (DualPipe's two directions, which avoid that, are "
+         "not modelled)");
   if (config.sp && m.tp == 1) fail("--sp", "sequence parallelism needs tp > 1");
   if (config.zero < 0 || config.zero > 3) fail("--zero", "must be 0, 1, 2 or 3");
   if (m.fsdp > 0 && config.zero == 0)

@@ -17,6 +17,8 @@ std::string to_string(const Schedule& s) {
       return "interleaved:" + std::to_string(s.virtual_stages);
     case ScheduleKind::zero_bubble:
       return "zb";
+    case ScheduleKind::one_f_one_b_overlap:
+      return "1f1b-overlap";
   }
   return "?";
 }
@@ -29,6 +31,8 @@ Schedule parse_schedule(std::string_view text, const std::string& where) {
     s.kind = ScheduleKind::one_f_one_b;
   else if (text == "zb")
     s.kind = ScheduleKind::zero_bubble;
+  else if (text == "1f1b-overlap")
+    s.kind = ScheduleKind::one_f_one_b_overlap;
   else if (text.starts_with("interleaved:")) {
     s.kind = ScheduleKind::interleaved;
     const auto v = text.substr(12);
@@ -37,8 +41,9 @@ Schedule parse_schedule(std::string_view text, const std::string& where) {
         s.virtual_stages > 1024)
       throw Error("", where, "'" + std::string(text) + "': virtual stages must be 1..1024");
   } else {
-    throw Error("", where,
-                "'" + std::string(text) + "': expected gpipe, 1f1b, interleaved:V or zb");
+    throw Error(
+        "", where,
+        "'" + std::string(text) + "': expected gpipe, 1f1b, interleaved:V, zb or 1f1b-overlap");
   }
   return s;
 }

@@ -13,13 +13,20 @@
 
 namespace meshsim {
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zero_bubble };
+// one_f_one_b_overlap ("1f1b-overlap", pp = 1 only): the micro-batches' passes as F0, then each
+// forward merged with the backward of the micro-batch before it, then the last backward; a
+// merged pair's pieces interleave on the compute stream so each pass's EP all-to-alls run under
+// the other's compute: the overlapped forward-and-backward chunk of DeepSeek-V3's DualPipe
+// (arXiv 2412.19437 §3.2.1), Megatron-Core's combined 1F1B without pipelining. On a
+// pipeline a merged pair's backward would wait for the whole pair downstream; DualPipe's two
+// directions are not modelled.
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zero_bubble, one_f_one_b_overlap };
 struct Schedule {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
   std::int64_t virtual_stages = 1;  // interleaved 1F1B: model chunks per pipeline rank
 };
-std::string to_string(const Schedule& s);  // "gpipe", "1f1b", "interleaved:2", "zb"
-// "gpipe", "1f1b", "interleaved:V", "zb"; errors name `where`.
+std::string to_string(const Schedule& s);  // "gpipe", "1f1b", "interleaved:2", "zb", ...
+// "gpipe", "1f1b", "interleaved:V", "zb", "1f1b-overlap"; errors name `where`.
 Schedule parse_schedule(std::string_view text, const std::string& where);
 
 struct ParallelConfig {

@@ -14,6 +14,10 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
     s += "# Megatron-LM has no GPipe schedule; it runs 1F1B (the line below)\n";
   if (c.schedule.kind == ScheduleKind::zero_bubble)
     s += "# Megatron-LM has no zero-bubble schedule in its main line; the line below is 1F1B\n";
+  if (c.schedule.kind == ScheduleKind::one_f_one_b_overlap)
+    s += "# meshsim merged each steady-state forward with the next backward to hide the EP "
+         "all-to-alls (1f1b-overlap, Megatron-Core's combined 1F1B); the line below is plain "
+         "1F1B: add your Megatron-Core version's EP-overlap flag\n";
   if (c.zero >= 3 && !c.reshard_after_forward)
     s += "# Megatron-FSDP frees gathered weights after each forward (reshard after forward on); "
          "simulated here with it off\n";
@@ -150,6 +154,10 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
         c.zero, c.zero == 2 ? " with fsdp_reshard_after_forward = \"never\"" : "");
   if (c.schedule.kind == ScheduleKind::zero_bubble)
     s += "# InterleavedZeroBubble is torchtitan's zero-bubble schedule; meshsim simulated ZB-H1\n";
+  if (c.schedule.kind == ScheduleKind::one_f_one_b_overlap)
+    s += "# meshsim merged each steady-state forward with the next backward to hide the EP "
+         "all-to-alls (1f1b-overlap); torchtitan overlaps them in DualPipeV, a different "
+         "schedule: written as 1F1B\n";
   const bool shard = c.zero >= 1;
   // HSDP: FSDP2 shards over `fsdp` of the data-parallel ranks and replicates across the rest.
   const std::int64_t shard_degree = mesh.fsdp > 0 ? mesh.fsdp : mesh.dp;
@@ -159,6 +167,7 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
       schedule = "GPipe";
       break;
     case ScheduleKind::one_f_one_b:
+    case ScheduleKind::one_f_one_b_overlap:
       schedule = "1F1B";
       break;
     case ScheduleKind::interleaved:

@@ -66,6 +66,10 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
           for (auto mbs : space.micro_batches) {
             // Schedules: no pipeline, or 1F1B, interleaved with 2 chunks, zero bubble.
             std::vector<Schedule> schedules{{ScheduleKind::one_f_one_b, 1}};
+            // The overlapped 1F1B only when asked for (--schedule 1f1b-overlap), without PP.
+            if (space.schedule && space.schedule->kind == ScheduleKind::one_f_one_b_overlap &&
+                pp == 1)
+              schedules = {*space.schedule};
             if (pp > 1) {
               schedules.push_back({ScheduleKind::interleaved, 2});
               schedules.push_back({ScheduleKind::zero_bubble, 1});

@@ -7,16 +7,19 @@
 namespace meshsim {
 namespace {
 
+// `merge`: one more warm-up forward (so a stage's merged pair never waits for a forward that
+// its neighbour holds back in a pair of its own), and each steady-state forward merged with the
+// backward after it.
 void one_f_one_b(std::vector<PipelineAction>& out, std::int64_t pp, std::int64_t stage,
-                 std::int64_t m, bool split_weight) {
-  const std::int64_t warmup = std::min(pp - stage - 1, m);
+                 std::int64_t m, bool split_weight, bool merge = false) {
+  const std::int64_t warmup = std::min(pp - stage - (merge ? 0 : 1), m);
   auto backward = [&](std::int64_t mb) {
     out.push_back({PassKind::backward, mb, 0});
     if (split_weight) out.push_back({PassKind::weight, mb, 0});
   };
   for (std::int64_t i = 0; i < warmup; ++i) out.push_back({PassKind::forward, i, 0});
   for (std::int64_t i = 0; i < m - warmup; ++i) {
-    out.push_back({PassKind::forward, warmup + i, 0});
+    out.push_back({PassKind::forward, warmup + i, 0, merge});
     backward(i);
   }
   for (std::int64_t i = m - warmup; i < m; ++i) backward(i);
@@ -37,6 +40,9 @@ std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t
       break;
     case ScheduleKind::zero_bubble:
       one_f_one_b(out, pp, stage, m, true);
+      break;
+    case ScheduleKind::one_f_one_b_overlap:
+      one_f_one_b(out, pp, stage, m, false, true);
       break;
     case ScheduleKind::interleaved: {
       const std::int64_t v = schedule.virtual_stages;
@@ -75,8 +81,10 @@ std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t
 
 std::string to_string(const std::vector<PipelineAction>& actions) {
   std::string s;
+  bool merged = false;  // the previous action runs merged with this one: "F1&B0"
   for (const auto& a : actions) {
-    if (!s.empty()) s += ' ';
+    if (!s.empty()) s += merged ? '&' : ' ';
+    merged = a.merged;
     s += a.pass == PassKind::forward ? 'F' : a.pass == PassKind::backward ? 'B' : 'W';
     s += std::to_string(a.microbatch);
     if (a.chunk > 0) s += "." + std::to_string(a.chunk);

@@ -19,6 +19,8 @@ struct PipelineAction {
   PassKind pass = PassKind::forward;
   std::int64_t microbatch = 0;
   std::int64_t chunk = 0;  // model chunk of this stage (0..v-1); global chunk = chunk·pp + stage
+  // A forward run merged with the backward that follows it (ScheduleKind::one_f_one_b_overlap).
+  bool merged = false;
   bool operator==(const PipelineAction&) const = default;
 };
 

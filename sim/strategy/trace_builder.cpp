@@ -264,7 +264,28 @@ class Builder {
   void overlapped_segment(RankState& rs, const std::string& name, const SegmentCost& seg,
                           const std::vector<TpGemm>& gemms, const Overlap& o, bool recompute,
                           std::uint64_t inst);
-  bool emit(RankState& rs, const PipelineAction& a);
+  // Emits the rank's next action (a merged forward with the backward after it), once its inputs
+  // have been sent; returns how many actions it took (0: not yet).
+  std::size_t emit(RankState& rs);
+  bool input_ready(RankState& rs, const PipelineAction& a);
+  // emit()'s parts, so a merged pair can interleave its two passes' layers.
+  struct BackwardPass {
+    std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // grad_buckets
+    std::size_t next = 0;
+    bool last = false;  // the chunk's last backward of the step
+  };
+  void forward_begin(RankState& rs, const PipelineAction& a);
+  void forward_end(RankState& rs, const PipelineAction& a);
+  BackwardPass backward_begin(RankState& rs, const PipelineAction& a);
+  // The gradient reduction whose bucket ends at layer `l`, after its backward.
+  void backward_reduce(RankState& rs, const PipelineAction& a, BackwardPass& b, std::int64_t l);
+  void backward_end(RankState& rs, const PipelineAction& a);
+  struct Chain {
+    std::vector<OpId> pending;
+    std::optional<OpId> last_compute;
+    std::vector<OpId> layer_done;
+  };
+  bool emit_merged(RankState& rs, const PipelineAction& f, const PipelineAction& b);
   // `beside`: the rank's communication stream (StreamId value) whose SM-holding ops are already
   // in the op's price (TraceOpInfo::priced_beside); -1: none.
   OpId compute(RankState& rs, const std::string& name, const SegmentCost& c, bool recompute,
@@ -297,8 +318,14 @@ class Builder {
   // plain dispatcher, on one node, or where nothing is priced); per group's first rank.
   double ep_network_share(const std::vector<std::int32_t>& group);
   std::map<std::int32_t, double> ep_shares_;
-  void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute);
-  void backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w);
+  // A layer's pass, or one of its kLayerPieces pieces (cut where an MoE layer's all-to-alls
+  // are: up to the forward's dispatch or the backward's combine, the MLP up to the next one, the
+  // rest); -1: the whole pass. A merged pair interleaves the pieces of its two passes.
+  static constexpr int kLayerPieces = 3;
+  void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute,
+                     int piece = -1);
+  void backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w,
+                      int piece = -1);
   void attention(RankState& rs, const std::string& name, const SegmentCost& seg, bool backward,
                  bool recompute, std::uint64_t inst);
   void gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst);
@@ -949,63 +976,70 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
   }
 }
 
-void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute) {
+void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute,
+                            int piece) {
   const LayerGraph graph(rs, opt_.stack.cuda_graphs == CudaGraphs::layer);
   const auto& p = plan(layer);
   const std::string n = "F" + std::to_string(mb) + ".L" + std::to_string(layer);
   const auto inst = instance(mb, layer, recompute ? 3 : 0);
   const auto seg = [&](Seg s) { return p.forward[static_cast<std::size_t>(s)]; };
-  if (cfg_.zero >= 3 && !recompute) gather_layer(rs, layer, inst);
-  if (auto it = rs.param_gather.find(layer); it != rs.param_gather.end()) {
-    rs.pending.push_back(it->second);
-    rs.param_gather.erase(it);
-  }
   const auto gemms = [&](Seg s) -> const std::vector<TpGemm>& {
     return p.tp_gemms[static_cast<std::size_t>(s)];
   };
-  compute(rs, n + ".norm", seg(Seg::norm1), recompute);
-  if (overlap_) {
-    overlapped_segment(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv),
-                       {0, TpRole::column_parallel, std::nullopt, false}, recompute, inst + 1);
-  } else {
-    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 1, gather_bytes());
-    compute(rs, n + ".qkv", seg(Seg::qkv), recompute);
-  }
-  attention(rs, n + ".attn", seg(Seg::attn), false, recompute, inst + 2);
-  if (overlap_) {
-    overlapped_segment(rs, n + ".out", seg(Seg::out), gemms(Seg::out),
-                       {0, std::nullopt, TpRole::row_parallel, false}, recompute, inst + 3);
-  } else {
-    compute(rs, n + ".out", seg(Seg::out), recompute);
-    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_out", inst + 3);
-  }
-  compute(rs, n + ".mid", seg(Seg::mid), recompute);
   const bool ep_layer = p.moe && mesh_.ep > 1;
-  if (ep_layer) ep(rs, n + ".dispatch", inst + 4);
-  if (overlap_ && !p.moe) {
-    overlapped_segment(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp),
-                       {0, TpRole::column_parallel, TpRole::row_parallel, false}, recompute,
-                       inst + 5);
-  } else {
-    if (sp_ && p.tp_reduce_after_mlp)
-      tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 5, gather_bytes(p.moe));
-    compute(rs, n + ".mlp", seg(Seg::mlp), recompute);
-    if (ep_layer) ep(rs, n + ".combine", inst + 6);
-    if (p.tp_reduce_after_mlp)
-      tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp",
-         inst + 7);
+  if (piece < 0 || piece == 0) {  // up to the dispatch
+    if (cfg_.zero >= 3 && !recompute) gather_layer(rs, layer, inst);
+    if (auto it = rs.param_gather.find(layer); it != rs.param_gather.end()) {
+      rs.pending.push_back(it->second);
+      rs.param_gather.erase(it);
+    }
+    compute(rs, n + ".norm", seg(Seg::norm1), recompute);
+    if (overlap_) {
+      overlapped_segment(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv),
+                         {0, TpRole::column_parallel, std::nullopt, false}, recompute, inst + 1);
+    } else {
+      if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 1, gather_bytes());
+      compute(rs, n + ".qkv", seg(Seg::qkv), recompute);
+    }
+    attention(rs, n + ".attn", seg(Seg::attn), false, recompute, inst + 2);
+    if (overlap_) {
+      overlapped_segment(rs, n + ".out", seg(Seg::out), gemms(Seg::out),
+                         {0, std::nullopt, TpRole::row_parallel, false}, recompute, inst + 3);
+    } else {
+      compute(rs, n + ".out", seg(Seg::out), recompute);
+      tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_out",
+         inst + 3);
+    }
+    compute(rs, n + ".mid", seg(Seg::mid), recompute);
+    if (ep_layer) ep(rs, n + ".dispatch", inst + 4);
   }
-  compute(rs, n + ".end", seg(Seg::end), recompute);
-  if (!recompute) rs.layer_done.push_back(*rs.last_compute);
+  if (piece < 0 || piece == 1) {  // the MLP, up to the combine and the TP reduction after it
+    if (overlap_ && !p.moe) {
+      overlapped_segment(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp),
+                         {0, TpRole::column_parallel, TpRole::row_parallel, false}, recompute,
+                         inst + 5);
+    } else {
+      if (sp_ && p.tp_reduce_after_mlp)
+        tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 5, gather_bytes(p.moe));
+      compute(rs, n + ".mlp", seg(Seg::mlp), recompute);
+      if (ep_layer) ep(rs, n + ".combine", inst + 6);
+      if (p.tp_reduce_after_mlp)
+        tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp",
+           inst + 7);
+    }
+  }
+  if (piece < 0 || piece == 2) {
+    compute(rs, n + ".end", seg(Seg::end), recompute);
+    if (!recompute) rs.layer_done.push_back(*rs.last_compute);
+  }
 }
 
-void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w) {
+void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w,
+                             int piece) {
   const LayerGraph graph(rs, opt_.stack.cuda_graphs == CudaGraphs::layer);
   const auto& p = plan(layer);
   const std::string n = "B" + std::to_string(mb) + ".L" + std::to_string(layer);
   const auto inst = instance(mb, layer, 1);
-  if (cfg_.zero >= 3 && cfg_.reshard_after_forward) gather_layer(rs, layer, inst + 20);
-  if (cfg_.checkpointed(layer)) forward_layer(rs, mb, layer, true);
   const auto seg = [&](Seg s) {
     SegmentCost c = p.dgrad[static_cast<std::size_t>(s)];
     if (!split_w) c += p.wgrad[static_cast<std::size_t>(s)];
@@ -1014,53 +1048,67 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
   const auto gemms = [&](Seg s) -> const std::vector<TpGemm>& {
     return p.tp_gemms[static_cast<std::size_t>(s)];
   };
-  // Selective recompute re-runs the policy's ops before the layer's backward (with fused
-  // attention and the default policy there is nothing to re-run: its backward already
-  // recomputes the scores).
-  if (cfg_.recompute == Recompute::selective && p.recompute.time > Time::zero())
-    compute(rs, n + ".recompute", p.recompute, true);
-  compute(rs, n + ".end", seg(Seg::end), false);
   const bool ep_layer = p.moe && mesh_.ep > 1;
   const bool regather = sp_ && opt_.stack.tp_backward.regather_input;
-  if (overlap_ && !p.moe) {
-    // The output gradient's all-gather by ring exchange under the FC2 dgrad; FC1's saved input
-    // re-gathered beside its dgrad and its dgrad output reduce-scattered beside its wgrad (bulk).
-    overlapped_segment(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp),
-                       {1, TpRole::row_parallel, std::nullopt, !split_w, regather}, false,
-                       inst + 1);
-    if (split_w) tp(rs, CollectiveOp::reduce_scatter, n + ".tp_mlp", inst + 4);
-  } else if (!p.moe && p.tp_reduce_after_mlp) {
-    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1, gather_bytes());
-    column_backward(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp), split_w, n + ".tp_mlp",
-                    inst + 4);
-  } else {
-    if (sp_ && p.tp_reduce_after_mlp)
-      tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1, gather_bytes(p.moe));
-    if (ep_layer) ep(rs, n + ".combine", inst + 2);
-    compute(rs, n + ".mlp", seg(Seg::mlp), false);
-    if (ep_layer) ep(rs, n + ".dispatch", inst + 3);
-    if (p.tp_reduce_after_mlp)
-      tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp",
-         inst + 4);
+  // An MoE layer's MLP backward waits for its combine's gradient all-to-all: the piece before it
+  // ends there.
+  const bool plain_mlp = !(overlap_ && !p.moe) && !(!p.moe && p.tp_reduce_after_mlp);
+  if (piece < 0 || piece == 0) {
+    if (cfg_.zero >= 3 && cfg_.reshard_after_forward) gather_layer(rs, layer, inst + 20);
+    if (cfg_.checkpointed(layer)) forward_layer(rs, mb, layer, true);
+    // Selective recompute re-runs the policy's ops before the layer's backward (with fused
+    // attention and the default policy there is nothing to re-run: its backward already
+    // recomputes the scores).
+    if (cfg_.recompute == Recompute::selective && p.recompute.time > Time::zero())
+      compute(rs, n + ".recompute", p.recompute, true);
+    compute(rs, n + ".end", seg(Seg::end), false);
+    if (plain_mlp) {
+      if (sp_ && p.tp_reduce_after_mlp)
+        tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1, gather_bytes(p.moe));
+      if (ep_layer) ep(rs, n + ".combine", inst + 2);
+    }
   }
-  compute(rs, n + ".mid", seg(Seg::mid), false);
-  if (overlap_) {
-    overlapped_segment(rs, n + ".out", seg(Seg::out), gemms(Seg::out),
-                       {1, TpRole::row_parallel, std::nullopt, false}, false, inst + 5);
-  } else {
-    if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 5, gather_bytes());
-    compute(rs, n + ".out", seg(Seg::out), false);
+  if (piece < 0 || piece == 1) {
+    if (overlap_ && !p.moe) {
+      // The output gradient's all-gather by ring exchange under the FC2 dgrad; FC1's saved input
+      // re-gathered beside its dgrad and its dgrad output reduce-scattered beside its wgrad
+      // (bulk).
+      overlapped_segment(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp),
+                         {1, TpRole::row_parallel, std::nullopt, !split_w, regather}, false,
+                         inst + 1);
+      if (split_w) tp(rs, CollectiveOp::reduce_scatter, n + ".tp_mlp", inst + 4);
+    } else if (!p.moe && p.tp_reduce_after_mlp) {
+      if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag2", inst + 1, gather_bytes());
+      column_backward(rs, n + ".mlp", seg(Seg::mlp), gemms(Seg::mlp), split_w, n + ".tp_mlp",
+                      inst + 4);
+    } else {
+      compute(rs, n + ".mlp", seg(Seg::mlp), false);
+      if (ep_layer) ep(rs, n + ".dispatch", inst + 3);
+      if (p.tp_reduce_after_mlp)
+        tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, n + ".tp_mlp",
+           inst + 4);
+    }
   }
-  attention(rs, n + ".attn", seg(Seg::attn), true, false, inst + 6);
-  if (overlap_ && !split_w) {
-    overlapped_segment(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv),
-                       {1, std::nullopt, std::nullopt, true, regather}, false, inst + 7);
-  } else {
-    column_backward(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv), split_w, n + ".tp_qkv",
-                    inst + 7);
+  if (piece < 0 || piece == 2) {
+    compute(rs, n + ".mid", seg(Seg::mid), false);
+    if (overlap_) {
+      overlapped_segment(rs, n + ".out", seg(Seg::out), gemms(Seg::out),
+                         {1, TpRole::row_parallel, std::nullopt, false}, false, inst + 5);
+    } else {
+      if (sp_) tp(rs, CollectiveOp::all_gather, n + ".tp_ag", inst + 5, gather_bytes());
+      compute(rs, n + ".out", seg(Seg::out), false);
+    }
+    attention(rs, n + ".attn", seg(Seg::attn), true, false, inst + 6);
+    if (overlap_ && !split_w) {
+      overlapped_segment(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv),
+                         {1, std::nullopt, std::nullopt, true, regather}, false, inst + 7);
+    } else {
+      column_backward(rs, n + ".qkv", seg(Seg::qkv), gemms(Seg::qkv), split_w, n + ".tp_qkv",
+                      inst + 7);
+    }
+    compute(rs, n + ".norm", seg(Seg::norm1), false);
+    rs.layer_done.push_back(*rs.last_compute);
   }
-  compute(rs, n + ".norm", seg(Seg::norm1), false);
-  rs.layer_done.push_back(*rs.last_compute);
 }
 
 void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, std::int64_t count,
@@ -1155,52 +1203,119 @@ Builder::Reductions Builder::reductions(std::int64_t stage, std::int64_t g) {
   return out;
 }
 
-bool Builder::emit(RankState& rs, const PipelineAction& a) {
-  const std::int64_t s = rs.coord.pp;
-  const std::int64_t g = a.chunk * mesh_.pp + s;
-  const std::int64_t G = chunks();
-  const std::int64_t first = first_layer(g), count = chunk_layers_[static_cast<std::size_t>(g)];
+bool Builder::input_ready(RankState& rs, const PipelineAction& a) {
+  const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
+  if (a.pass == PassKind::weight) return true;
+  const bool fwd = a.pass == PassKind::forward;
+  if (fwd ? g == 0 : g == chunks() - 1) return true;
+  const auto src = rank_at_stage(rs, (fwd ? g - 1 : g + 1) % mesh_.pp);
+  return src == rs.rank || sends_.contains({rs.rank, a.microbatch, g, fwd ? 0 : 1});
+}
+
+void Builder::forward_begin(RankState& rs, const PipelineAction& a) {
+  const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
   const std::string mbs = std::to_string(a.microbatch);
-  if (a.pass == PassKind::forward) {
-    if (g > 0) {
-      const auto src = rank_at_stage(rs, (g - 1) % mesh_.pp);
-      if (src != rs.rank) {
-        auto it = sends_.find({rs.rank, a.microbatch, g, 0});
-        if (it == sends_.end()) return false;
-        rs.pending.push_back(it->second);
-      }
-    }
-    rs.layer_done.clear();
-    if (g == 0) {
-      compute(rs, "F" + mbs + ".embed", costs_.embedding.forward, false);
-      tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, "F" + mbs + ".embed_tp",
-         instance(a.microbatch, -1, 0));
-    }
-    for (std::int64_t l = first; l < first + count; ++l) forward_layer(rs, a.microbatch, l, false);
-    if (g == G - 1) {
-      if (sp_)
-        tp(rs, CollectiveOp::all_gather, "F" + mbs + ".head_tp", instance(a.microbatch, -2, 0));
-      compute(rs, "F" + mbs + ".head", costs_.head.forward, false);
-    } else {
-      const auto dst = rank_at_stage(rs, (g + 1) % mesh_.pp);
-      if (dst != rs.rank) {
-        const auto id =
-            comm(rs, rs.pp, "F" + mbs + ".send", GroupKind::pp, CollectiveOp::send_recv,
-                 {rs.rank, static_cast<std::int32_t>(dst)}, costs_.pp_bytes, {*rs.last_compute},
-                 instance(a.microbatch, g, 10), std::nullopt, 1.0, true);
-        sends_[{static_cast<std::int32_t>(dst), a.microbatch, g + 1, 0}] = id;
-      }
-    }
-    return true;
+  if (g > 0) {
+    const auto src = rank_at_stage(rs, (g - 1) % mesh_.pp);
+    if (src != rs.rank) rs.pending.push_back(sends_.at({rs.rank, a.microbatch, g, 0}));
   }
-  const bool split_w = zb_;
+  rs.layer_done.clear();
+  if (g == 0) {
+    compute(rs, "F" + mbs + ".embed", costs_.embedding.forward, false);
+    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, "F" + mbs + ".embed_tp",
+       instance(a.microbatch, -1, 0));
+  }
+}
+
+void Builder::forward_end(RankState& rs, const PipelineAction& a) {
+  const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
+  const std::string mbs = std::to_string(a.microbatch);
+  if (g == chunks() - 1) {
+    if (sp_)
+      tp(rs, CollectiveOp::all_gather, "F" + mbs + ".head_tp", instance(a.microbatch, -2, 0));
+    compute(rs, "F" + mbs + ".head", costs_.head.forward, false);
+    return;
+  }
+  const auto dst = rank_at_stage(rs, (g + 1) % mesh_.pp);
+  if (dst != rs.rank) {
+    const auto id =
+        comm(rs, rs.pp, "F" + mbs + ".send", GroupKind::pp, CollectiveOp::send_recv,
+             {rs.rank, static_cast<std::int32_t>(dst)}, costs_.pp_bytes, {*rs.last_compute},
+             instance(a.microbatch, g, 10), std::nullopt, 1.0, true);
+    sends_[{static_cast<std::int32_t>(dst), a.microbatch, g + 1, 0}] = id;
+  }
+}
+
+Builder::BackwardPass Builder::backward_begin(RankState& rs, const PipelineAction& a) {
+  const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
+  const std::string mbs = std::to_string(a.microbatch);
+  if (g < chunks() - 1) {
+    const auto src = rank_at_stage(rs, (g + 1) % mesh_.pp);
+    if (src != rs.rank) rs.pending.push_back(sends_.at({rs.rank, a.microbatch, g, 1}));
+  } else {
+    SegmentCost h = costs_.head.dgrad;
+    if (!zb_) h += costs_.head.wgrad;
+    compute(rs, "B" + mbs + ".head", h, false);
+    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, "B" + mbs + ".head_tp",
+       instance(a.microbatch, -2, 1));
+  }
+  rs.layer_done.clear();
+  BackwardPass b;
+  b.last = rs.last_backward_mb[a.chunk] == a.microbatch;
+  if (!zb_) b.buckets = grad_buckets(g);
+  return b;
+}
+
+void Builder::backward_reduce(RankState& rs, const PipelineAction& a, BackwardPass& b,
+                              std::int64_t l) {
+  if (b.next == b.buckets.size() || b.buckets[b.next].first != l) return;
+  const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
+  reduce_grads(rs, g, l, b.buckets[b.next].second, cfg_.zero >= 3 || b.last, *rs.last_compute,
+               instance(a.microbatch, l, 12), l == first_layer(g));
+  ++b.next;
+}
+
+void Builder::backward_end(RankState& rs, const PipelineAction& a) {
+  const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
+  const std::string mbs = std::to_string(a.microbatch);
+  if (g == 0) {
+    if (sp_)
+      tp(rs, CollectiveOp::all_gather, "B" + mbs + ".embed_tp", instance(a.microbatch, -1, 1));
+    SegmentCost e = costs_.embedding.dgrad;
+    if (!zb_) e += costs_.embedding.wgrad;
+    compute(rs, "B" + mbs + ".embed", e, false);
+    return;
+  }
+  const auto dst = rank_at_stage(rs, (g - 1) % mesh_.pp);
+  if (dst != rs.rank) {
+    const auto id =
+        comm(rs, rs.pp, "B" + mbs + ".send", GroupKind::pp, CollectiveOp::send_recv,
+             {rs.rank, static_cast<std::int32_t>(dst)}, costs_.pp_bytes, {*rs.last_compute},
+             instance(a.microbatch, g, 13), std::nullopt, 1.0, true);
+    sends_[{static_cast<std::int32_t>(dst), a.microbatch, g - 1, 1}] = id;
+  }
+}
+
+std::size_t Builder::emit(RankState& rs) {
+  const auto& a = rs.actions[rs.next];
+  const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
+  const std::int64_t first = first_layer(g), count = chunk_layers_[static_cast<std::size_t>(g)];
+  if (a.merged) return emit_merged(rs, a, rs.actions.at(rs.next + 1)) ? 2 : 0;
+  if (!input_ready(rs, a)) return 0;
+  if (a.pass == PassKind::forward) {
+    forward_begin(rs, a);
+    for (std::int64_t l = first; l < first + count; ++l) forward_layer(rs, a.microbatch, l, false);
+    forward_end(rs, a);
+    return 1;
+  }
   if (a.pass == PassKind::weight) {
     SegmentCost w;
     for (std::int64_t l = first; l < first + count; ++l)
       for (const auto& c : plan(l).wgrad) w += c;
     if (g == 0) w += costs_.embedding.wgrad;
-    if (g == G - 1) w += costs_.head.wgrad;
-    const auto id = compute(rs, "W" + mbs + ".c" + std::to_string(g), w, false);
+    if (g == chunks() - 1) w += costs_.head.wgrad;
+    const auto id =
+        compute(rs, "W" + std::to_string(a.microbatch) + ".c" + std::to_string(g), w, false);
     const bool last = rs.last_backward_mb[a.chunk] == a.microbatch;
     if (cfg_.zero >= 3) {
       if (mesh_.dense_replicas() > 1)
@@ -1208,51 +1323,61 @@ bool Builder::emit(RankState& rs, const PipelineAction& a) {
     } else {
       reduce_grads(rs, g, first, count, last, id, instance(a.microbatch, g, 11), true);
     }
-    return true;
+    return 1;
   }
-  // Backward.
-  if (g < G - 1) {
-    const auto src = rank_at_stage(rs, (g + 1) % mesh_.pp);
-    if (src != rs.rank) {
-      auto it = sends_.find({rs.rank, a.microbatch, g, 1});
-      if (it == sends_.end()) return false;
-      rs.pending.push_back(it->second);
-    }
-  } else {
-    SegmentCost h = costs_.head.dgrad;
-    if (!split_w) h += costs_.head.wgrad;
-    compute(rs, "B" + mbs + ".head", h, false);
-    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, "B" + mbs + ".head_tp",
-       instance(a.microbatch, -2, 1));
-  }
-  rs.layer_done.clear();
-  const bool last = rs.last_backward_mb[a.chunk] == a.microbatch;
-  const auto buckets =
-      split_w ? std::vector<std::pair<std::int64_t, std::int64_t>>{} : grad_buckets(g);
-  auto bucket = buckets.begin();
+  auto b = backward_begin(rs, a);
   for (std::int64_t l = first + count - 1; l >= first; --l) {
-    backward_layer(rs, a.microbatch, l, split_w);
-    if (bucket == buckets.end() || bucket->first != l) continue;
-    reduce_grads(rs, g, l, bucket->second, cfg_.zero >= 3 || last, *rs.last_compute,
-                 instance(a.microbatch, l, 12), l == first);
-    ++bucket;
+    backward_layer(rs, a.microbatch, l, zb_);
+    backward_reduce(rs, a, b, l);
   }
-  if (g == 0) {
-    if (sp_)
-      tp(rs, CollectiveOp::all_gather, "B" + mbs + ".embed_tp", instance(a.microbatch, -1, 1));
-    SegmentCost e = costs_.embedding.dgrad;
-    if (!split_w) e += costs_.embedding.wgrad;
-    compute(rs, "B" + mbs + ".embed", e, false);
-  } else {
-    const auto dst = rank_at_stage(rs, (g - 1) % mesh_.pp);
-    if (dst != rs.rank) {
-      const auto id =
-          comm(rs, rs.pp, "B" + mbs + ".send", GroupKind::pp, CollectiveOp::send_recv,
-               {rs.rank, static_cast<std::int32_t>(dst)}, costs_.pp_bytes, {*rs.last_compute},
-               instance(a.microbatch, g, 13), std::nullopt, 1.0, true);
-      sends_[{static_cast<std::int32_t>(dst), a.microbatch, g - 1, 1}] = id;
+  backward_end(rs, a);
+  return 1;
+}
+
+bool Builder::emit_merged(RankState& rs, const PipelineAction& f, const PipelineAction& b) {
+  if (!input_ready(rs, f) || !input_ready(rs, b)) return false;
+  const std::int64_t g = f.chunk * mesh_.pp + rs.coord.pp;
+  const std::int64_t first = first_layer(g), count = chunk_layers_[static_cast<std::size_t>(g)];
+  // Each pass keeps its own chain (what its next op waits for: its collectives, its last compute
+  // op, its layer ends); the compute stream runs their pieces in the order emitted. The backward
+  // takes what was pending before the pair, since its piece comes first.
+  Chain fc{{}, rs.last_compute, {}}, bc{std::move(rs.pending), rs.last_compute, {}};
+  rs.pending.clear();
+  const auto on = [&](Chain& c, auto&& body) {
+    std::swap(rs.pending, c.pending);
+    std::swap(rs.last_compute, c.last_compute);
+    std::swap(rs.layer_done, c.layer_done);
+    body();
+    std::swap(rs.pending, c.pending);
+    std::swap(rs.last_compute, c.last_compute);
+    std::swap(rs.layer_done, c.layer_done);
+  };
+  BackwardPass pass;
+  on(bc, [&] { pass = backward_begin(rs, b); });
+  on(fc, [&] { forward_begin(rs, f); });
+  // Layer p of the forward beside layer count − 1 − p of the backward (the ends of the chunk meet
+  // in the middle), each cut at its all-to-alls: the backward's combine runs under the forward's
+  // attention, the forward's dispatch under the backward's MLP, the backward's dispatch under the
+  // forward's MLP and the forward's combine under the backward's attention (the principle of
+  // DeepSeek-V3 §3.2.1; assumption, named in the README: not its Figure 4's exact order, and no
+  // hand-tuned SM split, the interference model's instead).
+  for (std::int64_t p = 0; p < count; ++p) {
+    const std::int64_t lf = first + p, lb = first + count - 1 - p;
+    for (int piece = 0; piece < kLayerPieces; ++piece) {
+      on(bc, [&] {
+        backward_layer(rs, b.microbatch, lb, false, piece);
+        if (piece == kLayerPieces - 1) backward_reduce(rs, b, pass, lb);
+      });
+      on(fc, [&] { forward_layer(rs, f.microbatch, lf, false, piece); });
     }
   }
+  on(bc, [&] { backward_end(rs, b); });
+  on(fc, [&] { forward_end(rs, f); });
+  // After the pair: the stream's last op, and whatever either pass left pending.
+  rs.last_compute = fc.last_compute;
+  rs.pending = std::move(bc.pending);
+  rs.pending.insert(rs.pending.end(), fc.pending.begin(), fc.pending.end());
+  rs.layer_done = std::move(bc.layer_done);
   return true;
 }
 
@@ -1333,7 +1458,10 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
       if (cfg_.checkpointed(l))
         for (const auto& c : p.forward) ld += secs(c, layer_saved);
       const auto stage = g % mesh_.pp;
-      if (chains_ && (full_bound_ || stage == 0 || stage == mesh_.pp - 1)) {
+      // The overlapped 1F1B runs a pass's collectives under the other pass of its pair: only the
+      // compute sum bounds it.
+      if (chains_ && cfg_.schedule.kind != ScheduleKind::one_f_one_b_overlap &&
+          (full_bound_ || stage == 0 || stage == mesh_.pp - 1)) {
         // A pass's chain holds every compute op of the pass (they share a stream) and the
         // collectives between them that the next op waits for: at least the compute sum, up to
         // rounding of the segment times into ops. Every stage's in the full bound, only the first
@@ -1535,8 +1663,8 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   for (bool progress = true; progress;) {
     progress = false;
     for (auto& rs : states)
-      while (rs.next < rs.actions.size() && emit(rs, rs.actions[rs.next])) {
-        ++rs.next;
+      for (std::size_t n = 0; rs.next < rs.actions.size() && (n = emit(rs)) > 0;) {
+        rs.next += n;
         progress = true;
       }
   }

@@ -515,3 +515,20 @@ TEST_CASE("search --cp-comm: every CP layout on the exchange asked for, named an
   CHECK(bad.exit_code == 2);
   CHECK(bad.err == "error: --cp-comm: 'ulysses': expected ring or allgather\n");
 }
+
+TEST_CASE("search --schedule 1f1b-overlap: ranks the overlapped layouts without PP, emits a note") {
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 2 --workload " + model_path("mixtral-8x7b") +
+                           " --seq 4096 --gbs 64 --tp 1 --cp 1 --top 3 --schedule 1f1b-overlap "
+                           "--emit megatron --json";
+  const auto r = run_cli(args);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  REQUIRE(!j["results"].empty());
+  for (const auto& e : j["results"]) {
+    CHECK(e["schedule"] == "1f1b-overlap");
+    CHECK(e["mesh"]["pp"] == 1);
+  }
+  CHECK(j["launch"]["text"].get<std::string>().find("# meshsim merged each steady-state forward") !=
+        std::string::npos);
+}

@@ -648,3 +648,25 @@ TEST_CASE("train: a model's bad routing groups are one error line naming the fil
   CHECK(r.err == "error: " + file + ":/n_group: must divide n_routed_experts (32)\n");
   std::filesystem::remove(file);
 }
+
+TEST_CASE("train --schedule 1f1b-overlap: Mixtral's all-to-alls under the other pass's compute") {
+  const std::string base = "train --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 2 --workload " +
+                           source_path("workloads/models/mixtral-8x7b.json") +
+                           " --mesh ep=8,dp=16 --zero 3 --seq 4096 --gbs 64 --recompute full "
+                           "--json --schedule ";
+  const auto plain = run_cli(base + "1f1b");
+  const auto merged = run_cli(base + "1f1b-overlap");
+  REQUIRE_MESSAGE(plain.exit_code == 0, plain.err);
+  REQUIRE_MESSAGE(merged.exit_code == 0, merged.err);
+  const auto p = json::parse(plain.out), m = json::parse(merged.out);
+  CHECK(m["schedule"] == "1f1b-overlap");
+  CHECK(m["exposed_comm_s"]["ep"].get<double>() < 0.6 * p["exposed_comm_s"]["ep"].get<double>());
+  CHECK(m["step_time_s"].get<double>() < p["step_time_s"].get<double>());
+  CHECK(m["memory"]["activations"].get<double>() > p["memory"]["activations"].get<double>());
+  const auto piped = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                             source_path("workloads/models/mixtral-8x7b.json") +
+                             " --mesh ep=4,pp=2,dp=4 --seq 4096 --gbs 16 --schedule 1f1b-overlap");
+  CHECK(piped.exit_code == 2);
+  CHECK(piped.err.starts_with("error: --schedule: 1f1b-overlap needs pp = 1"));
+}

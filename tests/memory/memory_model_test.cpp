@@ -104,6 +104,10 @@ TEST_CASE("micro-batches in flight per pipeline schedule") {
   // Interleaved, p = 4, v = 2, first stage: p + (p − 1)/v = 5.5 (Korthikanti et al. §4.2.3).
   CHECK(microbatches_in_flight(inter, 4, 0, 16) == 5.5);
   CHECK(microbatches_in_flight(ofob, 1, 0, 16) == 1);
+  // The overlapped 1F1B holds the forward of a merged pair beside its backward's micro-batch.
+  const Schedule merged{ScheduleKind::one_f_one_b_overlap, 1};
+  CHECK(microbatches_in_flight(merged, 1, 0, 16) == 2);
+  CHECK(microbatches_in_flight(merged, 1, 0, 1) == 1);
 }
 
 TEST_CASE("activations: full recompute keeps 2·s·b·h per layer; 1F1B multiplies by p") {

@@ -32,6 +32,25 @@ TEST_CASE("GPipe, zero bubble and interleaved orders") {
                        Error);
 }
 
+TEST_CASE("1f1b-overlap: F0, then each forward merged with the backward before it") {
+  const Schedule s{ScheduleKind::one_f_one_b_overlap, 1};
+  CHECK(to_string(s) == "1f1b-overlap");
+  CHECK(to_string(parse_schedule("1f1b-overlap", "x")) == "1f1b-overlap");
+  const auto a = stage_actions(s, 1, 0, 4);
+  CHECK(to_string(a) == "F0 F1&B0 F2&B1 F3&B2 B3");
+  REQUIRE(a.size() == 8);
+  CHECK(!a[0].merged);
+  CHECK(a[1].merged);   // F1, run with B0
+  CHECK(!a[2].merged);  // B0
+  CHECK(!a[7].merged);
+  // One micro-batch: nothing to merge.
+  CHECK(to_string(stage_actions(s, 1, 0, 1)) == "F0 B0");
+  CHECK_THROWS_WITH_AS(parse_schedule("1f1b-merged", "--schedule"),
+                       "--schedule: '1f1b-merged': expected gpipe, 1f1b, interleaved:V, zb or "
+                       "1f1b-overlap",
+                       Error);
+}
+
 TEST_CASE("stage balancing by time gives the ends fewer layers when they are heavy") {
   // 10 layers of 1 s on 4 stages, the last stage also runs 2 s of logits: the slowest stage can
   // be held to 3 s (3 + 3 + 3 + 1 + 2).

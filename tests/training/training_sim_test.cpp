@@ -1024,3 +1024,59 @@ TEST_CASE("groups laid out unlike their representative: TP 16 on two GB200 racks
   const auto full = simulate_training(topo, m, s);
   CHECK(folded.step_time_s == doctest::Approx(full.step_time_s).epsilon(0.02));
 }
+
+TEST_CASE("1f1b-overlap: each forward runs merged with the backward before it, hiding its EP") {
+  // A 2-layer DeepSeek-style MoE on one DGX H100 with EP 8, 4 micro-batches, the ideal stack (no
+  // interference: the compute is the same under both schedules). Every all-to-all of a pass has
+  // the same bytes, and in a merged pair each runs under a piece of the other pass: the
+  // backward's combine under the forward's attention, the forward's dispatch under the
+  // backward's MLP, and so on. Only F0's and B3's all-to-alls, unmerged, stay exposed: a quarter
+  // of 1F1B's, and the step is shorter by the rest.
+  const auto doc = Json::parse(R"({"model_type": "deepseek_v3", "hidden_size": 4096,
+      "num_hidden_layers": 2, "num_attention_heads": 32, "vocab_size": 32000,
+      "intermediate_size": 8192, "hidden_act": "silu", "moe_intermediate_size": 1024,
+      "n_routed_experts": 32, "num_experts_per_tok": 4, "kv_lora_rank": 512,
+      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+      "max_position_embeddings": 8192})");
+  const auto m = read_model(JsonRef::root(doc, "moe.json"));
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  auto s = setup("dp=8,ep=8", 4096, 32);
+  const auto plain = simulate_training(topo, m, s);
+  s.config.schedule = parse_schedule("1f1b-overlap", "--schedule");
+  const auto merged = simulate_training(topo, m, s);
+  const double ep = plain.exposed_comm_s.at("ep");
+  REQUIRE(ep > 0);
+  CHECK(merged.exposed_comm_s.at("ep") == doctest::Approx(ep / 4).epsilon(0.01));
+  CHECK(plain.step_time_s - merged.step_time_s == doctest::Approx(ep * 3 / 4).epsilon(0.01));
+  CHECK(merged.compute_s == doctest::Approx(plain.compute_s));
+  // One more micro-batch's activations in flight (DeepSeek-V3 Table 2: PP + 1).
+  CHECK(microbatches_in_flight(s.config.schedule, 1, 0, 4) == 2);
+  CHECK(merged.memory.activations == doctest::Approx(2 * plain.memory.activations));
+  // The compute stream of the first merged pair (F1 with B0): the pieces alternate, backward
+  // first, meeting at the chunk's middle (F1's layer 0 beside B0's layer 1).
+  const ComputeModel cm(topo.gpu);
+  const Placement pl(s.config.mesh);
+  FreeComm comm;
+  const auto trace = build_trace(m, s.job, s.config, pl, cm, comm, s.strategy, {0});
+  std::vector<std::string> order;
+  for (std::uint32_t i = 0; i < trace.graph.op_count(); ++i) {
+    const auto& name = trace.graph.op(OpId{i}).name;
+    if (!trace.info[i].comm && !trace.info[i].host &&
+        (name.starts_with("F1.") || name.starts_with("B0.")))
+      order.emplace_back(name);
+  }
+  std::string got;
+  for (const auto& n : order) got += n + " ";
+  CHECK(got ==
+        "B0.head F1.embed "
+        "B0.L1.end F1.L0.norm F1.L0.qkv F1.L0.attn F1.L0.out F1.L0.mid B0.L1.mlp F1.L0.mlp "
+        "B0.L1.mid B0.L1.out B0.L1.attn B0.L1.qkv B0.L1.norm F1.L0.end "
+        "B0.L0.end F1.L1.norm F1.L1.qkv F1.L1.attn F1.L1.out F1.L1.mid B0.L0.mlp F1.L1.mlp "
+        "B0.L0.mid B0.L0.out B0.L0.attn B0.L0.qkv B0.L0.norm F1.L1.end "
+        "B0.embed F1.head ");
+  // On a pipeline the pair's backward would wait for the whole pair downstream: refused.
+  auto piped = setup("dp=4,pp=2", 4096, 16);
+  piped.config.schedule = s.config.schedule;
+  CHECK_THROWS_WITH_AS(simulate_training(topo, bundled("llama3.1-8b"), piped),
+                       doctest::Contains("--schedule: 1f1b-overlap needs pp = 1"), Error);
+}

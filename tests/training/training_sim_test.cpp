@@ -211,6 +211,13 @@ TEST_CASE("folded and full simulations agree on a small cluster") {
     CHECK(full.simulated_ranks == 16);
     CHECK(folded.step_time_s == doctest::Approx(full.step_time_s).epsilon(0.01).scale(0));
   }
+  // An MoE step whose merged pairs overlap EP all-to-alls with compute (1f1b-overlap).
+  auto s = setup("ep=8,dp=16", 4096, 32, 1);
+  s.config.schedule = {ScheduleKind::one_f_one_b_overlap, 1};
+  const auto folded = simulate_training(topo, bundled("mixtral-8x7b"), s);
+  s.full = true;
+  const auto full = simulate_training(topo, bundled("mixtral-8x7b"), s);
+  CHECK(folded.step_time_s == doctest::Approx(full.step_time_s).epsilon(0.01).scale(0));
 }
 
 // Named "training accuracy" so that the sanitizer preset, which skips that group, does not run
@@ -918,6 +925,18 @@ TEST_CASE("host issue: every rank's parts add up to the step under each pipeline
       CHECK(b.compute_s + exposed + b.bubble_s + b.host_wait_s ==
             doctest::Approx(r.step_time_s).epsilon(1e-9));
     }
+  }
+  // The overlapped 1F1B (no PP), whose merged pairs interleave two passes' launches.
+  auto s = setup("tp=2,dp=4", 2048, 16, 0, "megatron");
+  s.config.schedule = {ScheduleKind::one_f_one_b_overlap, 1};
+  s.profile = host_profile(topo, 400e-6);
+  const auto r = simulate_training(topo, m, s);
+  CHECK(r.host_wait_s > 0.1 * r.step_time_s);
+  for (const auto& b : r.ranks) {
+    double exposed = 0;
+    for (const auto& [g, v] : b.exposed_s) exposed += v;
+    CHECK(b.compute_s + exposed + b.bubble_s + b.host_wait_s ==
+          doctest::Approx(r.step_time_s).epsilon(1e-9));
   }
 }
 

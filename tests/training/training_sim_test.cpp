@@ -907,13 +907,18 @@ TEST_CASE("host issue: every rank's parts add up to the step under each pipeline
   // 400 µs a launch makes every stage partly host-bound; the step still splits into compute,
   // exposed communication, bubble and host wait on every simulated rank, for 1F1B, interleaved
   // and zero-bubble schedules (the host wait is the GPU idle for its own host, a stage idle for
-  // another stage is bubble).
+  // another stage is bubble), and for the overlapped 1F1B without PP, whose merged pairs
+  // interleave two passes' launches.
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto m = bundled("llama3.1-8b");
-  for (const auto schedule :
-       {Schedule{ScheduleKind::one_f_one_b, 1}, Schedule{ScheduleKind::interleaved, 2},
-        Schedule{ScheduleKind::zero_bubble, 1}}) {
-    auto s = setup("tp=2,pp=4", 2048, 16, 0, "megatron");
+  const std::pair<const char*, Schedule> cases[] = {
+      {"tp=2,pp=4", {ScheduleKind::one_f_one_b, 1}},
+      {"tp=2,pp=4", {ScheduleKind::interleaved, 2}},
+      {"tp=2,pp=4", {ScheduleKind::zero_bubble, 1}},
+      {"tp=2,dp=4", {ScheduleKind::one_f_one_b_overlap, 1}}};
+  for (const auto& c : cases) {
+    const Schedule schedule = c.second;  // a copy: CAPTURE cannot take a structured binding
+    auto s = setup(c.first, 2048, 16, 0, "megatron");
     s.config.schedule = schedule;
     s.profile = host_profile(topo, 400e-6);
     const auto r = simulate_training(topo, m, s);
@@ -925,18 +930,6 @@ TEST_CASE("host issue: every rank's parts add up to the step under each pipeline
       CHECK(b.compute_s + exposed + b.bubble_s + b.host_wait_s ==
             doctest::Approx(r.step_time_s).epsilon(1e-9));
     }
-  }
-  // The overlapped 1F1B (no PP), whose merged pairs interleave two passes' launches.
-  auto s = setup("tp=2,dp=4", 2048, 16, 0, "megatron");
-  s.config.schedule = {ScheduleKind::one_f_one_b_overlap, 1};
-  s.profile = host_profile(topo, 400e-6);
-  const auto r = simulate_training(topo, m, s);
-  CHECK(r.host_wait_s > 0.1 * r.step_time_s);
-  for (const auto& b : r.ranks) {
-    double exposed = 0;
-    for (const auto& [g, v] : b.exposed_s) exposed += v;
-    CHECK(b.compute_s + exposed + b.bubble_s + b.host_wait_s ==
-          doctest::Approx(r.step_time_s).epsilon(1e-9));
   }
 }
 

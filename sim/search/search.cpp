@@ -347,6 +347,9 @@ Enumeration enumerate_search(const Topology& topo, const ModelSpec& model, const
     MemoryOptions mo = options.memory;
     mo.recipe = stack_recipe(st, job.dtype);
     auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, mo);
+    if (options.cp_only.contains(st.name))
+      e.rejected[kSameWithoutCp] += static_cast<std::int64_t>(
+          std::erase_if(e.kept, [](const Candidate& c) { return c.config.mesh.cp == 1; }));
     for (auto& c : e.kept) {
       c.stack = st.name;
       apply_stack_policy(c, st);

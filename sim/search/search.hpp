@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct SearchOptions {
   // Stacks to compare (--stack a,b): every layout is tried on each, with the stack's own memory
   // recipe and recompute policies. Empty: strategy.stack only.
   std::vector<Stack> stacks;
+  // Stacks (by name) that differ from another of `stacks` only in CP's K/V exchange (`search
+  // --cp-comm ring,allgather`): only their layouts with CP are tried, the rest run the same step.
+  std::set<std::string, std::less<>> cp_only;
   // Kernel and collective calibration for every candidate (train's --calibration).
   std::optional<CalibrationProfile> profile;
   // Long work stops early: past `deadline`, or once `*interrupted` is set (a signal handler's
@@ -113,6 +117,8 @@ BoundedEvaluation evaluate_top_k(
                                                         const SearchOptions&)>& evaluate,
     const std::function<double(double)>& agree, const std::string& anchor);
 
+inline constexpr const char* kSameWithoutCp =
+    "without CP on the other CP exchange's stack (the same step)";
 inline constexpr const char* kBoundedOut = "bounded out (step-time bound above the K-th best)";
 
 inline constexpr const char* kNotSimulatedBudget = "not simulated: the time budget ran out";

@@ -514,6 +514,48 @@ TEST_CASE("search --cp-comm: every CP layout on the exchange asked for, named an
   const auto bad = run_cli(args + " --cp-comm ulysses");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err == "error: --cp-comm: 'ulysses': expected ring or allgather\n");
+  for (const char* twice : {" --cp-comm ring,ring", " --cp-comm ring,allgather,ring"}) {
+    const auto again = run_cli(args + twice);
+    CHECK(again.exit_code == 2);
+    CHECK(again.err == "error: --cp-comm: give ring, allgather or both, once each\n");
+  }
+}
+
+TEST_CASE("search --cp-comm ring,allgather: each stack on both exchanges, CP layouts only twice") {
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 2 --workload " + model_path("llama3.1-8b") +
+                           " --seq 16384 --gbs 16 --tp 2 --pp 1 --top 40 --exhaustive";
+  const auto both = run_cli(args + " --json --cp-comm ring,allgather --emit megatron");
+  REQUIRE_MESSAGE(both.exit_code == 0, both.err);
+  const auto j = json::parse(both.out);
+  std::map<std::string, int> with_cp, without_cp;
+  for (const auto& e : j["results"]) {
+    if (e.contains("error")) continue;
+    const auto stack = e["stack"].get<std::string>();
+    (e["mesh"]["cp"].get<int>() > 1 ? with_cp : without_cp)[stack]++;
+    if (e["mesh"]["cp"].get<int>() > 1)
+      CHECK(e["cp_comm"] == (stack == "megatron" ? "ring" : "allgather"));
+  }
+  // The twin renamed for its exchange runs only the CP layouts; megatron (its own ring) all.
+  CHECK(without_cp["megatron"] > 0);
+  CHECK(without_cp["megatron +allgather"] == 0);
+  CHECK(with_cp["megatron"] == with_cp["megatron +allgather"]);
+  CHECK(with_cp["megatron"] > 0);
+  // Each CP layout on both exchanges: the same layouts as two single-exchange searches.
+  const auto ring = json::parse(run_cli(args + " --json").out);
+  int ring_cp = 0;
+  for (const auto& e : ring["results"])
+    if (!e.contains("error") && e["mesh"]["cp"].get<int>() > 1) ++ring_cp;
+  CHECK(ring_cp == with_cp["megatron"]);
+  // The launch line names Megatron's exchange, not meshsim's twin.
+  const auto& best = j["results"][0];
+  const auto text = j["launch"]["text"].get<std::string>();
+  CHECK((text.find("--cp-comm-type all_gather") != std::string::npos) ==
+        (best["stack"] == "megatron +allgather"));
+  const auto plain = run_cli(args + " --cp-comm ring,allgather");
+  CHECK(plain.out.find("# stacks compared: megatron") != std::string::npos);
+  CHECK(plain.out.find("without CP on the other CP exchange's stack (the same step)") !=
+        std::string::npos);
 }
 
 TEST_CASE("search --schedule 1f1b-overlap: ranks the overlapped layouts without PP, emits a note") {

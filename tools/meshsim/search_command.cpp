@@ -32,7 +32,8 @@ namespace {
 struct SearchArgs {
   ClusterArgs cluster;
   std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep, report,
-                               scaling = "strong", calibration, tp_overlap, ep_dispatch, cp_comm;
+                               scaling = "strong", calibration, tp_overlap, ep_dispatch;
+  std::vector<std::string> cp_comm;  // --cp-comm ring[,allgather]
   std::string seq;
   std::int64_t gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
@@ -161,6 +162,8 @@ int run_search_command(const SearchArgs& a) {
                 "'" + a.emit + "': expected megatron, torchtitan, accelerate or torchrun");
   SearchOptions opt;
   opt.threads = a.threads;
+  // A stack renamed for the CP exchange it was tried with → the stack a launch line runs.
+  std::map<std::string, std::string> base_stack;
   {
     // One stack, or several to compare (every layout on each).
     for (const auto& n : a.stacks) opt.stacks.push_back(resolve_stack(n));
@@ -168,9 +171,30 @@ int run_search_command(const SearchArgs& a) {
       const auto dispatch = ep_dispatch_flag(a.ep_dispatch, "--ep-dispatch");
       for (auto& st : opt.stacks) st = with_ep_dispatch(std::move(st), dispatch);
     }
-    if (!a.cp_comm.empty()) {
-      const auto comm = cp_comm_flag(a.cp_comm, "--cp-comm");
+    if (a.cp_comm.size() == 1) {
+      const auto comm = cp_comm_flag(a.cp_comm.front(), "--cp-comm");
       for (auto& st : opt.stacks) st = with_cp_comm(std::move(st), comm);
+    } else if (a.cp_comm.size() == 2) {
+      // Both exchanges: each stack twice, the one that is not the stack's own named for it
+      // ("megatron +allgather"); the second of each pair tries only the layouts with CP.
+      const CpComm both[] = {cp_comm_flag(a.cp_comm[0], "--cp-comm"),
+                             cp_comm_flag(a.cp_comm[1], "--cp-comm")};
+      if (both[0] == both[1])
+        throw Error("", "--cp-comm", "give ring, allgather or both, once each");
+      std::vector<Stack> twins;
+      for (const auto& st : opt.stacks)
+        for (const auto comm : both) {
+          Stack v = with_cp_comm(st, comm);
+          if (comm != st.cp_comm) {
+            v.name += " +" + std::string(name_of(comm));
+            base_stack[v.name] = st.name;
+          }
+          if (comm == both[1]) opt.cp_only.insert(v.name);
+          twins.push_back(std::move(v));
+        }
+      opt.stacks = std::move(twins);
+    } else if (a.cp_comm.size() > 2) {
+      throw Error("", "--cp-comm", "give ring, allgather or both, once each");
     }
     opt.strategy.stack = opt.stacks.front();
     if (opt.stacks.size() == 1) opt.stacks.clear();
@@ -271,7 +295,8 @@ int run_search_command(const SearchArgs& a) {
     // The winner's stack (one of several when the search compared them).
     const auto strategy = setup_of(best.candidate, job, opt).strategy;
     LaunchStack ls;
-    ls.name = strategy.stack.name;
+    ls.name = base_stack.contains(strategy.stack.name) ? base_stack.at(strategy.stack.name)
+                                                       : strategy.stack.name;
     ls.tp_overlap = strategy.tp_overlap.value_or(strategy.stack.tp_overlap.on);
     ls.fused_loss = runs_fused_loss(strategy.stack);
     ls.deepep = strategy.stack.ep_dispatch == EpDispatch::deepep;
@@ -387,8 +412,9 @@ Runner add_search_command(CLI::App& app) {
                   "MoE token dispatch: all_to_all (NCCL) or deepep (a token crosses to each node "
                   "once); default the stack's");
   cmd->add_option("--cp-comm", a->cp_comm,
-                  "Context parallel K/V for every stack: ring or allgather (default: each "
-                  "stack's)");
+                  "Context parallel K/V for every stack: ring, allgather, or ring,allgather to "
+                  "compare both (default: each stack's)")
+      ->delimiter(',');
   cmd->add_option("--schedule", a->schedule,
                   "Pin the schedule: 1f1b, interleaved:V, zb, gpipe, 1f1b-overlap (pp = 1)");
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");

@@ -552,6 +552,17 @@ TEST_CASE("search --cp-comm ring,allgather: each stack on both exchanges, CP lay
   const auto text = j["launch"]["text"].get<std::string>();
   CHECK((text.find("--cp-comm-type all_gather") != std::string::npos) ==
         (best["stack"] == "megatron +allgather"));
+  // Either order, and a stack whose own exchange is the all-gather: the twin is the ring.
+  const auto reversed = json::parse(run_cli(args + " --json --cp-comm allgather,ring").out);
+  CHECK(reversed["results"].size() == j["results"].size());
+  const auto titan =
+      json::parse(run_cli(args + " --json --cp-comm ring,allgather --stack torchtitan").out);
+  std::map<std::string, int> titan_without_cp;
+  for (const auto& e : titan["results"])
+    if (!e.contains("error") && e["mesh"]["cp"].get<int>() == 1)
+      titan_without_cp[e["stack"].get<std::string>()]++;
+  CHECK(titan_without_cp["torchtitan"] > 0);
+  CHECK(titan_without_cp["torchtitan +ring"] == 0);
   const auto plain = run_cli(args + " --cp-comm ring,allgather");
   CHECK(plain.out.find("# stacks compared: megatron") != std::string::npos);
   CHECK(plain.out.find("without CP on the other CP exchange's stack (the same step)") !=

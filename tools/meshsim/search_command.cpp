@@ -175,8 +175,9 @@ int run_search_command(const SearchArgs& a) {
       const auto comm = cp_comm_flag(a.cp_comm.front(), "--cp-comm");
       for (auto& st : opt.stacks) st = with_cp_comm(std::move(st), comm);
     } else if (a.cp_comm.size() == 2) {
-      // Both exchanges: each stack twice, the one that is not the stack's own named for it
-      // ("megatron +allgather"); the second of each pair tries only the layouts with CP.
+      // Both exchanges: each stack twice, the one that is not the stack's own as a twin named
+      // for it ("megatron +allgather"), which tries only the layouts with CP (the others run the
+      // same step on the stack itself).
       const CpComm both[] = {cp_comm_flag(a.cp_comm[0], "--cp-comm"),
                              cp_comm_flag(a.cp_comm[1], "--cp-comm")};
       if (both[0] == both[1])
@@ -188,8 +189,8 @@ int run_search_command(const SearchArgs& a) {
           if (comm != st.cp_comm) {
             v.name += " +" + std::string(name_of(comm));
             base_stack[v.name] = st.name;
+            opt.cp_only.insert(v.name);
           }
-          if (comm == both[1]) opt.cp_only.insert(v.name);
           twins.push_back(std::move(v));
         }
       opt.stacks = std::move(twins);

@@ -81,19 +81,17 @@ PrecisionRecipe stack_recipe(const Stack& stack, DType dtype) {
 double microbatches_in_flight(const Schedule& schedule, std::int64_t pp, std::int64_t stage,
                               std::int64_t microbatches) {
   const double m = as_double(std::max<std::int64_t>(microbatches, 1));
-  // The overlapped 1F1B holds one more: its extra warm-up forward, and in each merged pair the
-  // forward's activations while the backward's are still held (DeepSeek-V3 Table 2: PP + 1 for
-  // DualPipe against 1F1B's PP).
-  if (schedule.kind == ScheduleKind::one_f_one_b_overlap)
-    return std::min(as_double(pp - stage + 1), m);
-  if (pp <= 1) return 1.0;
   switch (schedule.kind) {
     case ScheduleKind::gpipe:
-      return m;
+      return pp <= 1 ? 1.0 : m;
     case ScheduleKind::one_f_one_b:
     case ScheduleKind::zero_bubble:
-    case ScheduleKind::one_f_one_b_overlap:
       return std::min(as_double(pp - stage), m);
+    case ScheduleKind::one_f_one_b_overlap:
+      // One more: its extra warm-up forward, and in each merged pair the forward's activations
+      // while the backward's are still held (DeepSeek-V3 Table 2: PP + 1 for DualPipe against
+      // 1F1B's PP).
+      return std::min(as_double(pp - stage + 1), m);
     case ScheduleKind::interleaved: {
       // Megatron-LM's interleaved schedule: stage i runs 2(p − i − 1) + (v − 1)·p warm-up
       // forward chunks, then one more before its first backward; each chunk is 1/v of the

@@ -105,9 +105,9 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   if (stack.fused_loss) s += " --cross-entropy-loss-fusion";
   if (stack.deepep && m.moe && mesh.ep > 1)
     s += " --moe-token-dispatcher-type flex --moe-enable-deepep";
-  // Megatron's default is p2p (ring attention); Transformer Engine names the all-gather
-  // all_gather.
-  if (mesh.cp > 1 && stack.cp_comm == CpComm::allgather) s += " --cp-comm-type all_gather";
+  // Megatron's default is p2p (ring attention): only the all-gather is written.
+  if (mesh.cp > 1 && stack.cp_comm == CpComm::allgather)
+    s += fmt::format(" --cp-comm-type {}", megatron_cp_comm_type(CpComm::allgather));
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
     const auto chunks = mesh.pp * c.schedule.virtual_stages;
     if (m.layers % chunks == 0)
@@ -204,11 +204,9 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
       m.layers % (mesh.pp * c.schedule.virtual_stages) == 0)
     s += fmt::format("pipeline_parallel_layers_per_stage = {}\n",
                      m.layers / (mesh.pp * c.schedule.virtual_stages));
-  // torchtitan's rotate methods: allgather (its default) or alltoall, which passes K/V shards
-  // around the CP ranks step by step, as a ring does.
   if (mesh.cp > 1 && stack.cp_comm)
     s += fmt::format("context_parallel_rotate_method = \"{}\"\n",
-                     *stack.cp_comm == CpComm::allgather ? "allgather" : "alltoall");
+                     torchtitan_rotate_method(*stack.cp_comm));
   const bool compiled = stack.name == "torchtitan-compile";
   if (compiled && stack.tp_overlap && c.sp && mesh.tp > 1)
     s += "enable_async_tensor_parallel = true\n";
@@ -283,6 +281,14 @@ std::string accelerate_yaml(const ModelSpec& m, const ParallelConfig& c, const L
 }  // namespace
 
 // torchtitan's registered model flavors of the bundled models (torchtitan/models/*/__init__.py).
+std::string_view megatron_cp_comm_type(CpComm comm) {
+  return comm == CpComm::allgather ? "all_gather" : "p2p";
+}
+
+std::string_view torchtitan_rotate_method(CpComm comm) {
+  return comm == CpComm::allgather ? "allgather" : "alltoall";
+}
+
 std::pair<std::string, std::string> torchtitan_flavor(const ModelSpec& m) {
   static const std::pair<const char*, std::pair<const char*, const char*>> kKnown[] = {
       {"meta-llama/Llama-3.1-8B", {"llama3", "8B"}},

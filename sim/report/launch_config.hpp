@@ -46,6 +46,13 @@ struct LaunchLayout {
 // torchtitan's (model name, flavor) of a bundled model ({"llama3", "70B"}), or empty ones.
 std::pair<std::string, std::string> torchtitan_flavor(const ModelSpec& model);
 
+// CP's K/V exchange as the frameworks name it, for their launch configurations (written and read
+// back): Megatron-LM's --cp-comm-type, passed to Transformer Engine ("p2p", its default ring, or
+// "all_gather"), and torchtitan's context_parallel_rotate_method ("alltoall", which passes the
+// shards rank to rank, a ring, or "allgather", its default).
+std::string_view megatron_cp_comm_type(CpComm comm);
+std::string_view torchtitan_rotate_method(CpComm comm);
+
 // format: megatron, torchtitan, accelerate, torchrun. Throws Error("", "--emit", ...) otherwise.
 // `stack`: the stack simulated, written as the framework's switches (Megatron's
 // --tp-comm-overlap and --cross-entropy-loss-fusion; torchtitan's [compile] for

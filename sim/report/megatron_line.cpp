@@ -316,22 +316,18 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
   const auto backend = line.flags.find("--moe-flex-dispatcher-backend");
   out.stack.deepep = has(line, "--moe-enable-deepep") ||
                      (backend != line.flags.end() && backend->second == "deepep");
-  // CP's K/V exchange (--cp-comm-type, passed to Transformer Engine's attention): p2p, the
-  // default, is ring attention; all_gather gathers K and V first. TE's a2a and a2a+p2p (Ulysses'
-  // all-to-all over heads) are not modelled.
+  // CP's K/V exchange (megatron_cp_comm_type; p2p when not given). TE's a2a and a2a+p2p
+  // (Ulysses' all-to-all over heads) are not modelled.
   const auto cp_comm = line.flags.find("--cp-comm-type");
   const std::string cp_type = cp_comm == line.flags.end() ? "p2p" : cp_comm->second;
-  if (cp_type == "p2p")
-    out.stack.cp_comm = CpComm::ring;
-  else if (cp_type == "all_gather")
-    out.stack.cp_comm = CpComm::allgather;
-  else if (cp_type == "a2a" || cp_type == "a2a+p2p")
+  for (const auto comm : kAllCpComm)
+    if (megatron_cp_comm_type(comm) == cp_type) out.stack.cp_comm = comm;
+  if (!out.stack.cp_comm)
     throw Error("", where,
                 "--cp-comm-type '" + cp_type +
-                    "': the all-to-all CP exchange is not modelled (p2p or all_gather are)");
-  else
-    throw Error("", where,
-                "--cp-comm-type '" + cp_type + "': expected p2p, all_gather, a2a or a2a+p2p");
+                    (cp_type == "a2a" || cp_type == "a2a+p2p"
+                         ? "': the all-to-all CP exchange is not modelled (p2p or all_gather are)"
+                         : "': expected p2p, all_gather, a2a or a2a+p2p"));
   return out;
 }
 

@@ -265,16 +265,14 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
              "enable_async_tensor_parallel needs torch.compile ([compile] enable)");
     out.layout.stack.tp_overlap = true;
   }
-  // CP's K/V exchange (torchtitan/config/job_config.py, Parallelism): "allgather", the default,
-  // gathers every K/V shard; "alltoall" passes the shards from rank to rank, a ring.
-  const auto rotate = k.string("parallelism.context_parallel_rotate_method", "allgather");
-  if (rotate == "allgather")
-    out.layout.stack.cp_comm = CpComm::allgather;
-  else if (rotate == "alltoall")
-    out.layout.stack.cp_comm = CpComm::ring;
-  else
-    throw Error("", where,
-                "context_parallel_rotate_method '" + rotate + "': expected allgather or alltoall");
+  // CP's K/V exchange (torchtitan/config/job_config.py, Parallelism; torchtitan_rotate_method).
+  const auto rotate = k.string("parallelism.context_parallel_rotate_method",
+                               std::string(torchtitan_rotate_method(CpComm::allgather)));
+  for (const auto comm : kAllCpComm)
+    if (torchtitan_rotate_method(comm) == rotate) out.layout.stack.cp_comm = comm;
+  if (!out.layout.stack.cp_comm)
+    k.fail("parallelism.context_parallel_rotate_method",
+           "context_parallel_rotate_method '" + rotate + "': expected allgather or alltoall");
   out.ignored = k.unread();
   return out;
 }

@@ -141,10 +141,11 @@ Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64
   if (casts->output_grad == Fp8Cast::cast_transpose && op.role == TpRole::row_parallel && sp &&
       tp > 1 && stack.fp8_tp_all_gathers && op.block != "moe") {
     // A row-parallel GEMM's output gradient arrives by a sequence-parallel all-gather that moves
-    // FP8: it is cast on the local shard before the gather (reads 2 B, writes 1 B an element)
-    // and transposed once gathered. In an MoE layer (shared experts) that gather keeps 16 bits
-    // (Stack::fp8_tp_all_gathers), so the gathered gradient is cast whole.
-    cast(out.dgrad, 3.0 * grad / static_cast<double>(tp));
+    // FP8: it is cast on the local shard before the gather and transposed once gathered. In an
+    // MoE layer (shared experts) that gather keeps 16 bits (Stack::fp8_tp_all_gathers), so the
+    // gathered gradient is cast whole.
+    constexpr double kCastOnly = 2 + 1;  // reads 2 B, writes the 1 B FP8 copy (no transpose)
+    cast(out.dgrad, kCastOnly * grad / static_cast<double>(tp));
     cast(out.dgrad, bytes_per_element(Fp8Cast::transpose) * grad);
   } else {
     cast(out.dgrad, bytes_per_element(casts->output_grad) * grad);

@@ -267,7 +267,14 @@ class Builder {
   // Emits the rank's next action (a merged forward with the backward after it), once its inputs
   // have been sent; returns how many actions it took (0: not yet).
   std::size_t emit(RankState& rs);
-  bool input_ready(RankState& rs, const PipelineAction& a);
+  // A pipeline send: (receiving rank, micro-batch, its chunk, 0 forward / 1 backward).
+  using SendKey = std::tuple<std::int32_t, std::int64_t, std::int64_t, int>;
+  // The send a pass waits for; none for the model's first chunk forward, its last chunk
+  // backward, a weight pass, or a neighbouring chunk on the same rank.
+  std::optional<SendKey> input_key(const RankState& rs, const PipelineAction& a) const;
+  bool input_ready(const RankState& rs, const PipelineAction& a) const;
+  void receive(RankState& rs, const PipelineAction& a);  // the pass waits for its input's send
+  void send(RankState& rs, const PipelineAction& a);     // the pass's output to the next chunk
   // emit()'s parts, so a merged pair can interleave its two passes' layers.
   struct BackwardPass {
     std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // grad_buckets
@@ -401,7 +408,7 @@ class Builder {
   // scatter leaves; a bulk-overlap GEMM was planned for every SM).
   std::optional<ComputeModel> cm_nccl_, cm_rs_, cm_bulk_, cm_rs_nccl_, cm_bulk_nccl_;
   Trace trace_;
-  std::map<std::tuple<std::int32_t, std::int64_t, std::int64_t, int>, OpId> sends_;
+  std::map<SendKey, OpId> sends_;
   // A rank's group of a kind (Placement::group), worked out once: every layer and micro-batch
   // of a rank asks for the same few.
   const std::vector<std::int32_t>& group_of(std::int64_t rank, GroupKind kind) {
@@ -1203,22 +1210,42 @@ Builder::Reductions Builder::reductions(std::int64_t stage, std::int64_t g) {
   return out;
 }
 
-bool Builder::input_ready(RankState& rs, const PipelineAction& a) {
+std::optional<Builder::SendKey> Builder::input_key(const RankState& rs,
+                                                   const PipelineAction& a) const {
   const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
-  if (a.pass == PassKind::weight) return true;
+  if (a.pass == PassKind::weight) return std::nullopt;
   const bool fwd = a.pass == PassKind::forward;
-  if (fwd ? g == 0 : g == chunks() - 1) return true;
-  const auto src = rank_at_stage(rs, (fwd ? g - 1 : g + 1) % mesh_.pp);
-  return src == rs.rank || sends_.contains({rs.rank, a.microbatch, g, fwd ? 0 : 1});
+  if (fwd ? g == 0 : g == chunks() - 1) return std::nullopt;
+  if (rank_at_stage(rs, (fwd ? g - 1 : g + 1) % mesh_.pp) == rs.rank) return std::nullopt;
+  return SendKey{rs.rank, a.microbatch, g, fwd ? 0 : 1};
+}
+
+bool Builder::input_ready(const RankState& rs, const PipelineAction& a) const {
+  const auto key = input_key(rs, a);
+  return !key || sends_.contains(*key);
+}
+
+void Builder::receive(RankState& rs, const PipelineAction& a) {
+  if (const auto key = input_key(rs, a)) rs.pending.push_back(sends_.at(*key));
+}
+
+void Builder::send(RankState& rs, const PipelineAction& a) {
+  const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
+  const bool fwd = a.pass == PassKind::forward;
+  const std::int64_t to = fwd ? g + 1 : g - 1;
+  const auto dst = rank_at_stage(rs, to % mesh_.pp);
+  if (dst == rs.rank) return;
+  const std::string n = (fwd ? "F" : "B") + std::to_string(a.microbatch) + ".send";
+  sends_[{static_cast<std::int32_t>(dst), a.microbatch, to, fwd ? 0 : 1}] =
+      comm(rs, rs.pp, n, GroupKind::pp, CollectiveOp::send_recv,
+           {rs.rank, static_cast<std::int32_t>(dst)}, costs_.pp_bytes, {*rs.last_compute},
+           instance(a.microbatch, g, fwd ? 10 : 13), std::nullopt, 1.0, true);
 }
 
 void Builder::forward_begin(RankState& rs, const PipelineAction& a) {
   const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
   const std::string mbs = std::to_string(a.microbatch);
-  if (g > 0) {
-    const auto src = rank_at_stage(rs, (g - 1) % mesh_.pp);
-    if (src != rs.rank) rs.pending.push_back(sends_.at({rs.rank, a.microbatch, g, 0}));
-  }
+  receive(rs, a);
   rs.layer_done.clear();
   if (g == 0) {
     compute(rs, "F" + mbs + ".embed", costs_.embedding.forward, false);
@@ -1236,22 +1263,14 @@ void Builder::forward_end(RankState& rs, const PipelineAction& a) {
     compute(rs, "F" + mbs + ".head", costs_.head.forward, false);
     return;
   }
-  const auto dst = rank_at_stage(rs, (g + 1) % mesh_.pp);
-  if (dst != rs.rank) {
-    const auto id =
-        comm(rs, rs.pp, "F" + mbs + ".send", GroupKind::pp, CollectiveOp::send_recv,
-             {rs.rank, static_cast<std::int32_t>(dst)}, costs_.pp_bytes, {*rs.last_compute},
-             instance(a.microbatch, g, 10), std::nullopt, 1.0, true);
-    sends_[{static_cast<std::int32_t>(dst), a.microbatch, g + 1, 0}] = id;
-  }
+  send(rs, a);
 }
 
 Builder::BackwardPass Builder::backward_begin(RankState& rs, const PipelineAction& a) {
   const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
   const std::string mbs = std::to_string(a.microbatch);
   if (g < chunks() - 1) {
-    const auto src = rank_at_stage(rs, (g + 1) % mesh_.pp);
-    if (src != rs.rank) rs.pending.push_back(sends_.at({rs.rank, a.microbatch, g, 1}));
+    receive(rs, a);
   } else {
     SegmentCost h = costs_.head.dgrad;
     if (!zb_) h += costs_.head.wgrad;
@@ -1286,14 +1305,7 @@ void Builder::backward_end(RankState& rs, const PipelineAction& a) {
     compute(rs, "B" + mbs + ".embed", e, false);
     return;
   }
-  const auto dst = rank_at_stage(rs, (g - 1) % mesh_.pp);
-  if (dst != rs.rank) {
-    const auto id =
-        comm(rs, rs.pp, "B" + mbs + ".send", GroupKind::pp, CollectiveOp::send_recv,
-             {rs.rank, static_cast<std::int32_t>(dst)}, costs_.pp_bytes, {*rs.last_compute},
-             instance(a.microbatch, g, 13), std::nullopt, 1.0, true);
-    sends_[{static_cast<std::int32_t>(dst), a.microbatch, g - 1, 1}] = id;
-  }
+  send(rs, a);
 }
 
 std::size_t Builder::emit(RankState& rs) {

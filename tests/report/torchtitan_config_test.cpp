@@ -224,7 +224,7 @@ TEST_CASE("a torchtitan config names its stack: compile, its loss, async TP") {
   CHECK(cp_of("allgather") == CpComm::allgather);
   CHECK(cp_of("alltoall") == CpComm::ring);
   CHECK(error_of([&] { cp_of("ring"); }) ==
-        "c.toml: context_parallel_rotate_method 'ring': expected allgather or alltoall");
+        "c.toml: line 3: context_parallel_rotate_method 'ring': expected allgather or alltoall");
   CHECK(error_of([&] { stack_of("[compile]\nenable = \"yes\"\n"); }) ==
         "c.toml: line 8: compile.enable = yes is not true or false");
 }

@@ -7,6 +7,7 @@
 #include "core/units.hpp"
 #include "model/op_catalogue.hpp"
 #include "model/param_count.hpp"
+#include "model/recompute.hpp"
 
 namespace meshsim {
 namespace {
@@ -145,7 +146,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     LayerSummary s;
     const auto ops = layer_ops(model, layer, shape, sh);
     s.t = totals(ops);
-    s.selective_dropped = recompute_dropped_bytes(ops, config.recompute_ops);
+    s.selective_dropped = resolve_recompute(ops, config.recompute_units).freed_bytes;
     for (const auto& op : ops) (op.expert_weights ? s.expert : s.dense) += op.weight_params;
     // Megatron checkpoints each layer's input (sharded over TP with SP): Korthikanti's 2·s·b·h.
     const double tokens = as_double(job.micro_batch) * as_double(job.seq) / as_double(mesh.cp);

@@ -75,6 +75,7 @@ OpSpec gemm_op(std::string name, std::string block, TpRole role, std::int64_t M,
   op.backward_weight = gemm_kernel({K, N, M, batch}, dt);  // dW = Xᵀ · dY
   op.model_flops = 2.0 * as_double(M) * as_double(N) * as_double(K) * as_double(batch);
   op.saved_bytes = saved;
+  op.saved_input_bytes = saved;
   op.weight_params = weights;
   return op;
 }
@@ -87,6 +88,7 @@ OpSpec memory_op(std::string name, std::string block, MemoryClass cls, double fo
   op.forward = memory_kernel(cls, forward_bytes);
   if (backward_bytes > 0) op.backward_input = memory_kernel(cls, backward_bytes);
   op.saved_bytes = saved;
+  op.saved_input_bytes = saved;
   op.weight_params = weights;
   return op;
 }
@@ -184,6 +186,7 @@ void add_attention(const Ctx& c, std::vector<OpSpec>& ops) {
     // Q, K, V and the fp32 log-sum-exp per query and head (FlashAttention-2); the output is
     // saved by the output projection that consumes it.
     core.saved_bytes = q_bytes + k_bytes + v_bytes + 4.0 * T * as_double(a);
+    core.saved_input_bytes = q_bytes + k_bytes + v_bytes;
     ops.push_back(core);
   } else {
     // Unfused attention (Megatron's core attention before flash): two batched GEMMs around a
@@ -259,13 +262,14 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   const double tokens = c.T / c.t();
   const std::int64_t E = moe.experts;
   ops.push_back(norm_op(c, "post_attention_norm", "moe"));
-  ops.back().saved_bytes = kAct * tokens * h;
+  ops.back().saved_bytes = ops.back().saved_input_bytes = kAct * tokens * h;
   // Router: a replicated h×E GEMM, then softmax/top-k; its input and fp32 probabilities saved.
   // 16-bit in FP8 runs: Megatron-Core's TopKRouter is a plain torch linear outside Transformer
   // Engine (moe/router.py), and torchtitan's float8 MoE conversion covers the experts only.
   ops.push_back(gemm_op("router", "moe", TpRole::replicated, ceil_i(tokens), E, m.hidden,
                         unquantized_dtype(dt), kAct * tokens * h + 4.0 * tokens * as_double(E),
                         h * as_double(E)));
+  ops.back().saved_input_bytes = kAct * tokens * h;
   const double routed =
       tokens * as_double(moe.top_k);  // token copies this rank sends (and receives)
   ops.push_back(memory_op("moe_dispatch", "moe", MemoryClass::gather, 2 * kAct * routed * h,
@@ -377,18 +381,6 @@ GemmPartKernels gemm_part_kernels(const OpSpec& op, std::int64_t columns) {
   return {gemm_kernel({f.m, columns, f.k, f.batch}, dt),
           gemm_kernel({f.m, f.k, columns, f.batch}, dt),
           gemm_kernel({f.k, columns, f.m, f.batch}, dt)};
-}
-
-double recompute_dropped_bytes(const std::vector<OpSpec>& layer,
-                               const std::vector<std::string>& ops) {
-  double dropped = 0;
-  for (const auto& op : layer) {
-    const bool listed = ops.empty() ? op.role == TpRole::sharded_core
-                                    : std::find(ops.begin(), ops.end(), op.name) != ops.end();
-    if (!listed) continue;
-    dropped += op.score_bytes + (op.role == TpRole::sharded_core ? 0.0 : op.saved_bytes);
-  }
-  return dropped;
 }
 
 OpTotals totals(const std::vector<OpSpec>& ops) {

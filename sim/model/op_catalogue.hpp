@@ -43,6 +43,10 @@ struct OpSpec {
   // and output) that selective recompute drops and fused attention never stores.
   double saved_bytes = 0;
   double score_bytes = 0;
+  // The part of `saved_bytes` that is the op's activation input (what an output-discarding
+  // checkpoint of the op producing it frees): all of it but for the router (not its fp32
+  // probabilities) and the attention core (Q, K, V, not the log-sum-exp).
+  double saved_input_bytes = 0;
   // Workspace alive only while this op runs (logits in fp32 for the loss).
   double temporary_bytes = 0;
   double weight_params = 0;     // parameters this op owns on this rank
@@ -57,13 +61,6 @@ struct GemmPartKernels {
   Kernel forward, backward_input, backward_weight;
 };
 GemmPartKernels gemm_part_kernels(const OpSpec& op, std::int64_t columns);
-
-// Bytes a selective recompute of `ops` (catalogue names; "op.part" names a GEMM part, whose
-// input another part still needs) stops storing: each op's stored tensors, except that an
-// attention core keeps its Q, K, V inputs (a checkpointed core attention's inputs), dropping
-// only its score tensors. Empty `ops`: the attention score tensors (Korthikanti et al.).
-double recompute_dropped_bytes(const std::vector<OpSpec>& layer,
-                               const std::vector<std::string>& ops);
 
 struct Sharding {
   std::int64_t tp = 1;

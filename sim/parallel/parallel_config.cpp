@@ -63,4 +63,12 @@ std::vector<std::int64_t> split_layers(std::int64_t layers, std::int64_t chunks)
   return out;
 }
 
+std::string recompute_label(const ParallelConfig& c) {
+  std::string s(name_of(c.recompute));
+  if (c.recompute != Recompute::selective || c.recompute_modules.empty()) return s;
+  for (std::size_t i = 0; i < c.recompute_modules.size(); ++i)
+    s += (i == 0 ? " (" : ", ") + c.recompute_modules[i];
+  return s + ")";
+}
+
 }  // namespace meshsim

@@ -39,9 +39,11 @@ struct ParallelConfig {
   bool reshard_after_forward = true;
   bool sp = false;
   Recompute recompute = Recompute::none;
-  // A selective policy's recomputed catalogue ops (stack/stack.hpp RecomputePolicy); empty:
-  // Korthikanti et al.'s attention-score set.
-  std::vector<std::string> recompute_ops;
+  // A selective policy's regions (stack/stack.hpp RecomputePolicy); empty: Korthikanti et al.'s
+  // attention-score set. `recompute_modules`: the stack's module names they came from (Megatron's
+  // --recompute-modules), empty for a policy of the stack file.
+  std::vector<RecomputeUnit> recompute_units;
+  std::vector<std::string> recompute_modules;
   // Full recompute on every `recompute_every`-th layer only (torchtitan's `layer` policy);
   // 1: every layer.
   std::int32_t recompute_every = 1;
@@ -52,6 +54,10 @@ struct ParallelConfig {
     return recompute == Recompute::full && (layer + 1) % recompute_every == 0;
   }
 };
+
+// The recompute mode as reports name it: "selective (moe_act, layernorm)" when it recomputes
+// the stack's modules, else the mode ("none", "selective", "full").
+std::string recompute_label(const ParallelConfig& c);
 
 // Layers of each pipeline stage (in order); `stages` = pp · virtual stages chunks. Equal
 // shares, the remainder going to the middle chunks (the first chunk also runs the embedding and

@@ -21,7 +21,8 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
   if (c.zero >= 3 && !c.reshard_after_forward)
     s += "# Megatron-FSDP frees gathered weights after each forward (reshard after forward on); "
          "simulated here with it off\n";
-  if (c.recompute == Recompute::selective && !c.recompute_ops.empty())
+  if (c.recompute == Recompute::selective && !c.recompute_units.empty() &&
+      c.recompute_modules.empty())
     s += "# the stack's selective ops are written as Megatron's default module set (core_attn)\n";
   if (c.recompute == Recompute::full && c.recompute_every > 1)
     s += fmt::format(
@@ -136,6 +137,9 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
     s += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   else if (c.recompute == Recompute::selective)
     s += " --recompute-granularity selective";
+  if (c.recompute == Recompute::selective && !c.recompute_modules.empty())
+    for (std::size_t i = 0; i < c.recompute_modules.size(); ++i)
+      s += (i == 0 ? " --recompute-modules " : " ") + c.recompute_modules[i];
   s += j.dtype == DType::fp16 ? " --fp16" : " --bf16";
   if (j.dtype == DType::fp8) s += " --fp8-format hybrid";
   return s;

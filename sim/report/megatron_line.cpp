@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -88,6 +89,7 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
       {"--recompute-method", true},
       {"--recompute-num-layers", true},
       {"--recompute-activations", false},
+      {"--recompute-modules", true},
       {"--bf16", false},
       {"--fp16", false},
       {"--fp8-format", true},
@@ -137,6 +139,11 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
   return kFlags;
 }
 
+// Known flags that take a list of words (argparse nargs='*'), kept joined by single spaces.
+bool takes_list(std::string_view flag) {
+  return flag == "--recompute-modules";
+}
+
 std::int64_t int_flag(const MegatronLine& line, std::string_view flag, std::int64_t fallback,
                       const std::string& where) {
   const auto it = line.flags.find(flag);
@@ -165,10 +172,15 @@ MegatronLine parse_megatron_line(std::string_view text, const std::string& where
   if (start == words.size()) throw Error("", where, "no --flags in the launch line");
   MegatronLine line;
   const auto& known = known_flags();
+  std::string
+      previous;  // the last flag read and whether it took a value: what a stray word follows
+  bool previous_valued = false;
   for (std::size_t i = start; i < words.size(); ++i) {
     std::string flag = words[i];
     if (!flag.starts_with("--"))
-      throw Error("", where, "'" + flag + "' is not a flag (a value without one?)");
+      throw Error("", where,
+                  "'" + flag + "' is not a flag (" + previous +
+                      (previous_valued ? " takes one value)" : " takes no value)"));
     std::string value;
     bool valued = false;
     if (const auto eq = flag.find('='); eq != std::string::npos) {  // --flag=value
@@ -183,9 +195,15 @@ MegatronLine parse_megatron_line(std::string_view text, const std::string& where
       if (i + 1 >= words.size() || words[i + 1].starts_with("--"))
         throw Error("", where, flag + " needs a value");
       value = words[++i];
+      // Megatron-LM has no positional arguments: the words up to the next flag are this flag's
+      // (--data-path 0.5 a 0.5 b, --recompute-modules core_attn moe_act).
+      if (k == known.end() || takes_list(flag))
+        while (i + 1 < words.size() && !words[i + 1].starts_with("--")) value += " " + words[++i];
     } else if (!takes_value && valued) {
       throw Error("", where, flag + " takes no value");
     }
+    previous = flag;
+    previous_valued = takes_value;
     if (k == known.end()) {
       line.ignored.push_back(flag);
       continue;
@@ -239,7 +257,8 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
 
   c.sp = has(line, "--sequence-parallel");
   // Recompute: Megatron's full recompute of every layer (uniform, one layer per checkpoint) or
-  // its selective attention-core recompute; partial full recompute is not modelled.
+  // its selective recompute of --recompute-modules (default core_attn, the stack's "selective"
+  // policy); partial full recompute is not modelled.
   const auto gran = line.flags.find("--recompute-granularity");
   if (gran != line.flags.end()) {
     if (gran->second == "full") {
@@ -260,6 +279,19 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
     }
   } else if (has(line, "--recompute-activations")) {
     c.recompute = Recompute::selective;  // Megatron's older spelling of selective
+  }
+  if (const auto mods = line.flags.find("--recompute-modules"); mods != line.flags.end()) {
+    if (c.recompute != Recompute::selective)
+      throw Error("", where, "--recompute-modules needs --recompute-granularity selective");
+    for (std::size_t at = 0; at < mods->second.size();) {
+      const auto end = std::min(mods->second.find(' ', at), mods->second.size());
+      c.recompute_modules.push_back(mods->second.substr(at, end - at));
+      at = end + 1;
+    }
+    if (std::ranges::find(c.recompute_modules, "moe") != c.recompute_modules.end())
+      throw Error("", where,
+                  "--recompute-modules moe (the whole MoE layer, its all-to-alls re-run) is not "
+                  "modelled; moe_act and shared_experts are");
   }
 
   if (has(line, "--num-virtual-stages-per-pipeline-rank") &&

@@ -36,7 +36,7 @@ std::string job_header(const MemoryRun& run, const MemoryBreakdown& b) {
       to_string(cfg.mesh), cfg.zero,
       cfg.zero == 3 ? (cfg.reshard_after_forward ? " (reshard after forward)" : " (no reshard)")
                     : "",
-      name_of(cfg.recompute), cfg.sp ? "on" : "off", to_string(cfg.schedule), job.seq,
+      recompute_label(cfg), cfg.sp ? "on" : "off", to_string(cfg.schedule), job.seq,
       job.global_batch, job.micro_batch, name_of(job.dtype), b.stage, cfg.mesh.pp);
 }
 

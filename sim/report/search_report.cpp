@@ -35,6 +35,7 @@ Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
             {"schedule", to_string(c.config.schedule)},
             {"mbs", c.micro_batch},
             {"recompute", name_of(c.config.recompute)},
+            {"recompute_modules", c.config.recompute_modules},
             {"stack", e.result.stack.empty() ? c.stack : e.result.stack}};
   if (!e.error.empty()) {
     j["error"] = e.error;
@@ -132,6 +133,11 @@ std::string search_text(const SearchRun& run) {
   for (const auto& st : run.stacks_compared) stacks += (stacks.empty() ? "" : ", ") + named(st);
   out += run.stacks_compared.empty() ? "# stack: " + named(run.stack) + "\n"
                                      : "# stacks compared: " + stacks + "\n";
+  if (!run.recompute_modules.empty()) {
+    std::string modules;
+    for (const auto& m : run.recompute_modules) modules += (modules.empty() ? "" : ", ") + m;
+    out += "# selective recompute: modules " + modules + "\n";
+  }
   std::string rejected;
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
   out += fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,

@@ -22,12 +22,15 @@ struct SearchRun {
   std::string kernel_model;                  // ComputeModel::describe()
   std::string stack;                         // the stack searched (the first when compared)
   std::vector<std::string> stacks_compared;  // empty: one stack
-  const SearchResult* result = nullptr;      // ranked
-  std::size_t skipped = 0;                   // layouts not simulated (time budget, interrupt)
-  std::string stopped;                       // why, when skipped > 0
-  std::size_t top = 10;                      // rows of the text table
-  std::size_t top_k = 0;                     // the bounded search's K (0: exhaustive)
-  bool host_column = false;                  // the profile models the host's launches
+  // What the selective candidates recompute (search --recompute-modules); empty: each stack's
+  // selective policy.
+  std::vector<std::string> recompute_modules;
+  const SearchResult* result = nullptr;  // ranked
+  std::size_t skipped = 0;               // layouts not simulated (time budget, interrupt)
+  std::string stopped;                   // why, when skipped > 0
+  std::size_t top = 10;                  // rows of the text table
+  std::size_t top_k = 0;                 // the bounded search's K (0: exhaustive)
+  bool host_column = false;              // the profile models the host's launches
   // The seed heuristic's layout and rule, its rank among the results (0: not among them) and
   // whether that rank is exact; its own simulation when it was not searched.
   std::string heuristic_label, heuristic_rule;

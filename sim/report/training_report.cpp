@@ -47,7 +47,7 @@ std::string training_text(const TrainingResult& r, const TrainingRun& run) {
       "# {}, ZeRO-{}, sp {}, schedule {}, recompute {}; seq {}, global batch {}, micro-batch {} "
       "({} micro-batches per step), {}\n",
       to_string(cfg.mesh), cfg.zero, cfg.sp ? "on" : "off", to_string(cfg.schedule),
-      name_of(cfg.recompute), job.seq, job.global_batch, job.micro_batch, r.microbatches,
+      recompute_label(cfg), job.seq, job.global_batch, job.micro_batch, r.microbatches,
       name_of(job.dtype));
   std::string layers;
   for (auto l : r.chunk_layers) layers += (layers.empty() ? "" : " ") + std::to_string(l);
@@ -110,6 +110,7 @@ Json training_run_json(const TrainingResult& r, const TrainingRun& run) {
   j["zero"] = setup.config.zero;
   j["schedule"] = to_string(setup.config.schedule);
   j["recompute"] = name_of(setup.config.recompute);
+  j["recompute_modules"] = setup.config.recompute_modules;
   j["mbs"] = setup.job.micro_batch;
   j["gbs"] = setup.job.global_batch;
   j["microbatches"] = r.microbatches;
@@ -134,7 +135,7 @@ Json training_run_json(const TrainingResult& r, const TrainingRun& run) {
 std::string does_not_fit_text(const TrainingResult& r, const TrainingRun& run) {
   const auto& cfg = run.setup->config;
   std::string out = fmt::format("# {}, ZeRO-{}, recompute {}\n", to_string(cfg.mesh), cfg.zero,
-                                name_of(cfg.recompute));
+                                recompute_label(cfg));
   // A training step holds no KV cache: every category but the last.
   for (const auto& c : memory_categories(r.memory))
     if (std::string_view(c.name) != "kv_cache")
@@ -151,6 +152,7 @@ Json does_not_fit_json(const TrainingResult& r, const TrainingRun& run) {
   j["mesh"] = mesh_json(cfg.mesh);
   j["zero"] = cfg.zero;
   j["recompute"] = name_of(cfg.recompute);
+  j["recompute_modules"] = cfg.recompute_modules;
   j["memory"] = memory_json(r.memory);
   j["memory"]["total"] = r.memory.total();
   j["memory"]["stage"] = r.memory.stage;

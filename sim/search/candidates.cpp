@@ -4,6 +4,8 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "model/op_catalogue.hpp"
+#include "model/recompute.hpp"
 #include "parallel/mesh_rules.hpp"
 
 namespace meshsim {
@@ -32,15 +34,39 @@ bool allowed(const std::optional<std::int64_t>& pin, std::int64_t v) {
   return !pin || *pin == v;
 }
 
+// Whether the stack's selective policy stores less than no recompute on this model: Korthikanti's
+// score tensors and a core-attention checkpoint free nothing with fused attention (it stores no
+// scores), a policy that drops other tensors (torchtitan's op SAC, Megatron's moe_act) does.
+bool selective_frees(const ModelSpec& model, const SearchJob& job, const Stack& stack) {
+  const auto* p = stack.policy_for(Recompute::selective);
+  if (!p) return false;
+  const LayerShape shape{
+      .micro_batch = 1, .seq = job.seq, .dtype = job.dtype, .flash_attention = job.flash_attention};
+  for (const std::int64_t layer : {std::int64_t{0}, model.layers - 1})
+    if (resolve_recompute(layer_ops(model, layer, shape, {}), p->units).freed_bytes > 0)
+      return true;
+  return false;
+}
+
 }  // namespace
+
+void apply_stack_policy(Candidate& c, const Stack& stack) {
+  const auto* p =
+      c.config.recompute == Recompute::none ? nullptr : stack.policy_for(c.config.recompute);
+  c.config.recompute_units = p ? p->units : std::vector<RecomputeUnit>{};
+  c.config.recompute_modules = p ? p->modules : std::vector<std::string>{};
+  c.config.recompute_every = p ? p->every : 1;
+}
 
 Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, std::int64_t gpus,
                                  std::int64_t gpus_per_node, const GpuSpec& gpu,
-                                 const SearchSpace& space, const MemoryOptions& memory) {
+                                 const SearchSpace& space, const MemoryOptions& memory,
+                                 const Stack& stack) {
   if (!model.has_architecture())
     throw Error(
         model.file, "",
         "search needs an architecture; '" + model.name + "' is given by its parameter count only");
+  const bool selective_dominated = job.flash_attention && !selective_frees(model, job, stack);
   // A global batch that is more than kMaxMicrobatches micro-batches per step on every layout
   // (the most data parallelism and the largest micro-batch) is an error of the flag, not a
   // search that rejects everything (issue 19: --gbs 2^30 allocated until killed).
@@ -109,8 +135,9 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     reject("CP above the search limit");
                     continue;
                   }
-                  // With fused attention selective recompute stores and computes what none does.
-                  if (rc == Recompute::selective && job.flash_attention) {
+                  // With fused attention a policy recomputing the scores stores and computes what
+                  // none does.
+                  if (rc == Recompute::selective && selective_dominated) {
                     reject("dominated (selective recompute with fused attention)");
                     continue;
                   }
@@ -135,6 +162,7 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     reject("dominated (less ZeRO sharding or recompute already fits)");
                     continue;
                   }
+                  apply_stack_policy(c, stack);
                   TrainingMemoryJob mj{job.seq, job.global_batch, mbs, job.dtype, {}};
                   MemoryOptions mo = memory;
                   mo.flash_attention = job.flash_attention;

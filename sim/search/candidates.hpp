@@ -52,8 +52,15 @@ struct Enumeration {
 // the lowest stage (least recomputation) that fits dominates the others: it does strictly less
 // communication (or compute) for the same layout. A layout kept at ZeRO-3 is also kept as HSDP
 // with the smallest shard group that fits (Mesh::fsdp), unless `no_hsdp`.
+// Candidates run `stack`'s recompute policies (apply_stack_policy): memory is checked with them,
+// and selective recompute is dominated by none only where the stack's policy frees nothing.
 Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, std::int64_t gpus,
                                  std::int64_t gpus_per_node, const GpuSpec& gpu,
-                                 const SearchSpace& space, const MemoryOptions& memory);
+                                 const SearchSpace& space, const MemoryOptions& memory,
+                                 const Stack& stack);
+
+// The stack's policy for the recompute mode `c` runs: its selective regions and modules, its
+// full policy's period.
+void apply_stack_policy(Candidate& c, const Stack& stack);
 
 }  // namespace meshsim

@@ -35,6 +35,12 @@ MemoryBreakdown memory_from(const Json& j) {
   return b;
 }
 
+Json units_json(const std::vector<RecomputeUnit>& units) {
+  Json j = Json::array();
+  for (const auto& u : units) j.push_back({u.ops, u.frees, u.needs});
+  return j;
+}
+
 }  // namespace
 
 Json to_json(const EvaluatedCandidate& e) {
@@ -57,7 +63,8 @@ Json to_json(const EvaluatedCandidate& e) {
        {r.compute_s, r.bubble_s, r.bubble_fraction, r.interference_s, r.comm_interference_s,
         r.host_wait_s}},
       {"stack", {c.stack, r.stack, r.tp_overlap, r.cp_comm}},
-      {"recompute_ops", c.config.recompute_ops},
+      {"recompute_units", units_json(c.config.recompute_units)},
+      {"recompute_modules", c.config.recompute_modules},
       {"recompute_every", c.config.recompute_every},
       {"exposed", map_json(r.exposed_comm_s)},
       {"exposed_by_op", map_json(r.exposed_comm_by_op_s)},
@@ -102,7 +109,11 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
   r.stack = j["stack"][1];
   r.tp_overlap = j["stack"][2];
   r.cp_comm = j["stack"][3];
-  c.config.recompute_ops = j["recompute_ops"].get<std::vector<std::string>>();
+  for (const auto& u : j["recompute_units"])
+    c.config.recompute_units.push_back({.ops = u[0].get<std::vector<std::string>>(),
+                                        .frees = u[1].get<std::vector<std::string>>(),
+                                        .needs = u[2].get<std::string>()});
+  c.config.recompute_modules = j["recompute_modules"].get<std::vector<std::string>>();
   c.config.recompute_every = j["recompute_every"];
   r.exposed_comm_s = json_map(j["exposed"]);
   r.exposed_comm_by_op_s = json_map(j["exposed_by_op"]);

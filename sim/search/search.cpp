@@ -326,34 +326,22 @@ void rank_results(std::vector<EvaluatedCandidate>& results) {
   });
 }
 
-void apply_stack_policy(Candidate& c, const Stack& stack) {
-  const auto* p =
-      c.config.recompute == Recompute::none ? nullptr : stack.policy_for(c.config.recompute);
-  c.config.recompute_ops = p ? p->ops : std::vector<std::string>{};
-  c.config.recompute_every = p ? p->every : 1;
-}
-
 Enumeration enumerate_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,
                              const SearchSpace& space, const SearchOptions& options) {
   const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
   if (options.stacks.empty()) {
-    auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space,
-                                  options.memory);
-    for (auto& c : e.kept) apply_stack_policy(c, options.strategy.stack);
-    return e;
+    return enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space,
+                                options.memory, options.strategy.stack);
   }
   Enumeration out;
   for (const auto& st : options.stacks) {
     MemoryOptions mo = options.memory;
     mo.recipe = stack_recipe(st, job.dtype);
-    auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, mo);
+    auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, mo, st);
     if (options.cp_only.contains(st.name))
       e.rejected[kSameWithoutCp] += static_cast<std::int64_t>(
           std::erase_if(e.kept, [](const Candidate& c) { return c.config.mesh.cp == 1; }));
-    for (auto& c : e.kept) {
-      c.stack = st.name;
-      apply_stack_policy(c, st);
-    }
+    for (auto& c : e.kept) c.stack = st.name;
     out.total += e.total;
     for (const auto& [why, n] : e.rejected) out.rejected[why] += n;
     out.kept.insert(out.kept.end(), e.kept.begin(), e.kept.end());

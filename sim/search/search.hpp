@@ -143,9 +143,6 @@ struct SearchResult {
   std::map<std::int64_t, double> tp_best_at_least;  // BoundedEvaluation's
 };
 
-// The stack's policy for the recompute mode `c` runs (its selective ops).
-void apply_stack_policy(Candidate& c, const Stack& stack);
-
 // The candidates of a search: every valid layout (on each of options.stacks when given), with
 // each stack's policy for the recompute mode a candidate runs.
 Enumeration enumerate_search(const Topology& topo, const ModelSpec& model, const SearchJob& job,

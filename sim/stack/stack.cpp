@@ -249,6 +249,29 @@ StateBytes read_state(const JsonRef& ref) {
   return s;
 }
 
+// Catalogue op names (or "op.part", "op.input"): a non-empty array of non-empty strings.
+std::vector<std::string> op_names(const JsonRef& ref) {
+  std::vector<std::string> names;
+  for (const auto& e : ref.non_empty_array()) {
+    names.push_back(e.string());
+    if (names.back().empty()) e.fail("must name an op");
+  }
+  return names;
+}
+
+RecomputeUnit read_unit(const JsonRef& ref) {
+  ObjectReader r(ref);
+  RecomputeUnit u;
+  u.ops = op_names(r.required("ops"));
+  if (auto v = r.optional("frees")) u.frees = op_names(*v);
+  if (auto v = r.optional("needs")) {
+    u.needs = v->string();
+    if (u.needs.empty()) v->fail("must name an op");
+  }
+  r.finish();
+  return u;
+}
+
 RecomputePolicy read_policy(const JsonRef& ref) {
   ObjectReader r(ref);
   RecomputePolicy p;
@@ -258,7 +281,8 @@ RecomputePolicy read_policy(const JsonRef& ref) {
   p.mode = enum_value<Recompute>(r.required("mode"), kAllRecompute, "recompute mode");
   if (auto v = r.optional("ops")) {
     if (p.mode != Recompute::selective) v->fail("only a selective policy lists ops");
-    p.ops = strings(*v);
+    if (auto ops = strings(*v); !ops.empty())
+      p.units.push_back({.ops = ops, .frees = {}, .needs = {}});
   }
   if (auto v = r.optional("every")) {
     if (p.mode != Recompute::full) v->fail("only a full policy checkpoints every n-th layer");
@@ -332,6 +356,15 @@ Stack read_stack(const JsonRef& ref) {
   s.default_recompute = def.string();
   if (!s.policy(s.default_recompute))
     def.fail("names no policy of this stack ('" + s.default_recompute + "')");
+  if (auto v = r.optional("recompute_modules")) {
+    if (!v->raw().is_object() || v->raw().empty())
+      v->fail("must be an object of module names, each a list of regions");
+    for (const auto& [key, value] : v->raw().items()) {
+      const auto regions = v->child(key).non_empty_array();
+      auto& units = s.recompute_modules[key];
+      for (const auto& u : regions) units.push_back(read_unit(u));
+    }
+  }
   r.finish();
   return s;
 }
@@ -374,12 +407,52 @@ RecomputePolicy recompute_policy(const Stack& stack, std::string_view name) {
   // none / selective / full: the stack's first policy of that mode.
   if (const auto mode = parse_recompute(name))
     if (const auto* p = stack.policy_for(*mode)) return *p;
-  if (name == "none") return RecomputePolicy{"none", "no recomputation", Recompute::none, {}};
+  if (name == "none") return RecomputePolicy{"none", "no recomputation", Recompute::none, {}, {}};
   std::string known;
   for (const auto& p : stack.recompute) known += (known.empty() ? "" : ", ") + p.name;
   throw Error("", "--recompute",
               "stack '" + stack.name + "' has no policy '" + std::string(name) +
                   "' (its policies: " + known + ")");
+}
+
+RecomputePolicy module_policy(const Stack& stack, const std::vector<std::string>& modules,
+                              const std::string& where) {
+  if (stack.recompute_modules.empty())
+    throw Error("", where, "stack '" + stack.name + "' has no recompute modules");
+  std::string known;
+  for (const auto& [name, units] : stack.recompute_modules)
+    known += (known.empty() ? "" : ", ") + name;
+  if (modules.empty()) throw Error("", where, "names no module (the stack's: " + known + ")");
+  RecomputePolicy p;
+  p.mode = Recompute::selective;
+  p.name = "selective";
+  for (const auto& m : modules) {
+    const auto it = stack.recompute_modules.find(m);
+    if (it == stack.recompute_modules.end())
+      throw Error("", where,
+                  "stack '" + stack.name + "' has no recompute module '" + m +
+                      "' (its modules: " + known + ")");
+    if (std::ranges::find(p.modules, m) != p.modules.end())
+      throw Error("", where, "module '" + m + "' is given twice");
+    p.modules.push_back(m);
+    p.units.insert(p.units.end(), it->second.begin(), it->second.end());
+    p.description += (p.description.empty() ? "--recompute-modules " : " ") + m;
+  }
+  return p;
+}
+
+Stack with_recompute_modules(Stack stack, const std::vector<std::string>& modules,
+                             const std::string& where) {
+  auto policy = module_policy(stack, modules, where);
+  auto& ps = stack.recompute;
+  const auto it = std::ranges::find(ps, Recompute::selective, &RecomputePolicy::mode);
+  if (it != ps.end()) {
+    policy.name = it->name;
+    *it = std::move(policy);
+  } else {
+    ps.insert(ps.begin(), std::move(policy));
+  }
+  return stack;
 }
 
 }  // namespace meshsim

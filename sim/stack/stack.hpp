@@ -15,6 +15,7 @@
 #include "compute/dtype.hpp"
 #include "compute/kernel.hpp"
 #include "core/json_reader.hpp"
+#include "model/recompute.hpp"
 
 namespace meshsim {
 
@@ -173,10 +174,13 @@ struct RecomputePolicy {
   std::string name;  // the stack's own name ("selective", "op", "layer", "full")
   std::string description;
   Recompute mode = Recompute::none;
-  // selective: catalogue ops (or GEMM parts "qkv_proj.k") whose forward re-runs before the
-  // layer's backward and whose stored tensors are dropped (an attention core keeps its Q, K, V
-  // inputs, as a checkpointed core attention does).
-  std::vector<std::string> ops;
+  // selective: the regions that re-run before the layer's backward (model/recompute.hpp). A
+  // policy's "ops" in a stack file are one region whose ops' stored tensors are dropped (catalogue
+  // ops, or GEMM parts "qkv_proj.k"); none: Korthikanti et al.'s attention scores.
+  std::vector<RecomputeUnit> units;
+  // The stack's module names the regions came from (Megatron's --recompute-modules), in the
+  // order given; empty for a policy of the stack file.
+  std::vector<std::string> modules;
   // full: every `every`-th layer is checkpointed (layers every−1, 2·every−1, … counted from 0
   // over the whole model), the others keep their activations; 1 = every layer. torchtitan's
   // `layer` policy (selective_ac_option "2").
@@ -214,6 +218,9 @@ struct Stack {
   double grad_norm_bytes_per_param = 0;
   std::vector<RecomputePolicy> recompute;  // the policies the stack offers
   std::string default_recompute;
+  // Selective recompute by module (Megatron's --recompute-modules): each module name's regions.
+  // Empty: the stack has no such choice.
+  std::map<std::string, std::vector<RecomputeUnit>, std::less<>> recompute_modules;
 
   const RecomputePolicy* policy(std::string_view name) const;
   // The stack's first policy of `mode` (what a search's selective or full candidate runs).
@@ -254,5 +261,14 @@ Stack with_cp_comm(Stack stack, CpComm comm);
 // The policy a user's --recompute names (the stack's names, or none/selective/full mapped to the
 // stack's policy of that mode); an Error lists the stack's names.
 RecomputePolicy recompute_policy(const Stack& stack, std::string_view name);
+// The selective policy recomputing the stack's `modules` (Megatron's --recompute-modules: each
+// module once, in the order given). An Error naming `where` for a stack without modules, an
+// unknown or repeated module, or none.
+RecomputePolicy module_policy(const Stack& stack, const std::vector<std::string>& modules,
+                              const std::string& where);
+// The stack whose selective policy (what a search's selective candidates run) recomputes
+// `modules` instead (search --recompute-modules); errors as module_policy's.
+Stack with_recompute_modules(Stack stack, const std::vector<std::string>& modules,
+                             const std::string& where);
 
 }  // namespace meshsim

@@ -175,9 +175,7 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
   LayerPlan p;
   p.moe = moe;
   p.tp_reduce_after_mlp = !moe || shared_experts;
-  // Korthikanti et al.'s selective set when the policy names none.
-  static const std::vector<std::string> kScores{"attention_scores", "softmax", "attention_values"};
-  const auto& recompute = pricing.recompute_ops.empty() ? kScores : pricing.recompute_ops;
+  const auto recompute = resolve_recompute(ops, pricing.recompute).ops;
   for (const auto& op : ops) {
     const auto i = static_cast<std::size_t>(segment_of(op));
     const double slow =
@@ -186,6 +184,11 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
     p.forward[i] += c.forward;
     p.dgrad[i] += c.dgrad;
     p.wgrad[i] += c.wgrad;
+    if (pricing.tp > 1 && is_tp_gemm(op) &&
+        std::any_of(recompute.begin(), recompute.end(), [&](const std::string& name) {
+          return name == op.name || name.starts_with(op.name + ".");
+        }))
+      p.recompute_tp_gemms.push_back(op.name);
     if (listed(recompute, op.name)) {
       p.recompute += c.forward;
     } else {

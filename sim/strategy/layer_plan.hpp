@@ -49,7 +49,7 @@ struct PlanPricing {
   const ComputeModel& cm;
   const Stack& stack;
   const ComputeModel* interfered = nullptr;  // null: no interference
-  std::vector<std::string> recompute_ops;    // a selective policy's ops
+  std::vector<RecomputeUnit> recompute;      // a selective policy's regions
   // The TP degree and sequence parallelism (where an FP8 output gradient is cast: before or
   // after its all-gather).
   std::int64_t tp = 1;
@@ -68,6 +68,9 @@ struct LayerPlan {
   std::array<SegmentCost, kSegCount> forward, dgrad, wgrad;
   std::array<std::vector<TpGemm>, kSegCount> tp_gemms;  // column- and row-parallel GEMMs
   SegmentCost recompute;  // the selective policy's ops, re-run before the layer's backward
+  // The re-run ops that are TP-sharded GEMMs (TP > 1): a module checkpoint re-runs their
+  // collectives too, which `recompute` does not price.
+  std::vector<std::string> recompute_tp_gemms;
   double dense_params = 0, expert_params = 0;  // on this rank
   double saved_bytes = 0;
   bool moe = false;

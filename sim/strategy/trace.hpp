@@ -46,7 +46,8 @@ struct Trace {
   std::vector<std::int32_t> ranks;         // the simulated ranks (one per stage when folded)
   std::vector<std::int64_t> chunk_layers;  // layers of each global model chunk
   std::int64_t microbatches = 0;
-  bool launches = false;  // whether host launch ops (TraceOpInfo::host) are in the graph
+  bool launches = false;           // whether host launch ops (TraceOpInfo::host) are in the graph
+  std::vector<std::string> notes;  // what the trace leaves out, for the run's notes
 };
 
 }  // namespace meshsim

@@ -449,7 +449,7 @@ void Builder::compute_costs() {
   }
   grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
   bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));
-  const PlanPricing pricing{cm_,      st, cm_nccl_ ? &*cm_nccl_ : nullptr, cfg_.recompute_ops,
+  const PlanPricing pricing{cm_,      st, cm_nccl_ ? &*cm_nccl_ : nullptr, cfg_.recompute_units,
                             mesh_.tp, sp_};
   const LayerShape shape{.micro_batch = job_.micro_batch,
                          .seq = job_.seq,
@@ -1696,6 +1696,20 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   trace_.ranks = ranks;
   trace_.chunk_layers = chunk_layers_;
   trace_.microbatches = microbatches_;
+  // Megatron's mlp and shared_experts checkpoints (tensor_parallel.checkpoint) re-run their
+  // sequence-parallel all-gather and reduce-scatter with their GEMMs.
+  if (!cfg_.recompute_modules.empty()) {
+    std::vector<std::string> gemms = costs_.dense.recompute_tp_gemms;
+    for (const auto& g : costs_.moe.recompute_tp_gemms)
+      if (std::find(gemms.begin(), gemms.end(), g) == gemms.end()) gemms.push_back(g);
+    if (!gemms.empty()) {
+      std::string names;
+      for (const auto& g : gemms) names += (names.empty() ? "" : ", ") + g;
+      trace_.notes.push_back("recomputed TP GEMMs (" + names +
+                             ") re-run their TP collectives in the stack; only their kernels "
+                             "are priced");
+    }
+  }
   return std::move(trace_);
 }
 

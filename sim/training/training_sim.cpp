@@ -260,6 +260,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   }
   r.memory = worst_stage(r.memory_per_stage);
   r.chunk_layers = r.trace.chunk_layers;
+  r.notes.insert(r.notes.end(), r.trace.notes.begin(), r.trace.notes.end());
   r.microbatches = r.trace.microbatches;
   r.simulated_ranks = ranks.size();
   r.ops = r.trace.graph.op_count();

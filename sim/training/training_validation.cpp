@@ -55,7 +55,7 @@ std::string read_case_stack(ObjectReader& r, TrainingSetup& s) {
   const auto* policy = stack->policy(rc.string());
   if (!policy) rc.fail("stack '" + stack->name + "' has no recompute policy '" + rc.string() + "'");
   s.config.recompute = policy->mode;
-  s.config.recompute_ops = policy->ops;
+  s.config.recompute_units = policy->units;
   s.config.recompute_every = policy->every;
   s.memory.recipe = stack_recipe(*stack, s.job.dtype);
   return rc.string();

@@ -174,3 +174,20 @@ TEST_CASE("memory: --workload takes a Hugging Face id, bundled or in the local h
                            "id in the local cache (" +
                            hub.string() + ")"));
 }
+
+TEST_CASE("memory: --recompute-modules frees each module's tensors") {
+  // Mixtral 8x7B, 4096 tokens, one micro-batch in flight on 32 layers: moe_act frees the
+  // activation's output the down projection stores (8192 routed copies × 14336 × 2 B) and
+  // layernorm the pre-MLP norm's output the router stores (4096 × 4096 × 2 B): 8 GiB in all
+  // (flash attention's selective policy frees nothing).
+  const std::string job = "--workload " + source_path("workloads/jobs/mixtral-8x7b-4k.json") +
+                          " --mesh dp=8,ep=8 --zero 1 --gpu H200-SXM-141GB";
+  const auto selective = memory_json(job + " --recompute selective");
+  const auto modules = memory_json(job + " --recompute-modules moe_act,layernorm");
+  CHECK(selective["per_gpu_bytes"]["activations"].get<double>() -
+            modules["per_gpu_bytes"]["activations"].get<double>() ==
+        32.0 * (2.0 * 8192 * 14336 + 2.0 * 4096 * 4096));
+  const auto text = run_cli("memory " + job + " --recompute-modules moe_act,layernorm");
+  CHECK(text.out.find("ZeRO-1, recompute selective (moe_act, layernorm), sp off") !=
+        std::string::npos);
+}

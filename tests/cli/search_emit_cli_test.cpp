@@ -138,3 +138,47 @@ TEST_CASE("search: the emitted torchtitan config runs the winner again (--from-t
         "error: --from-torchtitan: [model] llama3 70B is not the workload's model llama3.1-8b "
         "(torchtitan's llama3 8B)\n");
 }
+
+TEST_CASE(
+    "search --recompute-modules: the selective candidates recompute them, and the line says so") {
+  // Mixtral 8x7B at 4K on two DGX H100 nodes, pinned to PP 2 and 1F1B: freeing the expert
+  // activations and the pre-MLP norm's output lets ZeRO-2 at CP 1 fit with selective recompute.
+  const std::string common = " --topology " + topology_path("dgx-h100-superpod.json") +
+                             " --nodes 2 --workload " +
+                             source_path("workloads/jobs/mixtral-8x7b-4k.json");
+  const std::string search =
+      "search" + common + " --pp 2 --cp 1 --schedule 1f1b --top 3 --emit megatron";
+  const auto s = run_cli(search + " --recompute-modules moe_act,layernorm --json");
+  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+  const auto j = json::parse(s.out);
+  const auto& best = j["results"][0];
+  REQUIRE(best["recompute"] == "selective");
+  CHECK(best["recompute_modules"] == json::array({"moe_act", "layernorm"}));
+  const auto text = j["launch"]["text"].get<std::string>();
+  CHECK(text.find("--recompute-granularity selective --recompute-modules moe_act layernorm") !=
+        std::string::npos);
+  // The line runs the winner again.
+  const auto file =
+      (std::filesystem::temp_directory_path() / "meshsim_emitted_modules.sh").string();
+  std::ofstream(file) << text;
+  const auto t = run_cli("train" + common + " --from-megatron " + file + " --json");
+  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
+  const auto k = json::parse(t.out);
+  CHECK(k["recompute_modules"] == best["recompute_modules"]);
+  CHECK(k["step_time_s"].get<double>() ==
+        doctest::Approx(best["step_time_s"].get<double>()).epsilon(1e-9));
+  // Without the modules no selective layout is tried (fused attention: it frees nothing).
+  const auto plain = run_cli(search + " --json");
+  REQUIRE_MESSAGE(plain.exit_code == 0, plain.err);
+  for (const auto& r : json::parse(plain.out)["results"]) CHECK(r["recompute"] != "selective");
+  const auto header = run_cli(search + " --recompute-modules moe_act,layernorm");
+  CHECK(header.out.find("\n# selective recompute: modules moe_act, layernorm\n") !=
+        std::string::npos);
+  const auto bad = run_cli(search + " --recompute-modules moe_act,experts");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err ==
+        "error: --recompute-modules: stack 'megatron' has no recompute module "
+        "'experts' (its modules: core_attn, layernorm, mla_up_proj, mlp, moe_act, "
+        "shared_experts)\n");
+  std::filesystem::remove(file);
+}

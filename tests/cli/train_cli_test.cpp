@@ -670,3 +670,57 @@ TEST_CASE("train --schedule 1f1b-overlap: Mixtral's all-to-alls under the other 
   CHECK(piped.exit_code == 2);
   CHECK(piped.err.starts_with("error: --schedule: 1f1b-overlap needs pp = 1"));
 }
+
+TEST_CASE("train: Megatron's --recompute-modules, from the flag or a launch line") {
+  // DeepSeek-V3 on 4 DGX H100 nodes: MLA and MoE layers, where layernorm, moe_act and
+  // mla_up_proj each free a tensor and re-run a cheap op.
+  const std::string base = "train --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 4 --workload " +
+                           source_path("workloads/models/deepseek-v3.json") + " --allow-oom";
+  auto run = [&](const std::string& flags) {
+    const auto r = run_cli(base + " --json" + flags);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out);
+  };
+  const std::string mesh = " --mesh pp=2,dp=16,ep=16 --zero 1 --seq 1024 --gbs 16";
+  const auto none = run(mesh + " --recompute none");
+  const auto modules = run(mesh + " --recompute-modules moe_act,layernorm,mla_up_proj");
+  CHECK(modules["recompute"] == "selective");
+  CHECK(modules["recompute_modules"] == json::array({"moe_act", "layernorm", "mla_up_proj"}));
+  CHECK(none["recompute_modules"] == json::array());
+  CHECK(modules["memory"]["activations"].get<double>() <
+        none["memory"]["activations"].get<double>());
+  CHECK(modules["step_time_s"].get<double>() > none["step_time_s"].get<double>());
+  const auto line = run(
+      " --from-megatron \"--pipeline-model-parallel-size 2 --expert-model-parallel-size 16 "
+      "--seq-length 1024 --micro-batch-size 1 --global-batch-size 16 --bf16 "
+      "--use-distributed-optimizer --recompute-granularity selective --recompute-modules moe_act "
+      "layernorm mla_up_proj --data-path 0.5 /data/a 0.5 /data/b\"");
+  CHECK(line["recompute_modules"] == modules["recompute_modules"]);
+  CHECK(line["step_time_s"] == modules["step_time_s"]);
+  const auto text = run_cli(base + mesh + " --recompute-modules moe_act,layernorm");
+  CHECK(text.out.find("recompute selective (moe_act, layernorm);") != std::string::npos);
+
+  // A recomputed TP GEMM's collectives are not re-run: the run says so.
+  const auto tp =
+      run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+              source_path("workloads/models/llama3.1-8b.json") +
+              " --mesh tp=2 --seq 4096 --gbs 4 --recompute-modules core_attn,mlp --json");
+  REQUIRE_MESSAGE(tp.exit_code == 0, tp.err);
+  CHECK(json::parse(tp.out)["notes"] ==
+        json::array({"recomputed TP GEMMs (mlp_up, mlp_down) re-run their TP collectives in the "
+                     "stack; only their kernels are priced"}));
+
+  for (const auto& [flags, error] : std::vector<std::pair<std::string, std::string>>{
+           {" --recompute-modules moe",
+            "error: --recompute-modules: stack 'megatron' has no recompute module 'moe' (its "
+            "modules: core_attn, layernorm, mla_up_proj, mlp, moe_act, shared_experts)\n"},
+           {" --recompute full --recompute-modules mlp",
+            "error: --recompute-modules: needs --recompute selective (or no --recompute)\n"},
+           {" --stack torchtitan --recompute-modules mlp",
+            "error: --recompute-modules: stack 'torchtitan' has no recompute modules\n"}}) {
+    const auto bad = run_cli(base + mesh + flags);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.err == error);
+  }
+}

@@ -219,7 +219,7 @@ TEST_CASE("launch lines meshsim cannot model are clear errors naming the flag") 
   CHECK(error_of([] { parse_megatron_line("pretrain_gpt.py", "x"); }) ==
         "x: no --flags in the launch line");
   CHECK(error_of([] { parse_megatron_line("--bf16 stray", "x"); }) ==
-        "x: 'stray' is not a flag (a value without one?)");
+        "x: 'stray' is not a flag (--bf16 takes no value)");
 }
 
 TEST_CASE("a Megatron line's stack switches: --tp-comm-overlap, --cross-entropy-loss-fusion") {
@@ -251,4 +251,50 @@ TEST_CASE("a Megatron line's stack switches: --tp-comm-overlap, --cross-entropy-
   // Megatron-LM asserts sequence parallelism for the userbuffers overlap.
   CHECK(error_of([&] { job_of("--tensor-model-parallel-size 2 --tp-comm-overlap"); }) ==
         "x: --tp-comm-overlap needs --sequence-parallel (Megatron-LM asserts it)");
+}
+
+TEST_CASE("a Megatron flag takes every word up to the next flag; --recompute-modules is read") {
+  // Megatron-LM has no positional arguments: --data-path's weighted corpora (argparse nargs='*')
+  // are one flag's words, not strays.
+  const auto line = parse_megatron_line(
+      "pretrain_gpt.py --data-path 0.3 /d/a_text 0.7 /d/b_text --tensor-model-parallel-size 2 "
+      "--recompute-granularity selective --recompute-modules core_attn moe_act layernorm "
+      "--split 949 50 1 --bf16",
+      "x");
+  CHECK(line.ignored == std::vector<std::string>{"--data-path", "--split"});
+  CHECK(line.flags.at("--recompute-modules") == "core_attn moe_act layernorm");
+  const auto j = megatron_job(line, 16, 32, "x");
+  CHECK(j.config.mesh.tp == 2);
+  CHECK(j.config.recompute == Recompute::selective);
+  CHECK(j.config.recompute_modules ==
+        std::vector<std::string>{"core_attn", "moe_act", "layernorm"});
+  // A known flag of one value followed by a second word is still an error.
+  CHECK(error_of([] { parse_megatron_line("--seq-length 4096 8192", "x"); }) ==
+        "x: '8192' is not a flag (--seq-length takes one value)");
+  // Megatron asserts the modules go with selective granularity; the whole-MoE module re-runs
+  // the all-to-alls, which the recompute regions cannot.
+  CHECK(error_of([] {
+          megatron_job(parse_megatron_line("--recompute-modules moe_act", "x"), 16, 32, "x");
+        }) == "x: --recompute-modules needs --recompute-granularity selective");
+  CHECK(error_of([] {
+          megatron_job(
+              parse_megatron_line(
+                  "--recompute-granularity selective --recompute-modules moe_act moe", "x"),
+              16, 32, "x");
+        }) ==
+        "x: --recompute-modules moe (the whole MoE layer, its all-to-alls re-run) is not "
+        "modelled; moe_act and shared_experts are");
+  // The emitted line writes the modules back.
+  const auto model = load_model(model_path("deepseek-v3"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=64,pp=8,ep=64", "--mesh");
+  c.zero = 1;
+  c.recompute = Recompute::selective;
+  c.recompute_modules = {"moe_act", "mla_up_proj"};
+  const auto text = launch_config("megatron", model, c, {4096, 1024, 1, DType::bf16, 64, 8});
+  CHECK(text.find(" --recompute-granularity selective --recompute-modules moe_act mla_up_proj") !=
+        std::string::npos);
+  CHECK(text.find("default module set") == std::string::npos);
+  const auto back = megatron_job(parse_megatron_line(text, "x"), 512, model.layers, "x");
+  CHECK(back.config.recompute_modules == c.recompute_modules);
 }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "compute/compute_model.hpp"
+#include "error_of.hpp"
 #include "json_mutation.hpp"
 #include "memory/memory_model.hpp"
 #include "model/model_loader.hpp"
@@ -520,4 +521,48 @@ TEST_CASE("--ep-dispatch names the stack it makes") {
   // Asking for what the stack does already changes nothing, name included.
   CHECK(with_ep_dispatch(megatron, EpDispatch::all_to_all).name == "megatron");
   CHECK(with_ep_dispatch(deepep, EpDispatch::all_to_all).name == "megatron +deepep +all_to_all");
+}
+
+TEST_CASE("recompute modules: Megatron's --recompute-modules as regions, strictly loaded") {
+  const auto& mg = *bundled_stack("megatron");
+  const auto p = module_policy(mg, {"moe_act", "layernorm"}, "--recompute-modules");
+  CHECK(p.mode == Recompute::selective);
+  CHECK(p.modules == std::vector<std::string>{"moe_act", "layernorm"});
+  REQUIRE(p.units.size() == 3);  // moe_act's one region, then layernorm's two
+  CHECK(p.units[0].frees == std::vector<std::string>{"expert_down"});
+  CHECK(p.units[2].frees == std::vector<std::string>{"router.input"});
+  CHECK(meshsim::test::error_of([&] { module_policy(mg, {"moe"}, "--recompute-modules"); }) ==
+        "--recompute-modules: stack 'megatron' has no recompute module 'moe' (its modules: "
+        "core_attn, layernorm, mla_up_proj, mlp, moe_act, shared_experts)");
+  CHECK(meshsim::test::error_of([&] {
+          module_policy(mg, {"mlp", "mlp"}, "x");
+        }) == "x: module 'mlp' is given twice");
+  CHECK(meshsim::test::error_of([&] {
+          module_policy(*bundled_stack("torchtitan"), {"mlp"}, "--recompute-modules");
+        }) == "--recompute-modules: stack 'torchtitan' has no recompute modules");
+
+  std::string t = kMinimal;
+  const std::string end = R"("default_recompute": "none")";
+  auto with_modules = [&](const std::string& modules) {
+    std::string s = t;
+    s.replace(s.find(end), end.size(), end + R"(, "recompute_modules": )" + modules);
+    return s;
+  };
+  const auto s = stack_from(with_modules(R"({"act": [{"ops": ["mlp_activation"],
+      "frees": ["mlp_down"], "needs": "mlp_up"}]})"));
+  REQUIRE(s.recompute_modules.contains("act"));
+  CHECK(s.recompute_modules.at("act")[0] ==
+        RecomputeUnit{{"mlp_activation"}, {"mlp_down"}, "mlp_up"});
+  CHECK(error_of(with_modules(R"({"act": []})")) ==
+        "s.json:/recompute_modules/act: must not be empty");
+  CHECK(error_of(with_modules(R"({"act": [{"ops": []}]})")) ==
+        "s.json:/recompute_modules/act/0/ops: must not be empty");
+  CHECK(error_of(with_modules(R"({"act": [{"ops": [""]}]})")) ==
+        "s.json:/recompute_modules/act/0/ops/0: must name an op");
+  CHECK(error_of(with_modules(R"({"act": [{"ops": ["x"], "needs": ""}]})")) ==
+        "s.json:/recompute_modules/act/0/needs: must name an op");
+  CHECK(error_of(with_modules(R"({"act": [{"ops": ["x"], "keep": 1}]})"))
+            .starts_with("s.json:/recompute_modules/act/0/keep: unknown key 'keep'"));
+  CHECK(error_of(with_modules("[]")) ==
+        "s.json:/recompute_modules: must be an object of module names, each a list of regions");
 }

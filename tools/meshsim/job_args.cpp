@@ -118,6 +118,12 @@ void JobArgs::add_to(CLI::App* cmd) {
       cmd->add_option("--recompute", recompute,
                       "The stack's policy (none, selective, full, or the stack's own names such as "
                       "torchtitan's op); default the stack's");
+  auto* modules_opt =
+      cmd->add_option(
+             "--recompute-modules", recompute_modules,
+             "Selective recompute of these modules of the stack (megatron: core_attn, moe_act, "
+             "layernorm, mla_up_proj, mlp, shared_experts; comma-separated)")
+          ->delimiter(',');
   cmd->add_option("--stack", stack,
                   "Software stack: megatron (default; with --from-torchtitan, torchtitan or "
                   "torchtitan-compile as the config compiles), torchtitan, torchtitan-compile, "
@@ -145,8 +151,8 @@ void JobArgs::add_to(CLI::App* cmd) {
         cmd->add_option("--from-torchtitan", from_torchtitan,
                         "A torchtitan job config (TOML): its [parallelism], [training] and "
                         "[activation_checkpoint] set the job")})
-    for (auto* o : {mesh_opt, zero_opt, recompute_opt, seq_opt, gbs_opt, mbs_opt, dtype_opt, sp_opt,
-                    schedule_opt})
+    for (auto* o : {mesh_opt, zero_opt, recompute_opt, modules_opt, seq_opt, gbs_opt, mbs_opt,
+                    dtype_opt, sp_opt, schedule_opt})
       from->excludes(o);
   cmd->get_option("--from-megatron")->excludes("--from-torchtitan");
 }
@@ -213,9 +219,19 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     r.stack = with_ep_dispatch(std::move(r.stack), ep_dispatch_flag(ep_dispatch, "--ep-dispatch"));
   if (!cp_comm.empty())
     r.stack = with_cp_comm(std::move(r.stack), cp_comm_flag(cp_comm, "--cp-comm"));
-  const auto policy = recompute_policy(r.stack, recompute_name);
+  if (!recompute_modules.empty()) {
+    if (!recompute.empty() && recompute != "selective")
+      throw Error("", "--recompute-modules", "needs --recompute selective (or no --recompute)");
+    cfg.recompute_modules = recompute_modules;
+  }
+  const auto policy =
+      cfg.recompute_modules.empty()
+          ? recompute_policy(r.stack, recompute_name)
+          : module_policy(r.stack, cfg.recompute_modules,
+                          recompute_modules.empty() ? launch_flag() : "--recompute-modules");
   cfg.recompute = policy.mode;
-  cfg.recompute_ops = policy.ops;
+  cfg.recompute_units = policy.units;
+  cfg.recompute_modules = policy.modules;
   cfg.recompute_every = policy.every;
   r.flash_attention = attention == "flash";
   if (!r.flash_attention && attention != "unfused")

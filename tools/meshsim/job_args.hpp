@@ -60,6 +60,9 @@ struct JobArgs {
   // --cp-comm (train registers it; memory does not depend on it): overrides the stack's and a
   // launch configuration's CP exchange. Empty: theirs.
   std::string cp_comm;
+  // --recompute-modules a,b: the stack's modules recomputed selectively (a launch line's
+  // --recompute-modules likewise). Empty: the --recompute policy.
+  std::vector<std::string> recompute_modules;
   // Empty: what a launch configuration says (--from-torchtitan: torchtitan or torchtitan-compile),
   // else megatron.
   std::string stack;

@@ -33,7 +33,8 @@ struct SearchArgs {
   ClusterArgs cluster;
   std::string workload, dtype, attention = "flash", recompute, schedule, csv, emit, sweep, report,
                                scaling = "strong", calibration, tp_overlap, ep_dispatch;
-  std::vector<std::string> cp_comm;  // --cp-comm ring[,allgather]
+  std::vector<std::string> cp_comm;            // --cp-comm ring[,allgather]
+  std::vector<std::string> recompute_modules;  // what selective candidates recompute
   std::string seq;
   std::int64_t gbs = 0, tp = 0, pp = 0, cp = 0, dp = 0, ep = 0, mbs = 0;
   std::int32_t zero = -1, top = 10, threads = 0;
@@ -171,6 +172,9 @@ int run_search_command(const SearchArgs& a) {
       const auto dispatch = ep_dispatch_flag(a.ep_dispatch, "--ep-dispatch");
       for (auto& st : opt.stacks) st = with_ep_dispatch(std::move(st), dispatch);
     }
+    if (!a.recompute_modules.empty())
+      for (auto& st : opt.stacks)
+        st = with_recompute_modules(std::move(st), a.recompute_modules, "--recompute-modules");
     if (a.cp_comm.size() == 1) {
       const auto comm = cp_comm_flag(a.cp_comm.front(), "--cp-comm");
       for (auto& st : opt.stacks) st = with_cp_comm(std::move(st), comm);
@@ -348,6 +352,7 @@ int run_search_command(const SearchArgs& a) {
   run.kernel_model = kernels.describe();
   run.stack = opt.strategy.stack.name;
   for (const auto& st : opt.stacks) run.stacks_compared.push_back(st.name);
+  run.recompute_modules = a.recompute_modules;
   run.result = &r;
   run.skipped = skipped;
   run.stopped = stopped;
@@ -405,6 +410,10 @@ Runner add_search_command(CLI::App& app) {
     cmd->add_option(flag, *var, "Pin this dimension");
   cmd->add_option("--zero", a->zero, "Pin the ZeRO stage");
   cmd->add_option("--recompute", a->recompute, "Pin recompute: none, selective or full");
+  cmd->add_option("--recompute-modules", a->recompute_modules,
+                  "Selective candidates recompute these modules of the stack (megatron: "
+                  "core_attn, moe_act, layernorm, mla_up_proj, mlp, shared_experts)")
+      ->delimiter(',');
   cmd->add_option("--stack", a->stacks,
                   "Software stack (default megatron), or several to compare: megatron,torchtitan")
       ->delimiter(',');

@@ -1,0 +1,50 @@
+#include "model/recompute.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+namespace meshsim {
+
+namespace {
+
+bool contains(const std::vector<std::string>& names, std::string_view n) {
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+// What `op` stops storing when a checkpoint drops its tensors.
+double dropped_bytes(const OpSpec& op) {
+  return op.score_bytes + (op.role == TpRole::sharded_core ? 0.0 : op.saved_bytes);
+}
+
+}  // namespace
+
+LayerRecompute resolve_recompute(const std::vector<OpSpec>& layer,
+                                 const std::vector<RecomputeUnit>& units) {
+  LayerRecompute out;
+  if (units.empty()) {
+    out.ops = {"attention_scores", "softmax", "attention_values"};
+    for (const auto& op : layer)
+      if (op.role == TpRole::sharded_core) out.freed_bytes += dropped_bytes(op);
+    return out;
+  }
+  const auto has = [&](std::string_view name) {
+    return std::any_of(layer.begin(), layer.end(),
+                       [&](const OpSpec& op) { return op.name == name; });
+  };
+  for (const auto& u : units) {
+    if (!u.needs.empty() && !has(u.needs)) continue;
+    for (const auto& name : u.ops)
+      if (!contains(out.ops, name)) out.ops.push_back(name);
+    for (const auto& op : layer) {
+      if (u.frees.empty()) {
+        if (contains(u.ops, op.name)) out.freed_bytes += dropped_bytes(op);
+        continue;
+      }
+      if (contains(u.frees, op.name)) out.freed_bytes += dropped_bytes(op);
+      if (contains(u.frees, op.name + ".input")) out.freed_bytes += op.saved_input_bytes;
+    }
+  }
+  return out;
+}
+
+}  // namespace meshsim

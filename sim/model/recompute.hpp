@@ -1,0 +1,36 @@
+#pragma once
+// Selective recompute as regions of a layer: which ops re-run before the layer's backward and
+// which stored tensors that frees, resolved against one layer's op catalogue.
+#include <string>
+#include <vector>
+
+#include "model/op_catalogue.hpp"
+
+namespace meshsim {
+
+// One checkpointed region of a layer under selective recompute (stack/stack.hpp
+// RecomputePolicy): its `ops` (catalogue names, or "op.part" for one part of a GEMM) re-run
+// before the layer's backward. `frees` names the stored tensors it drops: "op" what the op
+// stores (an attention core keeps its Q, K, V, as a checkpointed core attention keeps its
+// inputs, and drops only its score tensors), "op.input" only the op's stored input (the output
+// of the op before it, which an output-discarding checkpoint frees). Empty `frees`: the ops' own
+// stored tensors, GEMM parts left out (their input another part still needs). The region acts on
+// the layers that have the op `needs` (empty: every layer); listed ops a layer lacks are skipped.
+struct RecomputeUnit {
+  std::vector<std::string> ops;
+  std::vector<std::string> frees;
+  std::string needs;
+  bool operator==(const RecomputeUnit&) const = default;
+};
+
+// What selective recompute does to one layer: the ops (or GEMM parts) it re-runs and the bytes
+// it stops storing. No units: Korthikanti et al.'s set, the attention score tensors (softmax and
+// its neighbours, absent with fused attention).
+struct LayerRecompute {
+  std::vector<std::string> ops;
+  double freed_bytes = 0;
+};
+LayerRecompute resolve_recompute(const std::vector<OpSpec>& layer,
+                                 const std::vector<RecomputeUnit>& units);
+
+}  // namespace meshsim

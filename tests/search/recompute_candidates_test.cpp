@@ -1,0 +1,74 @@
+// A search's candidates run their stack's recompute policies: memory is checked with them, and
+// selective recompute is dominated by none only where the stack's policy frees nothing.
+#include <doctest/doctest.h>
+
+#include "model/workload.hpp"
+#include "search/search.hpp"
+#include "test_paths.hpp"
+#include "topology/topology_loader.hpp"
+
+using namespace meshsim;
+using meshsim::test::model_path;
+using meshsim::test::topology_path;
+
+namespace {
+
+constexpr const char* kDominated = "dominated (selective recompute with fused attention)";
+
+Enumeration enumerate_on(const Topology& topo, const ModelSpec& model, const SearchJob& job,
+                         const Stack& stack) {
+  SearchOptions o;
+  o.strategy.stack = stack;
+  o.memory.recipe = stack_recipe(stack, job.dtype);
+  return enumerate_search(topo, model, job, {}, o);
+}
+
+std::size_t selective_count(const Enumeration& e) {
+  return static_cast<std::size_t>(std::count_if(e.kept.begin(), e.kept.end(), [](const auto& c) {
+    return c.config.recompute == Recompute::selective;
+  }));
+}
+
+}  // namespace
+
+TEST_CASE("search: selective candidates run the stack's policy") {
+  // Llama 3.1 8B at 8K on one DGX H100.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto model = load_workload(model_path("llama3.1-8b")).model;
+  const SearchJob job{8192, 64, DType::bf16, true};
+  // Megatron's core-attention checkpoint frees nothing with fused attention: never tried.
+  const auto mg = enumerate_on(topo, model, job, *bundled_stack("megatron"));
+  CHECK(mg.rejected.at(kDominated) > 0);
+  CHECK(selective_count(mg) == 0);
+  // torchtitan's op SAC drops most of a block's tensors: tried where no recompute does not fit,
+  // with its regions.
+  const auto& tt = *bundled_stack("torchtitan");
+  const auto op = enumerate_on(topo, model, job, tt);
+  CHECK_FALSE(op.rejected.contains(kDominated));
+  CHECK(selective_count(op) > 0);
+  for (const auto& c : op.kept) {
+    if (c.config.recompute != Recompute::selective) continue;
+    CHECK(c.config.recompute_units == tt.policy("op")->units);
+    CHECK(c.config.recompute_modules.empty());
+  }
+}
+
+TEST_CASE("search: --recompute-modules makes the selective candidates recompute them") {
+  // Mixtral 8x7B at 4K on two DGX H100 nodes: moe_act and layernorm free 8 GiB of a stage's
+  // activations (memory_cli_test), which lets more layouts fit with less sharding.
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{2});
+  const auto model = load_workload(model_path("mixtral-8x7b")).model;
+  const SearchJob job{4096, 256, DType::bf16, true};
+  const auto& mg = *bundled_stack("megatron");
+  const auto modules = with_recompute_modules(mg, {"moe_act", "layernorm"}, "--recompute-modules");
+  CHECK(modules.name == "megatron");
+  CHECK(modules.policy_for(Recompute::selective)->name == "selective");
+  CHECK(modules.recompute.size() == mg.recompute.size());
+  const auto plain = enumerate_on(topo, model, job, mg);
+  const auto e = enumerate_on(topo, model, job, modules);
+  CHECK(selective_count(plain) == 0);
+  CHECK(selective_count(e) > 0);
+  for (const auto& c : e.kept)
+    if (c.config.recompute == Recompute::selective)
+      CHECK(c.config.recompute_modules == std::vector<std::string>{"moe_act", "layernorm"});
+}

@@ -167,8 +167,12 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     b.stage = s;
     StageParams params;
     double act_per_mb = 0, max_layer_params = 0, max_layer_activation = 0, temporary = 0;
+    std::int64_t rebuilt_layers = 0;  // the most layers full recompute rebuilds at once
     for (std::int64_t c = s; c < chunks; c += mesh.pp) {
       const auto first = first_layer[static_cast<std::size_t>(c)];
+      rebuilt_layers = std::max<std::int64_t>(
+          rebuilt_layers,
+          std::min<std::int64_t>(config.recompute_group, per_chunk[static_cast<std::size_t>(c)]));
       for (std::int64_t l = first; l < first + per_chunk[static_cast<std::size_t>(c)]; ++l) {
         const auto& ls = summary(l);
         params.dense += ls.dense;
@@ -184,8 +188,12 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
             act_per_mb += std::max(0.0, full - ls.selective_dropped);
             break;
           case Recompute::full:
-            // torchtitan's `layer` policy checkpoints only every n-th layer.
-            act_per_mb += config.checkpointed(l) ? ls.checkpoint : full;
+            // torchtitan's `layer` policy checkpoints only every n-th layer, Megatron's block
+            // method the first n of a chunk; its uniform groups keep one input per group.
+            if (!config.checkpointed(l, l - first))
+              act_per_mb += full;
+            else if ((l - first) % config.recompute_group == 0)
+              act_per_mb += ls.checkpoint;
             break;
         }
       }
@@ -221,8 +229,10 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
               : (params.dense + params.expert) * recipe.weight_bytes * (1.0 - 1.0 / n);
       temporary += gathered + max_layer_params * recipe.grad_bytes;
     }
-    // Full recompute rebuilds one layer's activations during its backward.
-    if (config.recompute == Recompute::full) temporary += max_layer_activation;
+    // Full recompute rebuilds one layer's activations during its backward (a uniform group's
+    // layers at once).
+    if (config.recompute == Recompute::full)
+      temporary += as_double(rebuilt_layers) * max_layer_activation;
     b.temporary = temporary;
     b.communication = as_double(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
                       options.nccl_bytes_per_group;

@@ -65,10 +65,31 @@ std::vector<std::int64_t> split_layers(std::int64_t layers, std::int64_t chunks)
 
 std::string recompute_label(const ParallelConfig& c) {
   std::string s(name_of(c.recompute));
+  if (c.recompute == Recompute::full && c.recompute_block > 0)
+    return s + " (block " + std::to_string(c.recompute_block) + ")";
+  if (c.recompute == Recompute::full && c.recompute_group > 1)
+    return s + " (uniform " + std::to_string(c.recompute_group) + ")";
   if (c.recompute != Recompute::selective || c.recompute_modules.empty()) return s;
   for (std::size_t i = 0; i < c.recompute_modules.size(); ++i)
     s += (i == 0 ? " (" : ", ") + c.recompute_modules[i];
   return s + ")";
+}
+
+void set_recompute_method(ParallelConfig& c, std::string_view method, std::int64_t layers,
+                          const std::string& where) {
+  if (c.recompute != Recompute::full || c.recompute_every != 1)
+    throw Error("", where, "a recompute method needs full recompute of every layer");
+  if (layers < 1 || layers > 65536)
+    throw Error("", where, "--recompute-num-layers must be from 1 to 65536");
+  c.recompute_block = 0;
+  c.recompute_group = 1;
+  if (method == "block")
+    c.recompute_block = static_cast<std::int32_t>(layers);
+  else if (method == "uniform")
+    c.recompute_group = static_cast<std::int32_t>(layers);
+  else
+    throw Error("", where,
+                "--recompute-method '" + std::string(method) + "': expected uniform or block");
 }
 
 }  // namespace meshsim

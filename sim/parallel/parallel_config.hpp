@@ -47,17 +47,32 @@ struct ParallelConfig {
   // Full recompute on every `recompute_every`-th layer only (torchtitan's `layer` policy);
   // 1: every layer.
   std::int32_t recompute_every = 1;
+  // Megatron's --recompute-method block --recompute-num-layers N: full recompute of the first N
+  // layers of each model chunk only, the others keep their activations (0: every layer).
+  std::int32_t recompute_block = 0;
+  // Megatron's --recompute-method uniform --recompute-num-layers N: each group of N layers of a
+  // chunk keeps one checkpoint (its input) and backward rebuilds the group's N layers at once.
+  std::int32_t recompute_group = 1;
   Schedule schedule;
 
-  // Whether `layer` (0-based, over the whole model) re-runs its forward in backward.
-  bool checkpointed(std::int64_t layer) const {
-    return recompute == Recompute::full && (layer + 1) % recompute_every == 0;
+  // Whether `layer` (0-based, over the whole model; `index_in_chunk`-th of its model chunk)
+  // re-runs its forward in backward.
+  bool checkpointed(std::int64_t layer, std::int64_t index_in_chunk) const {
+    return recompute == Recompute::full && (layer + 1) % recompute_every == 0 &&
+           (recompute_block == 0 || index_in_chunk < recompute_block);
   }
 };
 
 // The recompute mode as reports name it: "selective (moe_act, layernorm)" when it recomputes
-// the stack's modules, else the mode ("none", "selective", "full").
+// the stack's modules, "full (block 4)" / "full (uniform 2)" for Megatron's partial or grouped
+// full recompute, else the mode ("none", "selective", "full").
 std::string recompute_label(const ParallelConfig& c);
+
+// Megatron's --recompute-method (uniform | block) with --recompute-num-layers `layers` on a full
+// recompute: sets recompute_group or recompute_block. An Error naming `where` for another method,
+// a count outside 1..65536, or a config that is not a full recompute of every layer.
+void set_recompute_method(ParallelConfig& c, std::string_view method, std::int64_t layers,
+                          const std::string& where);
 
 // Layers of each pipeline stage (in order); `stages` = pp · virtual stages chunks. Equal
 // shares, the remainder going to the middle chunks (the first chunk also runs the embedding and

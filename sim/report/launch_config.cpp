@@ -134,7 +134,14 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   }
   s += " --overlap-grad-reduce";
   if (c.recompute == Recompute::full)
-    s += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+    s += c.recompute_block > 0 ? fmt::format(
+                                     " --recompute-granularity full --recompute-method block "
+                                     "--recompute-num-layers {}",
+                                     c.recompute_block)
+                               : fmt::format(
+                                     " --recompute-granularity full --recompute-method uniform "
+                                     "--recompute-num-layers {}",
+                                     c.recompute_group);
   else if (c.recompute == Recompute::selective)
     s += " --recompute-granularity selective";
   if (c.recompute == Recompute::selective && !c.recompute_modules.empty())
@@ -162,6 +169,9 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
     s += "# meshsim merged each steady-state forward with the next backward to hide the EP "
          "all-to-alls (1f1b-overlap); torchtitan overlaps them in DualPipeV, a different "
          "schedule: written as 1F1B\n";
+  if (c.recompute == Recompute::full && (c.recompute_block > 0 || c.recompute_group > 1))
+    s += "# torchtitan checkpoints every block (or every n-th): meshsim recomputed Megatron's " +
+         recompute_label(c) + "; written as full AC\n";
   const bool shard = c.zero >= 1;
   // HSDP: FSDP2 shards over `fsdp` of the data-parallel ranks and replicates across the rest.
   const std::int64_t shard_degree = mesh.fsdp > 0 ? mesh.fsdp : mesh.dp;
@@ -255,6 +265,9 @@ std::string accelerate_yaml(const ModelSpec& m, const ParallelConfig& c, const L
         "# HSDP (shard over {} data-parallel ranks, {} replicas) is not written here; this file "
         "shards over all of them (use --emit torchtitan or megatron for HSDP)\n",
         mesh.fsdp, mesh.dp / mesh.fsdp);
+  if (c.recompute == Recompute::full && (c.recompute_block > 0 || c.recompute_group > 1))
+    s += "# Accelerate checkpoints every decoder layer: meshsim recomputed " + recompute_label(c) +
+         "; written as activation checkpointing on\n";
   const bool fsdp = c.zero >= 1;
   s += fmt::format(
       "compute_environment: LOCAL_MACHINE\n"

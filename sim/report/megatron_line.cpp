@@ -256,21 +256,16 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
   }
 
   c.sp = has(line, "--sequence-parallel");
-  // Recompute: Megatron's full recompute of every layer (uniform, one layer per checkpoint) or
-  // its selective recompute of --recompute-modules (default core_attn, the stack's "selective"
-  // policy); partial full recompute is not modelled.
+  // Recompute: Megatron's full recompute (uniform groups of --recompute-num-layers layers, or
+  // only that many layers of each chunk with the block method) or its selective recompute of
+  // --recompute-modules (default core_attn, the stack's "selective" policy).
   const auto gran = line.flags.find("--recompute-granularity");
   if (gran != line.flags.end()) {
     if (gran->second == "full") {
-      const auto method = line.flags.find("--recompute-method");
-      if (method != line.flags.end() && method->second != "uniform")
-        throw Error("", where,
-                    "--recompute-method '" + method->second +
-                        "': only uniform (every layer recomputed) is modelled");
-      if (int_flag(line, "--recompute-num-layers", 1, where) != 1)
-        throw Error("", where,
-                    "--recompute-num-layers: only 1 (every layer on its own) is modelled");
       c.recompute = Recompute::full;
+      const auto method = line.flags.find("--recompute-method");
+      set_recompute_method(c, method == line.flags.end() ? "uniform" : method->second,
+                           int_flag(line, "--recompute-num-layers", 1, where), where);
     } else if (gran->second == "selective") {
       c.recompute = Recompute::selective;
     } else {

@@ -65,7 +65,8 @@ Json to_json(const EvaluatedCandidate& e) {
       {"stack", {c.stack, r.stack, r.tp_overlap, r.cp_comm}},
       {"recompute_units", units_json(c.config.recompute_units)},
       {"recompute_modules", c.config.recompute_modules},
-      {"recompute_every", c.config.recompute_every},
+      {"recompute_every",
+       {c.config.recompute_every, c.config.recompute_block, c.config.recompute_group}},
       {"exposed", map_json(r.exposed_comm_s)},
       {"exposed_by_op", map_json(r.exposed_comm_by_op_s)},
       {"bytes", map_json(r.comm_bytes_per_gpu)},
@@ -114,7 +115,9 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
                                         .frees = u[1].get<std::vector<std::string>>(),
                                         .needs = u[2].get<std::string>()});
   c.config.recompute_modules = j["recompute_modules"].get<std::vector<std::string>>();
-  c.config.recompute_every = j["recompute_every"];
+  c.config.recompute_every = j["recompute_every"][0];
+  c.config.recompute_block = j["recompute_every"][1];
+  c.config.recompute_group = j["recompute_every"][2];
   r.exposed_comm_s = json_map(j["exposed"]);
   r.exposed_comm_by_op_s = json_map(j["exposed_by_op"]);
   r.comm_bytes_per_gpu = json_map(j["bytes"]);

@@ -377,6 +377,12 @@ class Builder {
   std::int64_t first_layer(std::int64_t g) const {
     return chunk_first_[static_cast<std::size_t>(g)];
   }
+  // Whether full recompute re-runs `layer` (ParallelConfig::checkpointed, by its place in its
+  // model chunk).
+  bool checkpointed(std::int64_t layer) const {
+    const auto next = std::upper_bound(chunk_first_.begin(), chunk_first_.end(), layer);
+    return cfg_.checkpointed(layer, layer - *std::prev(next));
+  }
   std::int64_t rank_at_stage(const RankState& rs, std::int64_t stage) const {
     RankCoord c = rs.coord;
     c.pp = stage;
@@ -1062,7 +1068,7 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
   const bool plain_mlp = !(overlap_ && !p.moe) && !(!p.moe && p.tp_reduce_after_mlp);
   if (piece < 0 || piece == 0) {
     if (cfg_.zero >= 3 && cfg_.reshard_after_forward) gather_layer(rs, layer, inst + 20);
-    if (cfg_.checkpointed(layer)) forward_layer(rs, mb, layer, true);
+    if (checkpointed(layer)) forward_layer(rs, mb, layer, true);
     // Selective recompute re-runs the policy's ops before the layer's backward (with fused
     // attention and the default policy there is nothing to re-run: its backward already
     // recomputes the scores).
@@ -1467,7 +1473,7 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
         lw += secs(p.wgrad[i], layer_saved);
       }
       if (cfg_.recompute == Recompute::selective) ld += secs(p.recompute, layer_saved);
-      if (cfg_.checkpointed(l))
+      if (checkpointed(l))
         for (const auto& c : p.forward) ld += secs(c, layer_saved);
       const auto stage = g % mesh_.pp;
       // The overlapped 1F1B runs a pass's collectives under the other pass of its pair: only the
@@ -1723,8 +1729,8 @@ class NoComm : public CommModel {
 };
 
 const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64_t layer) {
-  const auto key = std::make_tuple(stage, m_.is_moe_layer(layer), cfg_.checkpointed(layer),
-                                   layer == 0, layer == m_.layers - 1);
+  const auto key = std::make_tuple(stage, m_.is_moe_layer(layer), checkpointed(layer), layer == 0,
+                                   layer == m_.layers - 1);
   if (auto it = chain_cache_.find(key); it != chain_cache_.end()) return it->second;
   // One micro-batch's passes over the layer on a scratch graph, as the step's trace emits them on
   // this stage's representative (simulate_training's), with its collectives priced by the

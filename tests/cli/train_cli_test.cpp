@@ -724,3 +724,52 @@ TEST_CASE("train: Megatron's --recompute-modules, from the flag or a launch line
     CHECK(bad.err == error);
   }
 }
+
+TEST_CASE("train: Megatron's block and uniform recompute methods") {
+  // Llama 3.1 8B (32 layers) with PP 2 on one DGX H100: 17 and 15 layers (balanced by time).
+  const std::string base = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --mesh tp=2,pp=2 --seq 4096 --gbs 16 --json";
+  auto run = [&](const std::string& flags) {
+    const auto r = run_cli(base + flags);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out);
+  };
+  const auto none = run(" --recompute none");
+  const auto full = run(" --recompute full");
+  const auto block4 = run(" --recompute full --recompute-method block --recompute-num-layers 4");
+  // A block as long as the longer stage is full recompute; a shorter one recomputes less and
+  // keeps more.
+  CHECK(
+      run(" --recompute full --recompute-method block --recompute-num-layers 17")["step_time_s"] ==
+      full["step_time_s"]);
+  CHECK(block4["step_time_s"].get<double>() < full["step_time_s"].get<double>());
+  CHECK(block4["step_time_s"].get<double>() > none["step_time_s"].get<double>());
+  CHECK(block4["memory"]["activations"].get<double>() >
+        full["memory"]["activations"].get<double>());
+  // Uniform groups recompute every layer (the same step) and keep fewer checkpoints.
+  const auto uniform4 =
+      run(" --recompute-method uniform --recompute-num-layers 4 --recompute full");
+  CHECK(uniform4["step_time_s"] == full["step_time_s"]);
+  CHECK(uniform4["memory"]["activations"].get<double>() <
+        full["memory"]["activations"].get<double>());
+  // A launch line's method gives the same step; the header names it.
+  const auto line = run_cli(
+      "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+      source_path("workloads/models/llama3.1-8b.json") +
+      " --json --from-megatron \"--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+      "--sequence-parallel --seq-length 4096 --micro-batch-size 1 --global-batch-size 16 --bf16 "
+      "--recompute-granularity full --recompute-method block --recompute-num-layers 4\"");
+  REQUIRE_MESSAGE(line.exit_code == 0, line.err);
+  CHECK(json::parse(line.out)["step_time_s"] == block4["step_time_s"]);
+  const auto text = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                            source_path("workloads/models/llama3.1-8b.json") +
+                            " --mesh tp=2,pp=2 --seq 4096 --gbs 16 --recompute full "
+                            "--recompute-method block --recompute-num-layers 4");
+  CHECK(text.out.find("recompute full (block 4);") != std::string::npos);
+  const auto bad = run_cli(base + " --recompute selective --recompute-method block");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err ==
+        "error: --recompute-method: a recompute method needs full recompute of every "
+        "layer\n");
+}

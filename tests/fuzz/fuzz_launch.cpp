@@ -18,6 +18,11 @@ void check(const meshsim::LaunchLayout& l) {
   if (l.stack.name.empty() || !meshsim::bundled_stack(l.stack.name)) __builtin_trap();
   if (l.stack.tp_overlap && l.stack.name == "torchtitan") __builtin_trap();
   if (l.config.zero < 0 || l.config.zero > 3) __builtin_trap();
+  // Megatron's recompute methods only on a full recompute, with a positive count.
+  if (l.config.recompute_block < 0 || l.config.recompute_group < 1) __builtin_trap();
+  if ((l.config.recompute_block > 0 || l.config.recompute_group > 1) &&
+      l.config.recompute != meshsim::Recompute::full)
+    __builtin_trap();
   // A global batch split over dp (0: not given). Megatron's must split into whole micro-batches
   // too (checked below); torchtitan's PP micro-batch need not divide its local batch.
   if (l.job.global_batch < 0 || l.job.global_batch % l.config.mesh.dp != 0) __builtin_trap();

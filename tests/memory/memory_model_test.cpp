@@ -34,6 +34,13 @@ MemoryBreakdown train(const ModelSpec& m, const std::string& mesh, std::int32_t 
   return worst_stage(training_memory_per_stage(m, job, c, {}));
 }
 
+// A GPT of 8 Korthikanti layers: h = 1024, 16 heads, GELU MLP, LayerNorm, dropout, biases.
+ModelSpec gpt8() {
+  const auto doc = Json::parse(R"({"hidden": 1024, "layers": 8, "heads": 16, "vocab": 5120,
+                                   "max_positions": 2048})");
+  return read_model(JsonRef::root(doc, "gpt.json"));
+}
+
 }  // namespace
 
 TEST_CASE("seed: model state of a 70B model (ZeRO paper's 2 + 2 + 12 bytes per parameter)") {
@@ -111,9 +118,7 @@ TEST_CASE("micro-batches in flight per pipeline schedule") {
 }
 
 TEST_CASE("activations: full recompute keeps 2·s·b·h per layer; 1F1B multiplies by p") {
-  const auto doc = Json::parse(R"({"hidden": 1024, "layers": 8, "heads": 16, "vocab": 5120,
-                                   "max_positions": 2048})");
-  const auto m = read_model(JsonRef::root(doc, "gpt.json"));
+  const auto m = gpt8();
   const double s = 2048, b = 1, h = 1024, V = 5120;
   LayerShape shape;
   shape.seq = 2048;
@@ -132,6 +137,50 @@ TEST_CASE("activations: full recompute keeps 2·s·b·h per layer; 1F1B multipli
   const double layer_sel = 34 * s * b * h + 4 * s * b * 16;
   CHECK(pp.stage == 0);
   CHECK(pp.activations == doctest::Approx(4 * (2 * layer_sel + embed)));
+}
+
+TEST_CASE("activations: Megatron's block and uniform recompute methods") {
+  // A layer keeps 34·s·b·h + its LSE without recompute (flash), its input 2·s·b·h with full
+  // recompute.
+  const auto m = gpt8();
+  const double s = 2048, b = 1, h = 1024, V = 5120;
+  LayerShape shape;
+  shape.seq = 2048;
+  const double ends =
+      totals(embedding_ops(m, shape, {})).saved_bytes + totals(head_ops(m, shape, {})).saved_bytes;
+  const double layer = 34 * s * b * h + 4 * s * b * 16, input = 2 * s * b * h;
+  const auto with = [&](const char* mesh, const char* method, std::int64_t n) {
+    ParallelConfig c;
+    c.mesh = parse_mesh(mesh, "--mesh");
+    c.recompute = Recompute::full;
+    set_recompute_method(c, method, n, "--recompute-method");
+    const TrainingMemoryJob job{2048, c.mesh.pp * 2, 1, DType::bf16, {}};
+    return training_memory_per_stage(m, job, c, {});
+  };
+  // Block 3 of 8 layers: three keep their input, five everything.
+  const auto block = with("dp=1", "block", 3)[0];
+  CHECK(block.activations == doctest::Approx(3 * input + 5 * layer + ends));
+  CHECK(block.temporary == doctest::Approx(6 * s * b * V + layer));
+  // Uniform groups of 3: layers 0, 3 and 6 keep the groups' inputs; backward rebuilds 3 layers.
+  const auto uniform = with("dp=1", "uniform", 3)[0];
+  CHECK(uniform.activations == doctest::Approx(3 * input + ends));
+  CHECK(uniform.temporary == doctest::Approx(6 * s * b * V + 3 * layer));
+  // Per pipeline chunk: with PP 2 (4 layers a stage, 2 micro-batches in flight on stage 0) block
+  // 1 recomputes one layer of each stage.
+  const auto staged = with("dp=1,pp=2", "block", 1);
+  const double embed = totals(embedding_ops(m, shape, {})).saved_bytes;
+  CHECK(staged[0].activations == doctest::Approx(2 * (input + 3 * layer + embed)));
+  // A method needs full recompute of every layer; the count is bounded.
+  ParallelConfig sel;
+  sel.recompute = Recompute::selective;
+  CHECK_THROWS_WITH_AS(set_recompute_method(sel, "block", 2, "x"),
+                       "x: a recompute method needs full recompute of every layer", Error);
+  ParallelConfig full;
+  full.recompute = Recompute::full;
+  CHECK_THROWS_WITH_AS(set_recompute_method(full, "block", 0, "x"),
+                       "x: --recompute-num-layers must be from 1 to 65536", Error);
+  CHECK_THROWS_WITH_AS(set_recompute_method(full, "chunked", 2, "x"),
+                       "x: --recompute-method 'chunked': expected uniform or block", Error);
 }
 
 TEST_CASE("ZeRO-3 gathers layers; expert state shards over the expert data-parallel group") {

@@ -14,6 +14,8 @@ inline void check_same_layout(const LaunchLayout& back, const ParallelConfig& c,
   CHECK(back.config.sp == c.sp);
   CHECK(back.config.recompute == c.recompute);
   CHECK(back.config.recompute_every == c.recompute_every);
+  CHECK(back.config.recompute_block == c.recompute_block);
+  CHECK(back.config.recompute_group == c.recompute_group);
   CHECK(back.config.schedule.kind == c.schedule.kind);
   CHECK(back.config.schedule.virtual_stages == c.schedule.virtual_stages);
   CHECK(back.job.seq == job.seq);

@@ -197,11 +197,10 @@ TEST_CASE("launch lines meshsim cannot model are clear errors naming the flag") 
         "the cluster's 64 GPUs");
   CHECK(job_error("--tensor-model-parallel-size eight") ==
         "--from-megatron: --tensor-model-parallel-size 'eight' is not a positive integer");
-  CHECK(job_error("--recompute-granularity full --recompute-method block") ==
-        "--from-megatron: --recompute-method 'block': only uniform (every layer recomputed) is "
-        "modelled");
-  CHECK(job_error("--recompute-granularity full --recompute-num-layers 4")
-            .find("--recompute-num-layers") != std::string::npos);
+  CHECK(job_error("--recompute-granularity full --recompute-method chunked") ==
+        "--from-megatron: --recompute-method 'chunked': expected uniform or block");
+  CHECK(job_error("--recompute-granularity full --recompute-num-layers 0") ==
+        "--from-megatron: --recompute-num-layers '0' is not a positive integer");
   CHECK(job_error("--use-megatron-fsdp --data-parallel-sharding-strategy everything")
             .find("expected no_shard, optim, optim_grads or optim_grads_params") !=
         std::string::npos);
@@ -297,4 +296,31 @@ TEST_CASE("a Megatron flag takes every word up to the next flag; --recompute-mod
   CHECK(text.find("default module set") == std::string::npos);
   const auto back = megatron_job(parse_megatron_line(text, "x"), 512, model.layers, "x");
   CHECK(back.config.recompute_modules == c.recompute_modules);
+}
+
+TEST_CASE("Megatron's recompute methods: block and uniform groups read and written back") {
+  const auto model = load_model(model_path("llama3.1-70b"));
+  for (const auto& [method, n] : std::vector<std::pair<std::string, std::int64_t>>{
+           {"block", 3}, {"uniform", 2}, {"uniform", 1}}) {
+    const auto j = megatron_job(
+        parse_megatron_line("--pipeline-model-parallel-size 4 --recompute-granularity full "
+                            "--recompute-method " +
+                                method + " --recompute-num-layers " + std::to_string(n),
+                            "x"),
+        64, model.layers, "x");
+    CHECK(j.config.recompute == Recompute::full);
+    CHECK(j.config.recompute_block == (method == "block" ? n : 0));
+    CHECK(j.config.recompute_group == (method == "uniform" ? n : 1));
+    const auto text = launch_config("megatron", model, j.config, {4096, 64, 1, DType::bf16, 8, 8});
+    CHECK(text.find("--recompute-method " + method + " --recompute-num-layers " +
+                    std::to_string(n)) != std::string::npos);
+    const auto back = megatron_job(parse_megatron_line(text, "x"), 64, model.layers, "x");
+    CHECK(back.config.recompute_block == j.config.recompute_block);
+    CHECK(back.config.recompute_group == j.config.recompute_group);
+  }
+  // Megatron's default method with full granularity is uniform, one layer a group.
+  const auto plain =
+      megatron_job(parse_megatron_line("--recompute-granularity full", "x"), 8, model.layers, "x");
+  CHECK(plain.config.recompute_block == 0);
+  CHECK(plain.config.recompute_group == 1);
 }

@@ -124,6 +124,13 @@ void JobArgs::add_to(CLI::App* cmd) {
              "Selective recompute of these modules of the stack (megatron: core_attn, moe_act, "
              "layernorm, mla_up_proj, mlp, shared_experts; comma-separated)")
           ->delimiter(',');
+  auto* method_opt =
+      cmd->add_option("--recompute-method", recompute_method,
+                      "Full recompute as Megatron's --recompute-method: uniform (groups of "
+                      "--recompute-num-layers layers share a checkpoint) or block (only the first "
+                      "--recompute-num-layers layers of each pipeline chunk are recomputed)");
+  auto* layers_opt = cmd->add_option("--recompute-num-layers", recompute_layers,
+                                     "Layers of a uniform group or a block (default 1)");
   cmd->add_option("--stack", stack,
                   "Software stack: megatron (default; with --from-torchtitan, torchtitan or "
                   "torchtitan-compile as the config compiles), torchtitan, torchtitan-compile, "
@@ -151,8 +158,8 @@ void JobArgs::add_to(CLI::App* cmd) {
         cmd->add_option("--from-torchtitan", from_torchtitan,
                         "A torchtitan job config (TOML): its [parallelism], [training] and "
                         "[activation_checkpoint] set the job")})
-    for (auto* o : {mesh_opt, zero_opt, recompute_opt, modules_opt, seq_opt, gbs_opt, mbs_opt,
-                    dtype_opt, sp_opt, schedule_opt})
+    for (auto* o : {mesh_opt, zero_opt, recompute_opt, modules_opt, method_opt, layers_opt, seq_opt,
+                    gbs_opt, mbs_opt, dtype_opt, sp_opt, schedule_opt})
       from->excludes(o);
   cmd->get_option("--from-megatron")->excludes("--from-torchtitan");
 }
@@ -233,6 +240,11 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   cfg.recompute_units = policy.units;
   cfg.recompute_modules = policy.modules;
   cfg.recompute_every = policy.every;
+  if (!recompute_method.empty() || recompute_layers > 0)
+    set_recompute_method(
+        cfg, recompute_method.empty() ? "uniform" : recompute_method,
+        recompute_layers > 0 ? recompute_layers : 1,
+        recompute_method.empty() ? "--recompute-num-layers" : "--recompute-method");
   r.flash_attention = attention == "flash";
   if (!r.flash_attention && attention != "unfused")
     throw Error("", "--attention", "'" + attention + "': expected flash or unfused");

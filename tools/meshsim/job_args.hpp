@@ -63,6 +63,9 @@ struct JobArgs {
   // --recompute-modules a,b: the stack's modules recomputed selectively (a launch line's
   // --recompute-modules likewise). Empty: the --recompute policy.
   std::vector<std::string> recompute_modules;
+  // --recompute-method uniform|block with --recompute-num-layers N (full recompute only).
+  std::string recompute_method;
+  std::int64_t recompute_layers = 0;
   // Empty: what a launch configuration says (--from-torchtitan: torchtitan or torchtitan-compile),
   // else megatron.
   std::string stack;

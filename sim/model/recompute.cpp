@@ -31,17 +31,24 @@ LayerRecompute resolve_recompute(const std::vector<OpSpec>& layer,
     return std::any_of(layer.begin(), layer.end(),
                        [&](const OpSpec& op) { return op.name == name; });
   };
+  // Each tensor is freed once, however many regions name it.
+  std::vector<std::string> freed;
+  const auto free = [&](const std::string& tensor, double bytes) {
+    if (contains(freed, tensor)) return;
+    freed.push_back(tensor);
+    out.freed_bytes += bytes;
+  };
   for (const auto& u : units) {
     if (!u.needs.empty() && !has(u.needs)) continue;
     for (const auto& name : u.ops)
       if (!contains(out.ops, name)) out.ops.push_back(name);
     for (const auto& op : layer) {
       if (u.frees.empty()) {
-        if (contains(u.ops, op.name)) out.freed_bytes += dropped_bytes(op);
+        if (contains(u.ops, op.name)) free(op.name, dropped_bytes(op));
         continue;
       }
-      if (contains(u.frees, op.name)) out.freed_bytes += dropped_bytes(op);
-      if (contains(u.frees, op.name + ".input")) out.freed_bytes += op.saved_input_bytes;
+      if (contains(u.frees, op.name)) free(op.name, dropped_bytes(op));
+      if (contains(u.frees, op.name + ".input")) free(op.name + ".input", op.saved_input_bytes);
     }
   }
   return out;

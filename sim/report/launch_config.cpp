@@ -134,14 +134,10 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   }
   s += " --overlap-grad-reduce";
   if (c.recompute == Recompute::full)
-    s += c.recompute_block > 0 ? fmt::format(
-                                     " --recompute-granularity full --recompute-method block "
-                                     "--recompute-num-layers {}",
-                                     c.recompute_block)
-                               : fmt::format(
-                                     " --recompute-granularity full --recompute-method uniform "
-                                     "--recompute-num-layers {}",
-                                     c.recompute_group);
+    s +=
+        fmt::format(" --recompute-granularity full --recompute-method {} --recompute-num-layers {}",
+                    c.recompute_block > 0 ? "block" : "uniform",
+                    c.recompute_block > 0 ? c.recompute_block : c.recompute_group);
   else if (c.recompute == Recompute::selective)
     s += " --recompute-granularity selective";
   if (c.recompute == Recompute::selective && !c.recompute_modules.empty())

@@ -172,8 +172,8 @@ MegatronLine parse_megatron_line(std::string_view text, const std::string& where
   if (start == words.size()) throw Error("", where, "no --flags in the launch line");
   MegatronLine line;
   const auto& known = known_flags();
-  std::string
-      previous;  // the last flag read and whether it took a value: what a stray word follows
+  // The last flag read and whether it took a value: what a stray word follows.
+  std::string previous;
   bool previous_valued = false;
   for (std::size_t i = start; i < words.size(); ++i) {
     std::string flag = words[i];

@@ -81,3 +81,11 @@ TEST_CASE("output-discarding regions free the tensor their consumer stores") {
           2.0 * 4096 * 7168 * 2);
   }
 }
+
+TEST_CASE("a tensor two regions name is freed once") {
+  // Megatron's moe_act twice over (a stack file may list a module's region in two modules).
+  const RecomputeUnit act{{"expert_activation"}, {"expert_down"}, ""};
+  const auto r = resolve_recompute(layer("mixtral-8x7b", 0), {act, act});
+  CHECK(r.ops == std::vector<std::string>{"expert_activation"});
+  CHECK(r.freed_bytes == 2.0 * 8192 * 14336);
+}

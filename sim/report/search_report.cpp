@@ -36,6 +36,7 @@ Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
             {"mbs", c.micro_batch},
             {"recompute", name_of(c.config.recompute)},
             {"recompute_modules", c.config.recompute_modules},
+            {"recompute_block", c.config.recompute_block},
             {"stack", e.result.stack.empty() ? c.stack : e.result.stack}};
   if (!e.error.empty()) {
     j["error"] = e.error;

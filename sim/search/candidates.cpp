@@ -18,6 +18,7 @@ std::string Candidate::label() const {
          " zero=" + std::to_string(config.zero) + " " + to_string(config.schedule) +
          " mbs=" + std::to_string(micro_batch) +
          " recompute=" + std::string(name_of(config.recompute)) +
+         (config.recompute_block > 0 ? "-block" + std::to_string(config.recompute_block) : "") +
          (stack.empty() ? "" : " stack=" + stack);
 }
 
@@ -170,6 +171,23 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                   if (worst_stage(stages).total() > capacity) {
                     reject("does not fit memory");
                     continue;
+                  }
+                  // The stack's block method: the fewest layers of each chunk recomputed that
+                  // still fit (memory only falls as more layers are recomputed).
+                  if (rc == Recompute::full && stack.recompute_block && cfg.recompute_every == 1) {
+                    const std::int64_t longest = (model.layers + pp * sched.virtual_stages - 1) /
+                                                 (pp * sched.virtual_stages);
+                    std::int64_t lo = 1, hi = longest;  // `hi` fits: every layer recomputed
+                    while (lo < hi) {
+                      const auto mid = lo + (hi - lo) / 2;
+                      cfg.recompute_block = static_cast<std::int32_t>(mid);
+                      if (worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total() <=
+                          capacity)
+                        hi = mid;
+                      else
+                        lo = mid + 1;
+                    }
+                    cfg.recompute_block = lo < longest ? static_cast<std::int32_t>(lo) : 0;
                   }
                   found = true;
                   lowest_zero = zero;

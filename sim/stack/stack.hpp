@@ -221,6 +221,10 @@ struct Stack {
   // Selective recompute by module (Megatron's --recompute-modules): each module name's regions.
   // Empty: the stack has no such choice.
   std::map<std::string, std::vector<RecomputeUnit>, std::less<>> recompute_modules;
+  // Full recompute of only the first N layers of each pipeline chunk (Megatron's
+  // --recompute-method block): a search's full-recompute candidates recompute the fewest layers
+  // that fit.
+  bool recompute_block = false;
 
   const RecomputePolicy* policy(std::string_view name) const;
   // The stack's first policy of `mode` (what a search's selective or full candidate runs).

@@ -2,6 +2,8 @@
 // selective recompute is dominated by none only where the stack's policy frees nothing.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "model/workload.hpp"
 #include "search/search.hpp"
 #include "test_paths.hpp"
@@ -71,4 +73,42 @@ TEST_CASE("search: --recompute-modules makes the selective candidates recompute 
   for (const auto& c : e.kept)
     if (c.config.recompute == Recompute::selective)
       CHECK(c.config.recompute_modules == std::vector<std::string>{"moe_act", "layernorm"});
+}
+
+TEST_CASE("search: Megatron's full-recompute candidates recompute the fewest layers that fit") {
+  // Llama 3.1 70B at 4K on four DGX H100 nodes.
+  const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{4});
+  const auto model = load_workload(model_path("llama3.1-70b")).model;
+  const SearchJob job{4096, 64, DType::bf16, true};
+  const auto& mg = *bundled_stack("megatron");
+  REQUIRE(mg.recompute_block);
+  const auto e = enumerate_on(topo, model, job, mg);
+  MemoryOptions mo;
+  mo.recipe = stack_recipe(mg, job.dtype);
+  mo.flash_attention = true;
+  const double capacity = topo.gpu.hbm_bytes.as_double();
+  std::size_t blocks = 0;
+  for (const auto& c : e.kept) {
+    if (c.config.recompute_block == 0) continue;
+    ++blocks;
+    INFO(c.label());
+    CHECK(c.config.recompute == Recompute::full);
+    CHECK(c.label().find("recompute=full-block" + std::to_string(c.config.recompute_block)) !=
+          std::string::npos);
+    const TrainingMemoryJob mj{job.seq, job.global_batch, c.micro_batch, job.dtype, {}};
+    const auto worst = [&](std::int32_t n) {
+      auto cfg = c.config;
+      cfg.recompute_block = n;
+      return worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total();
+    };
+    // It fits, one layer fewer does not, and it is fewer than a chunk's layers.
+    CHECK(worst(c.config.recompute_block) <= capacity);
+    if (c.config.recompute_block > 1) CHECK(worst(c.config.recompute_block - 1) > capacity);
+    const auto chunks = c.config.mesh.pp * c.config.schedule.virtual_stages;
+    CHECK(c.config.recompute_block < (model.layers + chunks - 1) / chunks);
+  }
+  CHECK(blocks > 0);
+  // torchtitan has no block method: its full candidates recompute every layer.
+  for (const auto& c : enumerate_on(topo, model, job, *bundled_stack("torchtitan")).kept)
+    CHECK(c.config.recompute_block == 0);
 }

@@ -563,6 +563,13 @@ TEST_CASE("recompute modules: Megatron's --recompute-modules as regions, strictl
         "s.json:/recompute_modules/act/0/needs: must name an op");
   CHECK(error_of(with_modules(R"({"act": [{"ops": ["x"], "keep": 1}]})"))
             .starts_with("s.json:/recompute_modules/act/0/keep: unknown key 'keep'"));
+  CHECK(!stack_from(t).recompute_block);
+  CHECK(bundled_stack("megatron")->recompute_block);
+  {
+    std::string b = t;
+    b.replace(b.find(end), end.size(), end + R"(, "recompute_block": "yes")");
+    CHECK(error_of(b).starts_with("s.json:/recompute_block: "));
+  }
   CHECK(error_of(with_modules("[]")) ==
         "s.json:/recompute_modules: must be an object of module names, each a list of regions");
 }

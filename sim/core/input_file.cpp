@@ -1,5 +1,7 @@
 #include "core/input_file.hpp"
 
+#include <fmt/ranges.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -34,11 +36,9 @@ std::string read_input_file(const std::string& path) {
 void require_bundled_name_or_file(const std::string& name_or_file, const char* kind,
                                   const std::vector<std::string>& bundled) {
   if (std::filesystem::exists(name_or_file)) return;
-  std::string known;
-  for (const auto& n : bundled) known += (known.empty() ? "" : ", ") + n;
   throw Error(name_or_file, "",
-              std::string("is neither a bundled ") + kind + " (" + known + ") nor " +
-                  (kind[0] == 'e' ? "an " : "a ") + kind + " file that exists");
+              fmt::format("is neither a bundled {} ({}) nor {} {} file that exists", kind,
+                          fmt::join(bundled, ", "), kind[0] == 'e' ? "an" : "a", kind));
 }
 
 }  // namespace meshsim

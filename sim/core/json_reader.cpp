@@ -1,6 +1,7 @@
 #include "core/json_reader.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -305,10 +306,10 @@ std::optional<JsonRef> ObjectReader::optional(std::string_view key) {
 void ObjectReader::finish() const {
   for (const auto& [key, value] : self_.raw().items()) {
     if (!used_.contains(key)) {
-      std::string known;
-      for (const auto& k : used_) known += (known.empty() ? "" : ", ") + k;
-      self_.child(key).fail("unknown key '" + key + "'" +
-                            (known.empty() ? "" : " (this object takes: " + known + ", ...)"));
+      self_.child(key).fail(
+          "unknown key '" + key + "'" +
+          (used_.empty() ? ""
+                         : fmt::format(" (this object takes: {}, ...)", fmt::join(used_, ", "))));
     }
   }
 }

@@ -1,5 +1,7 @@
 #include "parallel/parallel_config.hpp"
 
+#include <fmt/ranges.h>
+
 #include <charconv>
 
 #include "core/enum_names.hpp"
@@ -70,9 +72,7 @@ std::string recompute_label(const ParallelConfig& c) {
   if (c.recompute == Recompute::full && c.recompute_group > 1)
     return s + " (uniform " + std::to_string(c.recompute_group) + ")";
   if (c.recompute != Recompute::selective || c.recompute_modules.empty()) return s;
-  for (std::size_t i = 0; i < c.recompute_modules.size(); ++i)
-    s += (i == 0 ? " (" : ", ") + c.recompute_modules[i];
-  return s + ")";
+  return fmt::format("{} ({})", s, fmt::join(c.recompute_modules, ", "));
 }
 
 void set_recompute_method(ParallelConfig& c, std::string_view method, std::int64_t layers,

@@ -1,6 +1,7 @@
 #include "report/launch_config.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 
@@ -141,8 +142,7 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   else if (c.recompute == Recompute::selective)
     s += " --recompute-granularity selective";
   if (c.recompute == Recompute::selective && !c.recompute_modules.empty())
-    for (std::size_t i = 0; i < c.recompute_modules.size(); ++i)
-      s += (i == 0 ? " --recompute-modules " : " ") + c.recompute_modules[i];
+    s += fmt::format(" --recompute-modules {}", fmt::join(c.recompute_modules, " "));
   s += j.dtype == DType::fp16 ? " --fp16" : " --bf16";
   if (j.dtype == DType::fp8) s += " --fp8-format hybrid";
   return s;

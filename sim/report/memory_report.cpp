@@ -1,6 +1,7 @@
 #include "report/memory_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/enum_names.hpp"
 #include "report/metrics_json.hpp"
@@ -65,9 +66,9 @@ std::string memory_text(const MemoryRun& run) {
   // With a pipeline, every stage's total (stage 0 first): the first holds the most micro-batches'
   // activations under 1F1B, the last the LM head.
   if (run.stages.size() > 1) {
-    std::string totals;
-    for (const auto& s : run.stages) totals += (totals.empty() ? "" : " ") + gb(s.total());
-    out += fmt::format("{:<16}{}\n", "total by stage", totals);
+    std::vector<std::string> totals;
+    for (const auto& s : run.stages) totals.push_back(gb(s.total()));
+    out += fmt::format("{:<16}{}\n", "total by stage", fmt::join(totals, " "));
   }
   if (b.total() <= run.gpu_bytes)
     out += fmt::format("verdict: fits ({} GB free of {})\n", gb(run.gpu_bytes - b.total()),

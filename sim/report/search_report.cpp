@@ -1,6 +1,7 @@
 #include "report/search_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -130,15 +131,13 @@ std::string search_text(const SearchRun& run) {
     const auto it = cp_comm.find(st);
     return it == cp_comm.end() ? st : st + " (CP K/V " + it->second + ")";
   };
-  std::string stacks;
-  for (const auto& st : run.stacks_compared) stacks += (stacks.empty() ? "" : ", ") + named(st);
-  out += run.stacks_compared.empty() ? "# stack: " + named(run.stack) + "\n"
-                                     : "# stacks compared: " + stacks + "\n";
-  if (!run.recompute_modules.empty()) {
-    std::string modules;
-    for (const auto& m : run.recompute_modules) modules += (modules.empty() ? "" : ", ") + m;
-    out += "# selective recompute: modules " + modules + "\n";
-  }
+  std::vector<std::string> stacks;
+  for (const auto& st : run.stacks_compared) stacks.push_back(named(st));
+  out += stacks.empty() ? "# stack: " + named(run.stack) + "\n"
+                        : fmt::format("# stacks compared: {}\n", fmt::join(stacks, ", "));
+  if (!run.recompute_modules.empty())
+    out +=
+        fmt::format("# selective recompute: modules {}\n", fmt::join(run.recompute_modules, ", "));
   std::string rejected;
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
   out += fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,

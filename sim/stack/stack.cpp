@@ -1,5 +1,7 @@
 #include "stack/stack.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "core/enum_names.hpp"
@@ -327,10 +329,8 @@ Stack read_stack(const JsonRef& ref) {
     if (!v->raw().is_object()) v->fail("must be an object of catalogue GEMM op names");
     for (const auto& [key, value] : v->raw().items()) {
       if (std::ranges::find(kFp8GemmOps, key) == kFp8GemmOps.end()) {
-        std::string known;
-        for (const auto name : kFp8GemmOps)
-          known += (known.empty() ? "" : ", ") + std::string(name);
-        v->child(key).fail("not a GEMM op with weights (known: " + known + ")");
+        v->child(key).fail(
+            fmt::format("not a GEMM op with weights (known: {})", fmt::join(kFp8GemmOps, ", ")));
       }
       s.fp8_casts[key] = read_fp8_casts(v->child(key));
     }
@@ -409,20 +409,20 @@ RecomputePolicy recompute_policy(const Stack& stack, std::string_view name) {
   if (const auto mode = parse_recompute(name))
     if (const auto* p = stack.policy_for(*mode)) return *p;
   if (name == "none") return RecomputePolicy{"none", "no recomputation", Recompute::none, {}, {}};
-  std::string known;
-  for (const auto& p : stack.recompute) known += (known.empty() ? "" : ", ") + p.name;
+  std::vector<std::string> names;
+  for (const auto& p : stack.recompute) names.push_back(p.name);
   throw Error("", "--recompute",
-              "stack '" + stack.name + "' has no policy '" + std::string(name) +
-                  "' (its policies: " + known + ")");
+              fmt::format("stack '{}' has no policy '{}' (its policies: {})", stack.name, name,
+                          fmt::join(names, ", ")));
 }
 
 RecomputePolicy module_policy(const Stack& stack, const std::vector<std::string>& modules,
                               const std::string& where) {
   if (stack.recompute_modules.empty())
     throw Error("", where, "stack '" + stack.name + "' has no recompute modules");
-  std::string known;
-  for (const auto& [name, units] : stack.recompute_modules)
-    known += (known.empty() ? "" : ", ") + name;
+  std::vector<std::string> names;
+  for (const auto& module : stack.recompute_modules) names.push_back(module.first);
+  const auto known = fmt::format("{}", fmt::join(names, ", "));
   if (modules.empty()) throw Error("", where, "names no module (the stack's: " + known + ")");
   RecomputePolicy p;
   p.mode = Recompute::selective;
@@ -437,8 +437,8 @@ RecomputePolicy module_policy(const Stack& stack, const std::vector<std::string>
       throw Error("", where, "module '" + m + "' is given twice");
     p.modules.push_back(m);
     p.units.insert(p.units.end(), it->second.begin(), it->second.end());
-    p.description += (p.description.empty() ? "--recompute-modules " : " ") + m;
   }
+  p.description = fmt::format("--recompute-modules {}", fmt::join(p.modules, " "));
   return p;
 }
 

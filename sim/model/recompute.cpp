@@ -40,8 +40,11 @@ LayerRecompute resolve_recompute(const std::vector<OpSpec>& layer,
   };
   for (const auto& u : units) {
     if (!u.needs.empty() && !has(u.needs)) continue;
-    for (const auto& name : u.ops)
+    for (const auto& name : u.ops) {
       if (!contains(out.ops, name)) out.ops.push_back(name);
+      if (u.reruns_tp_collectives && !contains(out.ops_with_tp_collectives, name))
+        out.ops_with_tp_collectives.push_back(name);
+    }
     for (const auto& op : layer) {
       if (u.frees.empty()) {
         if (contains(u.ops, op.name)) free(op.name, dropped_bytes(op));

@@ -175,7 +175,8 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
   LayerPlan p;
   p.moe = moe;
   p.tp_reduce_after_mlp = !moe || shared_experts;
-  const auto recompute = resolve_recompute(ops, pricing.recompute).ops;
+  const auto resolved = resolve_recompute(ops, pricing.recompute);
+  const auto& recompute = resolved.ops;
   for (const auto& op : ops) {
     const auto i = static_cast<std::size_t>(segment_of(op));
     const double slow =
@@ -184,11 +185,6 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
     p.forward[i] += c.forward;
     p.dgrad[i] += c.dgrad;
     p.wgrad[i] += c.wgrad;
-    if (pricing.tp > 1 && is_tp_gemm(op) &&
-        std::any_of(recompute.begin(), recompute.end(), [&](const std::string& name) {
-          return name == op.name || name.starts_with(op.name + ".");
-        }))
-      p.recompute_tp_gemms.push_back(op.name);
     if (listed(recompute, op.name)) {
       p.recompute += c.forward;
     } else {
@@ -201,16 +197,23 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
         }
     }
     if (is_tp_gemm(op)) {
+      std::vector<TpGemm> as_run;
       if (runs_as_parts(op, pricing.stack)) {
         for (const auto& [part, columns] : op.gemm_parts) {
           const auto pk = gemm_part_kernels(op, columns);
-          p.tp_gemms[i].push_back(
+          as_run.push_back(
               {op.name + "." + part, op.role, pk.forward, pk.backward_input, pk.backward_weight});
         }
       } else {
-        p.tp_gemms[i].push_back(
-            {op.name, op.role, op.forward, op.backward_input, op.backward_weight});
+        as_run.push_back({op.name, op.role, op.forward, op.backward_input, op.backward_weight});
       }
+      // A whole op re-run by a checkpoint that re-runs its collectives: one gather or reduction
+      // per op, however many GEMMs it runs as (TE's fc1 gathers once for gate and up).
+      if (pricing.tp > 1 && listed(resolved.ops_with_tp_collectives, op.name)) {
+        p.recompute_tp_gemms.insert(p.recompute_tp_gemms.end(), as_run.begin(), as_run.end());
+        ++(op.role == TpRole::column_parallel ? p.recompute_gathers : p.recompute_reductions);
+      }
+      p.tp_gemms[i].insert(p.tp_gemms[i].end(), as_run.begin(), as_run.end());
     }
     (op.expert_weights ? p.expert_params : p.dense_params) += op.weight_params;
     p.saved_bytes += op.saved_bytes + op.score_bytes;

@@ -329,6 +329,10 @@ class Builder {
   // are: up to the forward's dispatch or the backward's combine, the MLP up to the next one, the
   // rest); -1: the whole pass. A merged pair interleaves the pieces of its two passes.
   static constexpr int kLayerPieces = 3;
+  // A selective policy's ops re-run before a layer's backward, with the TP collectives of the
+  // GEMMs whose checkpoint re-runs them (LayerPlan::recompute_tp_gemms).
+  void recompute_selective(RankState& rs, const std::string& name, const LayerPlan& p,
+                           std::uint64_t inst);
   void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute,
                      int piece = -1);
   void backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool split_w,
@@ -989,6 +993,36 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
   }
 }
 
+void Builder::recompute_selective(RankState& rs, const std::string& name, const LayerPlan& p,
+                                  std::uint64_t inst) {
+  if (p.recompute_tp_gemms.empty()) {
+    compute(rs, name, p.recompute, true);
+    return;
+  }
+  // With TP overlap a dense layer's re-run MLP overlaps its collectives as its forward did
+  // (TE's userbuffers serve the checkpointed fc1 and fc2 alike); MoE layers' shared experts run
+  // theirs exposed, as in their forward.
+  if (overlap_ && !p.moe) {
+    const auto has = [&](TpRole role) {
+      return std::any_of(p.recompute_tp_gemms.begin(), p.recompute_tp_gemms.end(),
+                         [&](const TpGemm& g) { return g.role == role; });
+    };
+    overlapped_segment(
+        rs, name, p.recompute, p.recompute_tp_gemms,
+        {0, has(TpRole::column_parallel) ? std::optional(TpRole::column_parallel) : std::nullopt,
+         has(TpRole::row_parallel) ? std::optional(TpRole::row_parallel) : std::nullopt, false},
+        true, inst);
+    return;
+  }
+  for (int i = 0; i < p.recompute_gathers && sp_; ++i)
+    tp(rs, CollectiveOp::all_gather, name + ".tp_ag" + std::to_string(i),
+       inst + static_cast<std::uint64_t>(i), gather_bytes(p.moe));
+  compute(rs, name, p.recompute, true);
+  for (int i = 0; i < p.recompute_reductions; ++i)
+    tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+       name + ".tp_reduce" + std::to_string(i), inst + 10 + static_cast<std::uint64_t>(i));
+}
+
 void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute,
                             int piece) {
   const LayerGraph graph(rs, opt_.stack.cuda_graphs == CudaGraphs::layer);
@@ -1073,7 +1107,7 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
     // attention and the default policy there is nothing to re-run: its backward already
     // recomputes the scores).
     if (cfg_.recompute == Recompute::selective && p.recompute.time > Time::zero())
-      compute(rs, n + ".recompute", p.recompute, true);
+      recompute_selective(rs, n + ".recompute", p, instance(mb, layer, 4));
     compute(rs, n + ".end", seg(Seg::end), false);
     if (plain_mlp) {
       if (sp_ && p.tp_reduce_after_mlp)
@@ -1702,20 +1736,6 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   trace_.ranks = ranks;
   trace_.chunk_layers = chunk_layers_;
   trace_.microbatches = microbatches_;
-  // Megatron's mlp and shared_experts checkpoints (tensor_parallel.checkpoint) re-run their
-  // sequence-parallel all-gather and reduce-scatter with their GEMMs.
-  if (!cfg_.recompute_modules.empty()) {
-    std::vector<std::string> gemms = costs_.dense.recompute_tp_gemms;
-    for (const auto& g : costs_.moe.recompute_tp_gemms)
-      if (std::find(gemms.begin(), gemms.end(), g) == gemms.end()) gemms.push_back(g);
-    if (!gemms.empty()) {
-      std::string names;
-      for (const auto& g : gemms) names += (names.empty() ? "" : ", ") + g;
-      trace_.notes.push_back("recomputed TP GEMMs (" + names +
-                             ") re-run their TP collectives in the stack; only their kernels "
-                             "are priced");
-    }
-  }
   return std::move(trace_);
 }
 

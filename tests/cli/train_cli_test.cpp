@@ -701,15 +701,24 @@ TEST_CASE("train: Megatron's --recompute-modules, from the flag or a launch line
   const auto text = run_cli(base + mesh + " --recompute-modules moe_act,layernorm");
   CHECK(text.out.find("recompute selective (moe_act, layernorm);") != std::string::npos);
 
-  // A recomputed TP GEMM's collectives are not re-run: the run says so.
-  const auto tp =
-      run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
-              source_path("workloads/models/llama3.1-8b.json") +
-              " --mesh tp=2 --seq 4096 --gbs 4 --recompute-modules core_attn,mlp --json");
-  REQUIRE_MESSAGE(tp.exit_code == 0, tp.err);
-  CHECK(json::parse(tp.out)["notes"] ==
-        json::array({"recomputed TP GEMMs (mlp_up, mlp_down) re-run their TP collectives in the "
-                     "stack; only their kernels are priced"}));
+  // The mlp checkpoint re-runs its TP all-gather and reduce-scatter of 4096 × 4096 × 2 bytes,
+  // each sending (t − 1)/t of it per GPU, per layer and micro-batch (32 layers, 1 micro-batch
+  // per DP rank of 4).
+  const auto tp_run = [&](const std::string& names) {
+    const auto r =
+        run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                source_path("workloads/models/llama3.1-8b.json") +
+                " --mesh tp=2 --seq 4096 --gbs 4 --recompute-modules " + names + " --zero 1 --json");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out);
+  };
+  const auto attn_only = tp_run("core_attn");
+  const auto with_mlp = tp_run("core_attn,mlp");
+  CHECK(with_mlp["notes"] == json::array());
+  CHECK(with_mlp["comm_bytes_per_gpu"]["tp"].get<double>() -
+            attn_only["comm_bytes_per_gpu"]["tp"].get<double>() ==
+        doctest::Approx(32 * 2 * 4096.0 * 4096 * 2 / 2));
+  CHECK(with_mlp["step_time_s"].get<double>() > attn_only["step_time_s"].get<double>());
 
   for (const auto& [flags, error] : std::vector<std::pair<std::string, std::string>>{
            {" --recompute-modules moe",

@@ -553,6 +553,17 @@ TEST_CASE("recompute modules: Megatron's --recompute-modules as regions, strictl
   REQUIRE(s.recompute_modules.contains("act"));
   CHECK(s.recompute_modules.at("act")[0] ==
         RecomputeUnit{{"mlp_activation"}, {"mlp_down"}, "mlp_up"});
+  CHECK(!s.recompute_modules.at("act")[0].reruns_tp_collectives);
+  const auto mlp = stack_from(with_modules(R"({"mlp": [{"ops": ["mlp_up", "mlp_down"],
+      "reruns_tp_collectives": true}]})"));
+  CHECK(mlp.recompute_modules.at("mlp")[0].reruns_tp_collectives);
+  // Megatron's whole-MLP checkpoints re-run their collectives; the output-discarding ones none.
+  for (const auto& module : mg.recompute_modules)
+    CHECK_MESSAGE(module.second[0].reruns_tp_collectives ==
+                      (module.first == "mlp" || module.first == "shared_experts"),
+                  module.first);
+  CHECK(error_of(with_modules(R"({"act": [{"ops": ["x"], "reruns_tp_collectives": 1}]})"))
+            .starts_with("s.json:/recompute_modules/act/0/reruns_tp_collectives: "));
   CHECK(error_of(with_modules(R"({"act": []})")) ==
         "s.json:/recompute_modules/act: must not be empty");
   CHECK(error_of(with_modules(R"({"act": [{"ops": []}]})")) ==

@@ -180,6 +180,44 @@ TEST_CASE("seed: Megatron TP without SP has exactly one all-reduce per MLP forwa
   CHECK(tp_other == 0);     // no all-gather or reduce-scatter without SP
 }
 
+TEST_CASE("Megatron's mlp checkpoint re-runs its TP gather and reduction; core_attn's none") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  // TP collectives of one layer's backward whose name marks them as the recompute's, by kind.
+  const auto recompute_comm = [&](bool sp, const std::vector<std::string>& modules) {
+    auto s = setup("tp=2,dp=4", 2048, 4, 0, "megatron");
+    s.config.sp = sp;
+    const auto policy = module_policy(s.strategy.stack, modules, "test");
+    s.config.recompute = policy.mode;
+    s.config.recompute_units = policy.units;
+    s.config.recompute_modules = policy.modules;
+    const auto r = simulate_training(topo, m, s);
+    std::map<std::string, std::pair<int, double>> out;  // kind → count, bytes
+    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i) {
+      const auto& info = r.trace.info[i];
+      const auto& name = r.trace.graph.op(OpId{i}).name;
+      if (!info.comm || !name.starts_with("B0.L5.recompute")) continue;
+      auto& [n, bytes] = out[std::string(info.kind)];
+      ++n;
+      bytes += info.bytes;
+    }
+    return out;
+  };
+  // Sequence parallel: fc1 gathers the normed input, fc2 reduce-scatters its output, each the
+  // layer's activation of 2048 tokens × 4096 × 2 bytes, as in the forward.
+  const double activation = 2048.0 * 4096 * 2;
+  const auto sp = recompute_comm(true, {"core_attn", "mlp"});
+  REQUIRE(sp.size() == 2);
+  CHECK(sp.at("all_gather") == std::pair{1, activation});
+  CHECK(sp.at("reduce_scatter") == std::pair{1, activation});
+  // Without SP the input is already whole; fc2 all-reduces.
+  const auto plain = recompute_comm(false, {"core_attn", "mlp"});
+  REQUIRE(plain.size() == 1);
+  CHECK(plain.at("all_reduce") == std::pair{1, activation});
+  // core_attn and layernorm re-run no TP-sharded GEMM.
+  CHECK(recompute_comm(true, {"core_attn"}).empty());
+}
+
 TEST_CASE("seed: the two 512-GPU meshes for a 70B model at 32K run with TP inside nodes") {
   const auto topo = load_topology(topology_path("dgx-h100-superpod.json"));
   const auto m = bundled("llama3.1-70b");

@@ -190,7 +190,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
           case Recompute::full:
             // torchtitan's `layer` policy checkpoints only every n-th layer, Megatron's block
             // method the first n of a chunk; its uniform groups keep one input per group.
-            if (!config.checkpointed(l, l - first))
+            if (!config.checkpointed(l - first))
               act_per_mb += full;
             else if ((l - first) % config.recompute_group == 0)
               act_per_mb += ls.checkpoint;

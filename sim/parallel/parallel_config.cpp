@@ -71,6 +71,8 @@ std::string recompute_label(const ParallelConfig& c) {
     return s + " (block " + std::to_string(c.recompute_block) + ")";
   if (c.recompute == Recompute::full && c.recompute_group > 1)
     return s + " (uniform " + std::to_string(c.recompute_group) + ")";
+  if (c.recompute == Recompute::full && c.recompute_every > 1)
+    return s + " (every " + std::to_string(c.recompute_every) + ")";
   if (c.recompute != Recompute::selective || c.recompute_modules.empty()) return s;
   return fmt::format("{} ({})", s, fmt::join(c.recompute_modules, ", "));
 }

@@ -44,8 +44,10 @@ struct ParallelConfig {
   // --recompute-modules), empty for a policy of the stack file.
   std::vector<RecomputeUnit> recompute_units;
   std::vector<std::string> recompute_modules;
-  // Full recompute on every `recompute_every`-th layer only (torchtitan's `layer` policy);
-  // 1: every layer.
+  // Full recompute on every `recompute_every`-th layer of a model chunk only (torchtitan's
+  // `layer` policy, selective_ac_option N: its wrapper counts the blocks it wraps on a rank, so
+  // a stage checkpoints its N-th, 2N-th, ... block; a rank's later chunks are counted from their
+  // own first block, where torchtitan's count runs on across them); 1: every layer.
   std::int32_t recompute_every = 1;
   // Megatron's --recompute-method block --recompute-num-layers N: full recompute of the first N
   // layers of each model chunk only, the others keep their activations (0: every layer).
@@ -55,10 +57,10 @@ struct ParallelConfig {
   std::int32_t recompute_group = 1;
   Schedule schedule;
 
-  // Whether `layer` (0-based, over the whole model; `index_in_chunk`-th of its model chunk)
-  // re-runs its forward in backward.
-  bool checkpointed(std::int64_t layer, std::int64_t index_in_chunk) const {
-    return recompute == Recompute::full && (layer + 1) % recompute_every == 0 &&
+  // Whether the `index_in_chunk`-th layer (0-based) of a model chunk re-runs its forward in
+  // backward.
+  bool checkpointed(std::int64_t index_in_chunk) const {
+    return recompute == Recompute::full && (index_in_chunk + 1) % recompute_every == 0 &&
            (recompute_block == 0 || index_in_chunk < recompute_block);
   }
 };

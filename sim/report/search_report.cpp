@@ -38,6 +38,7 @@ Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
             {"recompute", name_of(c.config.recompute)},
             {"recompute_modules", c.config.recompute_modules},
             {"recompute_block", c.config.recompute_block},
+            {"recompute_every", c.config.recompute_every},
             {"stack", e.result.stack.empty() ? c.stack : e.result.stack}};
   if (!e.error.empty()) {
     j["error"] = e.error;

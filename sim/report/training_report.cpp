@@ -17,6 +17,15 @@ std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
 }
 
+// Which layers and ops recompute: the modules of a selective policy; a full recompute's period
+// (torchtitan's layer policy), block (Megatron's block method) and group (its uniform method).
+void recompute_fields(Json& j, const ParallelConfig& c) {
+  j["recompute_modules"] = c.recompute_modules;
+  j["recompute_every"] = c.recompute_every;
+  j["recompute_block"] = c.recompute_block;
+  j["recompute_group"] = c.recompute_group;
+}
+
 // The label column of the text summary; a longer label keeps one space before its value.
 std::string label(const std::string& name) {
   return fmt::format("{:<21} ", name);
@@ -110,7 +119,7 @@ Json training_run_json(const TrainingResult& r, const TrainingRun& run) {
   j["zero"] = setup.config.zero;
   j["schedule"] = to_string(setup.config.schedule);
   j["recompute"] = name_of(setup.config.recompute);
-  j["recompute_modules"] = setup.config.recompute_modules;
+  recompute_fields(j, setup.config);
   j["mbs"] = setup.job.micro_batch;
   j["gbs"] = setup.job.global_batch;
   j["microbatches"] = r.microbatches;
@@ -152,7 +161,7 @@ Json does_not_fit_json(const TrainingResult& r, const TrainingRun& run) {
   j["mesh"] = mesh_json(cfg.mesh);
   j["zero"] = cfg.zero;
   j["recompute"] = name_of(cfg.recompute);
-  j["recompute_modules"] = cfg.recompute_modules;
+  recompute_fields(j, cfg);
   j["memory"] = memory_json(r.memory);
   j["memory"]["total"] = r.memory.total();
   j["memory"]["stage"] = r.memory.stage;

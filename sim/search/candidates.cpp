@@ -19,6 +19,9 @@ std::string Candidate::label() const {
          " mbs=" + std::to_string(micro_batch) +
          " recompute=" + std::string(name_of(config.recompute)) +
          (config.recompute_block > 0 ? "-block" + std::to_string(config.recompute_block) : "") +
+         (config.recompute == Recompute::full && config.recompute_every > 1
+              ? "-every" + std::to_string(config.recompute_every)
+              : "") +
          (stack.empty() ? "" : " stack=" + stack);
 }
 
@@ -106,6 +109,7 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
               // a fitting pair is dominated by another fitting pair with no more recompute and
               // no more sharding (less compute and less communication for the same layout).
               std::int32_t lowest_zero = 4;  // lowest fitting stage with less recompute
+              std::int32_t lowest_zero_none = 4;  // ... with none
               for (Recompute rc : kAllRecompute) {
                 bool found = false;
                 for (std::int32_t zero = 0; zero <= 3; ++zero) {
@@ -159,7 +163,11 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                         "invalid (interleaving needs micro-batches % pp and 2 layers per stage)");
                     continue;
                   }
-                  if (found || zero >= lowest_zero) {
+                  // Recomputing every N-th layer (N > 1) is not ordered against a selective
+                  // policy: only no recompute dominates it (checked again once N is known).
+                  const bool layer_frequency =
+                      rc == Recompute::full && stack.recompute_layer_frequency;
+                  if (found || zero >= (layer_frequency ? lowest_zero_none : lowest_zero)) {
                     reject("dominated (less ZeRO sharding or recompute already fits)");
                     continue;
                   }
@@ -189,8 +197,30 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     }
                     cfg.recompute_block = lo < longest ? static_cast<std::int32_t>(lo) : 0;
                   }
+                  // The stack's layer frequency: every N-th layer of a chunk recomputed for the
+                  // largest N that fits (fewer layers recomputed as N grows).
+                  if (layer_frequency && cfg.recompute_every == 1) {
+                    const std::int64_t longest = (model.layers + pp * sched.virtual_stages - 1) /
+                                                 (pp * sched.virtual_stages);
+                    std::int64_t lo = 1, hi = longest;  // `lo` fits: every layer recomputed
+                    while (lo < hi) {
+                      const auto mid = lo + (hi - lo + 1) / 2;
+                      cfg.recompute_every = static_cast<std::int32_t>(mid);
+                      if (worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total() <=
+                          capacity)
+                        lo = mid;
+                      else
+                        hi = mid - 1;
+                    }
+                    cfg.recompute_every = static_cast<std::int32_t>(lo);
+                    if (lo == 1 && zero >= lowest_zero) {
+                      reject("dominated (less ZeRO sharding or recompute already fits)");
+                      continue;
+                    }
+                  }
                   found = true;
-                  lowest_zero = zero;
+                  lowest_zero = std::min(lowest_zero, zero);
+                  if (rc == Recompute::none) lowest_zero_none = zero;
                   e.kept.push_back(c);
                   // HSDP: a layout that needs ZeRO-3 also runs with the smallest shard group
                   // (in DP ranks) that fits, replicated across the rest: its all-gathers and

@@ -358,6 +358,7 @@ Stack read_stack(const JsonRef& ref) {
   if (!s.policy(s.default_recompute))
     def.fail("names no policy of this stack ('" + s.default_recompute + "')");
   if (auto v = r.optional("recompute_block")) s.recompute_block = v->boolean();
+  if (auto v = r.optional("recompute_layer_frequency")) s.recompute_layer_frequency = v->boolean();
   if (auto v = r.optional("recompute_modules")) {
     if (!v->raw().is_object() || v->raw().empty())
       v->fail("must be an object of module names, each a list of regions");

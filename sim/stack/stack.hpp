@@ -225,6 +225,10 @@ struct Stack {
   // --recompute-method block): a search's full-recompute candidates recompute the fewest layers
   // that fit.
   bool recompute_block = false;
+  // Full recompute of every N-th layer of a chunk for any N (torchtitan's selective layer AC,
+  // selective_ac_option N): a search's full-recompute candidates recompute every N-th layer
+  // for the largest N that fits.
+  bool recompute_layer_frequency = false;
 
   const RecomputePolicy* policy(std::string_view name) const;
   // The stack's first policy of `mode` (what a search's selective or full candidate runs).

@@ -385,7 +385,7 @@ class Builder {
   // model chunk).
   bool checkpointed(std::int64_t layer) const {
     const auto next = std::upper_bound(chunk_first_.begin(), chunk_first_.end(), layer);
-    return cfg_.checkpointed(layer, layer - *std::prev(next));
+    return cfg_.checkpointed(layer - *std::prev(next));
   }
   std::int64_t rank_at_stage(const RankState& rs, std::int64_t stage) const {
     RankCoord c = rs.coord;

@@ -133,6 +133,19 @@ TEST_CASE("train and memory: torchtitan's layer AC, from the flag and from its c
   REQUIRE_MESSAGE(from.exit_code == 0, from.err);
   CHECK(json::parse(from.out)["step_time_s"].get<double>() ==
         doctest::Approx(layer["step_time_s"].get<double>()));
+  // Any period runs on torchtitan (its layer policy takes one; what search emits): every
+  // third block recomputed lies between every second and none.
+  const auto toml3 = (std::filesystem::temp_directory_path() / "meshsim_layer_ac3.toml").string();
+  std::ofstream(toml3) << "[parallelism]\ndata_parallel_shard_degree = -1\n[training]\n"
+                          "seq_len = 4096\nlocal_batch_size = 1\n[activation_checkpoint]\n"
+                          "mode = \"selective\"\nselective_ac_option = \"3\"\n";
+  const auto third = run_cli("train" + base + " --stack torchtitan --from-torchtitan " + toml3);
+  REQUIRE_MESSAGE(third.exit_code == 0, third.err);
+  const auto every3 = json::parse(third.out);
+  CHECK(every3["recompute"] == "full");
+  CHECK(every3["recompute_every"] == 3);
+  CHECK(every3["step_time_s"].get<double>() < layer["step_time_s"].get<double>());
+  CHECK(every3["step_time_s"].get<double>() > none["step_time_s"].get<double>());
   // A stack without such a policy says so.
   const auto bad = run_cli("train" + base + " --stack megatron --from-torchtitan " + toml);
   CHECK(bad.exit_code == 2);
@@ -705,10 +718,10 @@ TEST_CASE("train: Megatron's --recompute-modules, from the flag or a launch line
   // each sending (t − 1)/t of it per GPU, per layer and micro-batch (32 layers, 1 micro-batch
   // per DP rank of 4).
   const auto tp_run = [&](const std::string& names) {
-    const auto r =
-        run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
-                source_path("workloads/models/llama3.1-8b.json") +
-                " --mesh tp=2 --seq 4096 --gbs 4 --recompute-modules " + names + " --zero 1 --json");
+    const auto r = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --mesh tp=2 --seq 4096 --gbs 4 --recompute-modules " + names +
+                           " --zero 1 --json");
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     return json::parse(r.out);
   };

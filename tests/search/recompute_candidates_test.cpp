@@ -75,7 +75,9 @@ TEST_CASE("search: --recompute-modules makes the selective candidates recompute 
       CHECK(c.config.recompute_modules == std::vector<std::string>{"moe_act", "layernorm"});
 }
 
-TEST_CASE("search: Megatron's full-recompute candidates recompute the fewest layers that fit") {
+TEST_CASE(
+    "search: full-recompute candidates recompute the fewest layers that fit (Megatron's block, "
+    "torchtitan's layer frequency)") {
   // Llama 3.1 70B at 4K on four DGX H100 nodes.
   const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{4});
   const auto model = load_workload(model_path("llama3.1-70b")).model;
@@ -108,7 +110,31 @@ TEST_CASE("search: Megatron's full-recompute candidates recompute the fewest lay
     CHECK(c.config.recompute_block < (model.layers + chunks - 1) / chunks);
   }
   CHECK(blocks > 0);
-  // torchtitan has no block method: its full candidates recompute every layer.
-  for (const auto& c : enumerate_on(topo, model, job, *bundled_stack("torchtitan")).kept)
+  // Megatron has no layer frequency, torchtitan no block method.
+  for (const auto& c : e.kept) CHECK(c.config.recompute_every == 1);
+  const auto& tt = *bundled_stack("torchtitan");
+  REQUIRE(tt.recompute_layer_frequency);
+  MemoryOptions tmo;
+  tmo.recipe = stack_recipe(tt, job.dtype);
+  tmo.flash_attention = true;
+  std::size_t every = 0;
+  for (const auto& c : enumerate_on(topo, model, job, tt).kept) {
     CHECK(c.config.recompute_block == 0);
+    if (c.config.recompute_every == 1) continue;
+    ++every;
+    INFO(c.label());
+    CHECK(c.config.recompute == Recompute::full);
+    CHECK(c.label().find("recompute=full-every" + std::to_string(c.config.recompute_every)) !=
+          std::string::npos);
+    const TrainingMemoryJob mj{job.seq, job.global_batch, c.micro_batch, job.dtype, {}};
+    const auto worst = [&](std::int32_t n) {
+      auto cfg = c.config;
+      cfg.recompute_every = n;
+      return worst_stage(training_memory_per_stage(model, mj, cfg, tmo)).total();
+    };
+    // It fits and recomputing every (N + 1)-th layer does not.
+    CHECK(worst(c.config.recompute_every) <= capacity);
+    CHECK(worst(c.config.recompute_every + 1) > capacity);
+  }
+  CHECK(every > 0);
 }

@@ -805,6 +805,22 @@ TEST_CASE("torchtitan's layer AC re-runs every second block; its memory is halfw
         doctest::Approx((none.memory.activations + full.memory.activations) / 2));
   CHECK(layer.step_time_s > none.step_time_s);
   CHECK(layer.step_time_s < full.step_time_s);
+
+  // With PP each stage counts its own blocks (torchtitan's wrapper counts the blocks it wraps
+  // on a rank): every third block of each stage re-runs.
+  auto s = setup("pp=2,dp=4", 4096, 8, 1, "torchtitan");
+  s.config.recompute = Recompute::full;
+  s.config.recompute_every = 3;
+  const auto pp = simulate_training(topo, m, s);
+  REQUIRE(pp.chunk_layers.size() == 2);
+  std::set<std::string> expected;
+  for (std::int64_t first = 0; const auto n : pp.chunk_layers) {
+    for (std::int64_t i = 2; i < n; i += 3) expected.insert(std::to_string(first + i));
+    first += n;
+  }
+  CHECK(recomputed_layers(pp) == expected);
+  CHECK(expected.size() ==
+        static_cast<std::size_t>(pp.chunk_layers[0] / 3 + pp.chunk_layers[1] / 3));
 }
 
 TEST_CASE("HBM sharing: collectives' traffic slows the memory-bound kernels beside them") {

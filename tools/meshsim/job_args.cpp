@@ -178,6 +178,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   std::int64_t seq_tokens = 0, global = gbs, micro = mbs;
   const bool launch = !from_megatron.empty() || !from_torchtitan.empty();
   std::string recompute_name = recompute.empty() ? r.stack.default_recompute : recompute;
+  std::int32_t launch_every = 1;  // torchtitan's selective_ac_option N
   if (launch) {
     const auto m = launch_layout(w.model, world, cfg.reshard_after_forward);
     // The stack the configuration runs on, unless --stack / --tp-overlap say otherwise.
@@ -189,17 +190,23 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     if (m.stack.cp_comm) r.stack = with_cp_comm(std::move(r.stack), *m.stack.cp_comm);
     cfg = m.config;
     recompute_name = name_of(m.config.recompute);  // the stack's policy of that name
-    // torchtitan's layer SAC: the stack's full policy of that period.
+    // torchtitan's layer SAC: the stack's full policy of that period, or on a stack whose layer
+    // policy takes any period its first such policy, at this one.
     if (m.config.recompute_every > 1) {
       const auto& ps = r.stack.recompute;
-      const auto it = std::find_if(ps.begin(), ps.end(), [&](const RecomputePolicy& p) {
+      auto it = std::find_if(ps.begin(), ps.end(), [&](const RecomputePolicy& p) {
         return p.mode == Recompute::full && p.every == m.config.recompute_every;
       });
+      if (it == ps.end() && r.stack.recompute_layer_frequency)
+        it = std::find_if(ps.begin(), ps.end(), [](const RecomputePolicy& p) {
+          return p.mode == Recompute::full && p.every > 1;
+        });
       if (it == ps.end())
         throw Error("", launch_flag(),
                     fmt::format("stack '{}' has no policy recomputing one layer in {}",
                                 r.stack.name, m.config.recompute_every));
       recompute_name = it->name;
+      launch_every = m.config.recompute_every;
     }
     r.dtype = m.job.dtype;
     seq_tokens = m.job.seq;
@@ -240,6 +247,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
   cfg.recompute_units = policy.units;
   cfg.recompute_modules = policy.modules;
   cfg.recompute_every = policy.every;
+  if (launch_every > 1) cfg.recompute_every = launch_every;
   if (!recompute_method.empty() || recompute_layers > 0)
     set_recompute_method(
         cfg, recompute_method.empty() ? "uniform" : recompute_method,

@@ -42,8 +42,8 @@ LayerRecompute resolve_recompute(const std::vector<OpSpec>& layer,
     if (!u.needs.empty() && !has(u.needs)) continue;
     for (const auto& name : u.ops) {
       if (!contains(out.ops, name)) out.ops.push_back(name);
-      if (u.reruns_tp_collectives && !contains(out.ops_with_tp_collectives, name))
-        out.ops_with_tp_collectives.push_back(name);
+      if (u.reruns_collectives && !contains(out.ops_with_collectives, name))
+        out.ops_with_collectives.push_back(name);
     }
     for (const auto& op : layer) {
       if (u.frees.empty()) {

@@ -16,25 +16,27 @@ namespace meshsim {
 // of the op before it, which an output-discarding checkpoint frees). Empty `frees`: the ops' own
 // stored tensors, GEMM parts left out (their input another part still needs). The region acts on
 // the layers that have the op `needs` (empty: every layer); listed ops a layer lacks are skipped.
-// `reruns_tp_collectives`: the checkpoint re-runs the TP collectives of its TP-sharded GEMMs with
-// them (Megatron's tensor_parallel.checkpoint around a whole MLP re-runs the sequence-parallel
-// all-gather inside fc1 and the reduction after fc2); otherwise the stack keeps what they
-// produced (torchtitan's op-level AC saves collective outputs).
+// `reruns_collectives`: the checkpoint re-runs the collectives of its ops with them, a TP-sharded
+// GEMM's gather or reduction and the MoE dispatch's and combine's all-to-alls (Megatron's
+// tensor_parallel.checkpoint around a whole MLP re-runs the sequence-parallel all-gather inside
+// fc1 and the reduction after fc2, around an MoE layer its token dispatcher's all-to-alls);
+// otherwise the stack keeps what they produced (torchtitan's op-level AC saves collective
+// outputs).
 struct RecomputeUnit {
   std::vector<std::string> ops;
   std::vector<std::string> frees;
   std::string needs;
-  bool reruns_tp_collectives = false;
+  bool reruns_collectives = false;
   bool operator==(const RecomputeUnit&) const = default;
 };
 
 // What selective recompute does to one layer: the ops (or GEMM parts) it re-runs, those of them
-// whose TP collectives re-run too (RecomputeUnit::reruns_tp_collectives), and the bytes it stops
+// whose collectives re-run too (RecomputeUnit::reruns_collectives), and the bytes it stops
 // storing. No units: Korthikanti et al.'s set, the attention score tensors (softmax and its
 // neighbours, absent with fused attention).
 struct LayerRecompute {
   std::vector<std::string> ops;
-  std::vector<std::string> ops_with_tp_collectives;
+  std::vector<std::string> ops_with_collectives;
   double freed_bytes = 0;
 };
 LayerRecompute resolve_recompute(const std::vector<OpSpec>& layer,

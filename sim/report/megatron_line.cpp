@@ -283,10 +283,6 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
       c.recompute_modules.push_back(mods->second.substr(at, end - at));
       at = end + 1;
     }
-    if (std::ranges::find(c.recompute_modules, "moe") != c.recompute_modules.end())
-      throw Error("", where,
-                  "--recompute-modules moe (the whole MoE layer, its all-to-alls re-run) is not "
-                  "modelled; moe_act and shared_experts are");
   }
 
   if (has(line, "--num-virtual-stages-per-pipeline-rank") &&

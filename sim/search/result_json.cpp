@@ -37,7 +37,7 @@ MemoryBreakdown memory_from(const Json& j) {
 
 Json units_json(const std::vector<RecomputeUnit>& units) {
   Json j = Json::array();
-  for (const auto& u : units) j.push_back({u.ops, u.frees, u.needs, u.reruns_tp_collectives});
+  for (const auto& u : units) j.push_back({u.ops, u.frees, u.needs, u.reruns_collectives});
   return j;
 }
 
@@ -114,7 +114,7 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
     c.config.recompute_units.push_back({.ops = u[0].get<std::vector<std::string>>(),
                                         .frees = u[1].get<std::vector<std::string>>(),
                                         .needs = u[2].get<std::string>(),
-                                        .reruns_tp_collectives = u[3].get<bool>()});
+                                        .reruns_collectives = u[3].get<bool>()});
   c.config.recompute_modules = j["recompute_modules"].get<std::vector<std::string>>();
   c.config.recompute_every = j["recompute_every"][0];
   c.config.recompute_block = j["recompute_every"][1];

@@ -270,7 +270,7 @@ RecomputeUnit read_unit(const JsonRef& ref) {
     u.needs = v->string();
     if (u.needs.empty()) v->fail("must name an op");
   }
-  if (auto v = r.optional("reruns_tp_collectives")) u.reruns_tp_collectives = v->boolean();
+  if (auto v = r.optional("reruns_collectives")) u.reruns_collectives = v->boolean();
   r.finish();
   return u;
 }
@@ -285,7 +285,7 @@ RecomputePolicy read_policy(const JsonRef& ref) {
   if (auto v = r.optional("ops")) {
     if (p.mode != Recompute::selective) v->fail("only a selective policy lists ops");
     if (auto ops = strings(*v); !ops.empty())
-      p.units.push_back({.ops = ops, .frees = {}, .needs = {}, .reruns_tp_collectives = false});
+      p.units.push_back({.ops = ops, .frees = {}, .needs = {}, .reruns_collectives = false});
   }
   if (auto v = r.optional("every")) {
     if (p.mode != Recompute::full) v->fail("only a full policy checkpoints every n-th layer");

@@ -185,6 +185,9 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
     p.forward[i] += c.forward;
     p.dgrad[i] += c.dgrad;
     p.wgrad[i] += c.wgrad;
+    if (op.name == "moe_dispatch" || op.name == "moe_combine")
+      (op.name == "moe_dispatch" ? p.recompute_dispatch : p.recompute_combine) =
+          listed(resolved.ops_with_collectives, op.name);
     if (listed(recompute, op.name)) {
       p.recompute += c.forward;
     } else {
@@ -209,7 +212,7 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
       }
       // A whole op re-run by a checkpoint that re-runs its collectives: one gather or reduction
       // per op, however many GEMMs it runs as (TE's fc1 gathers once for gate and up).
-      if (pricing.tp > 1 && listed(resolved.ops_with_tp_collectives, op.name)) {
+      if (pricing.tp > 1 && listed(resolved.ops_with_collectives, op.name)) {
         p.recompute_tp_gemms.insert(p.recompute_tp_gemms.end(), as_run.begin(), as_run.end());
         ++(op.role == TpRole::column_parallel ? p.recompute_gathers : p.recompute_reductions);
       }

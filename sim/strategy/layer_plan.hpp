@@ -69,11 +69,13 @@ struct LayerPlan {
   std::array<std::vector<TpGemm>, kSegCount> tp_gemms;  // column- and row-parallel GEMMs
   SegmentCost recompute;  // the selective policy's ops, re-run before the layer's backward
   // The re-run TP-sharded GEMMs (TP > 1) whose checkpoint re-runs their collectives too
-  // (RecomputeUnit::reruns_tp_collectives), as they run, and how many of them are
+  // (RecomputeUnit::reruns_collectives), as they run, and how many of them are
   // column-parallel ops (each gathers its input under sequence parallelism) and row-parallel
   // ops (each reduces its output).
   std::vector<TpGemm> recompute_tp_gemms;
   int recompute_gathers = 0, recompute_reductions = 0;
+  // The MoE dispatch's and combine's all-to-alls re-run with them (an MoE layer's checkpoint).
+  bool recompute_dispatch = false, recompute_combine = false;
   double dense_params = 0, expert_params = 0;  // on this rank
   double saved_bytes = 0;
   bool moe = false;

@@ -329,8 +329,8 @@ class Builder {
   // are: up to the forward's dispatch or the backward's combine, the MLP up to the next one, the
   // rest); -1: the whole pass. A merged pair interleaves the pieces of its two passes.
   static constexpr int kLayerPieces = 3;
-  // A selective policy's ops re-run before a layer's backward, with the TP collectives of the
-  // GEMMs whose checkpoint re-runs them (LayerPlan::recompute_tp_gemms).
+  // A selective policy's ops re-run before a layer's backward, with the collectives its
+  // checkpoints re-run (LayerPlan::recompute_tp_gemms, recompute_dispatch, recompute_combine).
   void recompute_selective(RankState& rs, const std::string& name, const LayerPlan& p,
                            std::uint64_t inst);
   void forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, bool recompute,
@@ -995,7 +995,9 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
 
 void Builder::recompute_selective(RankState& rs, const std::string& name, const LayerPlan& p,
                                   std::uint64_t inst) {
-  if (p.recompute_tp_gemms.empty()) {
+  const bool ep_layer = p.moe && mesh_.ep > 1;
+  const bool dispatch = ep_layer && p.recompute_dispatch, combine = ep_layer && p.recompute_combine;
+  if (p.recompute_tp_gemms.empty() && !dispatch && !combine) {
     compute(rs, name, p.recompute, true);
     return;
   }
@@ -1014,10 +1016,14 @@ void Builder::recompute_selective(RankState& rs, const std::string& name, const 
         true, inst);
     return;
   }
+  // Gathers, then the dispatch all-to-all, before the re-run kernels (the router, which runs
+  // before the dispatch, priced with them); the combine and reductions after.
   for (int i = 0; i < p.recompute_gathers && sp_; ++i)
     tp(rs, CollectiveOp::all_gather, name + ".tp_ag" + std::to_string(i),
        inst + static_cast<std::uint64_t>(i), gather_bytes(p.moe));
+  if (dispatch) ep(rs, name + ".dispatch", inst + 20);
   compute(rs, name, p.recompute, true);
+  if (combine) ep(rs, name + ".combine", inst + 21);
   for (int i = 0; i < p.recompute_reductions; ++i)
     tp(rs, sp_ ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
        name + ".tp_reduce" + std::to_string(i), inst + 10 + static_cast<std::uint64_t>(i));

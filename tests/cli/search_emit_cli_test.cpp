@@ -178,7 +178,7 @@ TEST_CASE(
   CHECK(bad.exit_code == 2);
   CHECK(bad.err ==
         "error: --recompute-modules: stack 'megatron' has no recompute module "
-        "'experts' (its modules: core_attn, layernorm, mla_up_proj, mlp, moe_act, "
+        "'experts' (its modules: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, "
         "shared_experts)\n");
   std::filesystem::remove(file);
 }

@@ -734,9 +734,10 @@ TEST_CASE("train: Megatron's --recompute-modules, from the flag or a launch line
   CHECK(with_mlp["step_time_s"].get<double>() > attn_only["step_time_s"].get<double>());
 
   for (const auto& [flags, error] : std::vector<std::pair<std::string, std::string>>{
-           {" --recompute-modules moe",
-            "error: --recompute-modules: stack 'megatron' has no recompute module 'moe' (its "
-            "modules: core_attn, layernorm, mla_up_proj, mlp, moe_act, shared_experts)\n"},
+           {" --recompute-modules moe_layer",
+            "error: --recompute-modules: stack 'megatron' has no recompute module 'moe_layer' "
+            "(its modules: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, "
+            "shared_experts)\n"},
            {" --recompute full --recompute-modules mlp",
             "error: --recompute-modules: needs --recompute selective (or no --recompute)\n"},
            {" --stack torchtitan --recompute-modules mlp",

@@ -89,3 +89,24 @@ TEST_CASE("a tensor two regions name is freed once") {
   CHECK(r.ops == std::vector<std::string>{"expert_activation"});
   CHECK(r.freed_bytes == 2.0 * 8192 * 14336);
 }
+
+TEST_CASE("moe: the whole MoE layer re-runs, its collectives with it; the router keeps its input") {
+  // Megatron's moe module (workloads/stacks/megatron.json).
+  const RecomputeUnit moe{
+      {"router", "moe_dispatch", "expert_up", "expert_activation", "expert_down", "moe_combine",
+       "shared_expert_up", "shared_expert_activation", "shared_expert_down"},
+      {"expert_up", "expert_activation", "expert_down", "moe_combine", "shared_expert_up",
+       "shared_expert_activation", "shared_expert_down"},
+      "router",
+      true};
+  // Mixtral: 8192 routed copies; expert_up stores its 4096-wide input, the activation its
+  // 2 × 14336-wide input, expert_down its 14336-wide input, the combine the 4096-wide expert
+  // outputs: 2 B × 8192 × (4096 + 28672 + 14336 + 4096).
+  const auto r = resolve_recompute(layer("mixtral-8x7b", 0), {moe});
+  CHECK(r.freed_bytes == 2.0 * 8192 * (4096 + 28672 + 14336 + 4096));
+  CHECK(r.ops_with_collectives == moe.ops);
+  // A dense layer has no router: the region does not act.
+  const auto dense = resolve_recompute(layer("llama3.1-8b", 0), {moe});
+  CHECK(dense.ops.empty());
+  CHECK(dense.freed_bytes == 0);
+}

@@ -270,19 +270,15 @@ TEST_CASE("a Megatron flag takes every word up to the next flag; --recompute-mod
   // A known flag of one value followed by a second word is still an error.
   CHECK(error_of([] { parse_megatron_line("--seq-length 4096 8192", "x"); }) ==
         "x: '8192' is not a flag (--seq-length takes one value)");
-  // Megatron asserts the modules go with selective granularity; the whole-MoE module re-runs
-  // the all-to-alls, which the recompute regions cannot.
+  // Megatron asserts the modules go with selective granularity.
   CHECK(error_of([] {
           megatron_job(parse_megatron_line("--recompute-modules moe_act", "x"), 16, 32, "x");
         }) == "x: --recompute-modules needs --recompute-granularity selective");
-  CHECK(error_of([] {
-          megatron_job(
-              parse_megatron_line(
-                  "--recompute-granularity selective --recompute-modules moe_act moe", "x"),
-              16, 32, "x");
-        }) ==
-        "x: --recompute-modules moe (the whole MoE layer, its all-to-alls re-run) is not "
-        "modelled; moe_act and shared_experts are");
+  CHECK(
+      megatron_job(parse_megatron_line(
+                       "--recompute-granularity selective --recompute-modules moe layernorm", "x"),
+                   16, 32, "x")
+          .config.recompute_modules == std::vector<std::string>{"moe", "layernorm"});
   // The emitted line writes the modules back.
   const auto model = load_model(model_path("deepseek-v3"));
   ParallelConfig c;

@@ -531,9 +531,9 @@ TEST_CASE("recompute modules: Megatron's --recompute-modules as regions, strictl
   REQUIRE(p.units.size() == 3);  // moe_act's one region, then layernorm's two
   CHECK(p.units[0].frees == std::vector<std::string>{"expert_down"});
   CHECK(p.units[2].frees == std::vector<std::string>{"router.input"});
-  CHECK(meshsim::test::error_of([&] { module_policy(mg, {"moe"}, "--recompute-modules"); }) ==
-        "--recompute-modules: stack 'megatron' has no recompute module 'moe' (its modules: "
-        "core_attn, layernorm, mla_up_proj, mlp, moe_act, shared_experts)");
+  CHECK(meshsim::test::error_of([&] { module_policy(mg, {"moe_layer"}, "--recompute-modules"); }) ==
+        "--recompute-modules: stack 'megatron' has no recompute module 'moe_layer' (its modules: "
+        "core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts)");
   CHECK(meshsim::test::error_of([&] {
           module_policy(mg, {"mlp", "mlp"}, "x");
         }) == "x: module 'mlp' is given twice");
@@ -553,17 +553,19 @@ TEST_CASE("recompute modules: Megatron's --recompute-modules as regions, strictl
   REQUIRE(s.recompute_modules.contains("act"));
   CHECK(s.recompute_modules.at("act")[0] ==
         RecomputeUnit{{"mlp_activation"}, {"mlp_down"}, "mlp_up"});
-  CHECK(!s.recompute_modules.at("act")[0].reruns_tp_collectives);
+  CHECK(!s.recompute_modules.at("act")[0].reruns_collectives);
   const auto mlp = stack_from(with_modules(R"({"mlp": [{"ops": ["mlp_up", "mlp_down"],
-      "reruns_tp_collectives": true}]})"));
-  CHECK(mlp.recompute_modules.at("mlp")[0].reruns_tp_collectives);
-  // Megatron's whole-MLP checkpoints re-run their collectives; the output-discarding ones none.
+      "reruns_collectives": true}]})"));
+  CHECK(mlp.recompute_modules.at("mlp")[0].reruns_collectives);
+  // Megatron's whole-module checkpoints re-run their collectives; the output-discarding ones
+  // none.
   for (const auto& module : mg.recompute_modules)
-    CHECK_MESSAGE(module.second[0].reruns_tp_collectives ==
-                      (module.first == "mlp" || module.first == "shared_experts"),
-                  module.first);
-  CHECK(error_of(with_modules(R"({"act": [{"ops": ["x"], "reruns_tp_collectives": 1}]})"))
-            .starts_with("s.json:/recompute_modules/act/0/reruns_tp_collectives: "));
+    CHECK_MESSAGE(
+        module.second[0].reruns_collectives ==
+            (module.first == "mlp" || module.first == "shared_experts" || module.first == "moe"),
+        module.first);
+  CHECK(error_of(with_modules(R"({"act": [{"ops": ["x"], "reruns_collectives": 1}]})"))
+            .starts_with("s.json:/recompute_modules/act/0/reruns_collectives: "));
   CHECK(error_of(with_modules(R"({"act": []})")) ==
         "s.json:/recompute_modules/act: must not be empty");
   CHECK(error_of(with_modules(R"({"act": [{"ops": []}]})")) ==

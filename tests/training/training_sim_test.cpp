@@ -218,6 +218,41 @@ TEST_CASE("Megatron's mlp checkpoint re-runs its TP gather and reduction; core_a
   CHECK(recompute_comm(true, {"core_attn"}).empty());
 }
 
+TEST_CASE("Megatron's moe checkpoint re-runs the layer's dispatch and combine all-to-alls") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("mixtral-8x7b");
+  const auto run = [&](const std::vector<std::string>& modules) {
+    auto s = setup("dp=8,ep=8", 2048, 8, 3, "megatron");
+    const auto policy = module_policy(s.strategy.stack, modules, "test");
+    s.config.recompute = policy.mode;
+    s.config.recompute_units = policy.units;
+    s.config.recompute_modules = policy.modules;
+    return simulate_training(topo, m, s);
+  };
+  const auto comm = [](const TrainingResult& r, const std::string& name) {
+    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i)
+      if (r.trace.graph.op(OpId{i}).name == name) return std::optional(r.trace.info[i]);
+    return std::optional<TraceOpInfo>{};
+  };
+  const auto moe = run({"moe"});
+  const auto forward = comm(moe, "F0.L5.dispatch");
+  REQUIRE(forward);
+  for (const auto* name : {"B0.L5.recompute.dispatch", "B0.L5.recompute.combine"}) {
+    const auto again = comm(moe, name);
+    REQUIRE_MESSAGE(again, name);
+    CHECK(again->kind == "all_to_all");
+    CHECK(again->group == GroupKind::ep);
+    CHECK(again->bytes == forward->bytes);  // the same tokens, sent again
+  }
+  // Forward and backward send each token copy twice, the re-run twice more: 1.5× the bytes.
+  const auto act = run({"moe_act"});
+  CHECK(!comm(act, "B0.L5.recompute.dispatch"));
+  CHECK(moe.comm_bytes_per_gpu.at("ep") == doctest::Approx(1.5 * act.comm_bytes_per_gpu.at("ep")));
+  // The experts' stored tensors are dropped, the layer input kept: less than moe_act keeps.
+  CHECK(moe.memory.activations < act.memory.activations);
+  CHECK(moe.step_time_s > act.step_time_s);
+}
+
 TEST_CASE("seed: the two 512-GPU meshes for a 70B model at 32K run with TP inside nodes") {
   const auto topo = load_topology(topology_path("dgx-h100-superpod.json"));
   const auto m = bundled("llama3.1-70b");

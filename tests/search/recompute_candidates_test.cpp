@@ -82,41 +82,40 @@ TEST_CASE(
   const auto topo = load_topology(topology_path("dgx-h100-superpod.json"), TopologyOptions{4});
   const auto model = load_workload(model_path("llama3.1-70b")).model;
   const SearchJob job{4096, 64, DType::bf16, true};
+  const double capacity = topo.gpu.hbm_bytes.as_double();
+  // The worst stage's bytes of candidate `c` on `stack` with `edit` applied to its config.
+  const auto worst = [&](const Candidate& c, const Stack& stack, auto edit) {
+    MemoryOptions mo;
+    mo.recipe = stack_recipe(stack, job.dtype);
+    mo.flash_attention = true;
+    auto cfg = c.config;
+    edit(cfg);
+    const TrainingMemoryJob mj{job.seq, job.global_batch, c.micro_batch, job.dtype, {}};
+    return worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total();
+  };
   const auto& mg = *bundled_stack("megatron");
   REQUIRE(mg.recompute_block);
   const auto e = enumerate_on(topo, model, job, mg);
-  MemoryOptions mo;
-  mo.recipe = stack_recipe(mg, job.dtype);
-  mo.flash_attention = true;
-  const double capacity = topo.gpu.hbm_bytes.as_double();
   std::size_t blocks = 0;
   for (const auto& c : e.kept) {
     if (c.config.recompute_block == 0) continue;
     ++blocks;
     INFO(c.label());
     CHECK(c.config.recompute == Recompute::full);
-    CHECK(c.label().find("recompute=full-block" + std::to_string(c.config.recompute_block)) !=
-          std::string::npos);
-    const TrainingMemoryJob mj{job.seq, job.global_batch, c.micro_batch, job.dtype, {}};
-    const auto worst = [&](std::int32_t n) {
-      auto cfg = c.config;
-      cfg.recompute_block = n;
-      return worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total();
-    };
+    const auto n = c.config.recompute_block;
+    CHECK(c.label().find("recompute=full-block" + std::to_string(n)) != std::string::npos);
     // It fits, one layer fewer does not, and it is fewer than a chunk's layers.
-    CHECK(worst(c.config.recompute_block) <= capacity);
-    if (c.config.recompute_block > 1) CHECK(worst(c.config.recompute_block - 1) > capacity);
+    CHECK(worst(c, mg, [&](ParallelConfig& cfg) { cfg.recompute_block = n; }) <= capacity);
+    if (n > 1)
+      CHECK(worst(c, mg, [&](ParallelConfig& cfg) { cfg.recompute_block = n - 1; }) > capacity);
     const auto chunks = c.config.mesh.pp * c.config.schedule.virtual_stages;
-    CHECK(c.config.recompute_block < (model.layers + chunks - 1) / chunks);
+    CHECK(n < (model.layers + chunks - 1) / chunks);
   }
   CHECK(blocks > 0);
   // Megatron has no layer frequency, torchtitan no block method.
   for (const auto& c : e.kept) CHECK(c.config.recompute_every == 1);
   const auto& tt = *bundled_stack("torchtitan");
   REQUIRE(tt.recompute_layer_frequency);
-  MemoryOptions tmo;
-  tmo.recipe = stack_recipe(tt, job.dtype);
-  tmo.flash_attention = true;
   std::size_t every = 0;
   for (const auto& c : enumerate_on(topo, model, job, tt).kept) {
     CHECK(c.config.recompute_block == 0);
@@ -124,17 +123,11 @@ TEST_CASE(
     ++every;
     INFO(c.label());
     CHECK(c.config.recompute == Recompute::full);
-    CHECK(c.label().find("recompute=full-every" + std::to_string(c.config.recompute_every)) !=
-          std::string::npos);
-    const TrainingMemoryJob mj{job.seq, job.global_batch, c.micro_batch, job.dtype, {}};
-    const auto worst = [&](std::int32_t n) {
-      auto cfg = c.config;
-      cfg.recompute_every = n;
-      return worst_stage(training_memory_per_stage(model, mj, cfg, tmo)).total();
-    };
+    const auto n = c.config.recompute_every;
+    CHECK(c.label().find("recompute=full-every" + std::to_string(n)) != std::string::npos);
     // It fits and recomputing every (N + 1)-th layer does not.
-    CHECK(worst(c.config.recompute_every) <= capacity);
-    CHECK(worst(c.config.recompute_every + 1) > capacity);
+    CHECK(worst(c, tt, [&](ParallelConfig& cfg) { cfg.recompute_every = n; }) <= capacity);
+    CHECK(worst(c, tt, [&](ParallelConfig& cfg) { cfg.recompute_every = n + 1; }) > capacity);
   }
   CHECK(every > 0);
 }

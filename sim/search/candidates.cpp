@@ -108,7 +108,7 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
               // Per (layout, schedule, mbs), the Pareto frontier of (recompute, ZeRO stage):
               // a fitting pair is dominated by another fitting pair with no more recompute and
               // no more sharding (less compute and less communication for the same layout).
-              std::int32_t lowest_zero = 4;  // lowest fitting stage with less recompute
+              std::int32_t lowest_zero = 4;       // lowest fitting stage with less recompute
               std::int32_t lowest_zero_none = 4;  // ... with none
               for (Recompute rc : kAllRecompute) {
                 bool found = false;
@@ -180,34 +180,34 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     reject("does not fit memory");
                     continue;
                   }
-                  // The stack's block method: the fewest layers of each chunk recomputed that
-                  // still fit (memory only falls as more layers are recomputed).
+                  // Partial full recompute, as the stack offers it: the fewest layers of each
+                  // chunk recomputed that still fit (memory only falls as more layers are).
+                  const std::int64_t longest =
+                      (model.layers + pp * sched.virtual_stages - 1) / (pp * sched.virtual_stages);
+                  const auto fits = [&] {
+                    return worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total() <=
+                           capacity;
+                  };
+                  // Megatron's block method: the first N layers, the smallest N.
                   if (rc == Recompute::full && stack.recompute_block && cfg.recompute_every == 1) {
-                    const std::int64_t longest = (model.layers + pp * sched.virtual_stages - 1) /
-                                                 (pp * sched.virtual_stages);
                     std::int64_t lo = 1, hi = longest;  // `hi` fits: every layer recomputed
                     while (lo < hi) {
                       const auto mid = lo + (hi - lo) / 2;
                       cfg.recompute_block = static_cast<std::int32_t>(mid);
-                      if (worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total() <=
-                          capacity)
+                      if (fits())
                         hi = mid;
                       else
                         lo = mid + 1;
                     }
                     cfg.recompute_block = lo < longest ? static_cast<std::int32_t>(lo) : 0;
                   }
-                  // The stack's layer frequency: every N-th layer of a chunk recomputed for the
-                  // largest N that fits (fewer layers recomputed as N grows).
+                  // torchtitan's layer frequency: every N-th layer, the largest N.
                   if (layer_frequency && cfg.recompute_every == 1) {
-                    const std::int64_t longest = (model.layers + pp * sched.virtual_stages - 1) /
-                                                 (pp * sched.virtual_stages);
                     std::int64_t lo = 1, hi = longest;  // `lo` fits: every layer recomputed
                     while (lo < hi) {
                       const auto mid = lo + (hi - lo + 1) / 2;
                       cfg.recompute_every = static_cast<std::int32_t>(mid);
-                      if (worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total() <=
-                          capacity)
+                      if (fits())
                         lo = mid;
                       else
                         hi = mid - 1;

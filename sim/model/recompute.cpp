@@ -18,6 +18,25 @@ double dropped_bytes(const OpSpec& op) {
 
 }  // namespace
 
+bool acts_on(const ModelSpec& model, const std::vector<RecomputeUnit>& units) {
+  if (!model.has_architecture()) return true;
+  // A model's layers are of two kinds at most: dense and MoE.
+  std::vector<std::int64_t> kinds{0};
+  for (std::int64_t l = 0; l < model.layers; ++l)
+    if (model.is_moe_layer(l) != model.is_moe_layer(0)) {
+      kinds.push_back(l);
+      break;
+    }
+  for (const auto l : kinds) {
+    const auto ops = layer_ops(model, l, {}, {});
+    for (const auto& u : units)
+      if (u.needs.empty() ||
+          std::any_of(ops.begin(), ops.end(), [&](const OpSpec& op) { return op.name == u.needs; }))
+        return true;
+  }
+  return false;
+}
+
 LayerRecompute resolve_recompute(const std::vector<OpSpec>& layer,
                                  const std::vector<RecomputeUnit>& units) {
   LayerRecompute out;

@@ -42,4 +42,9 @@ struct LayerRecompute {
 LayerRecompute resolve_recompute(const std::vector<OpSpec>& layer,
                                  const std::vector<RecomputeUnit>& units);
 
+// Whether one of `units` acts on a layer of `model` (some layer has the op its `needs` names):
+// Megatron's moe module acts on no layer of a dense model. A model without an architecture
+// has no layers to check: true.
+bool acts_on(const ModelSpec& model, const std::vector<RecomputeUnit>& units);
+
 }  // namespace meshsim

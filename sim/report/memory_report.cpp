@@ -76,6 +76,7 @@ std::string memory_text(const MemoryRun& run) {
   else
     out += fmt::format("verdict: does not fit ({} GB over {})\n", gb(b.total() - run.gpu_bytes),
                        gb(run.gpu_bytes));
+  for (const auto& n : run.notes) out += "note: " + n + "\n";
   return out;
 }
 
@@ -100,6 +101,7 @@ Json memory_run_json(const MemoryRun& run) {
   j["gpu"] = run.gpu;
   j["fits"] = b.total() <= run.gpu_bytes;
   j["activations_modeled"] = b.activations_modeled;
+  j["notes"] = run.notes;
   return j;
 }
 

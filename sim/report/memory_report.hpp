@@ -26,6 +26,7 @@ struct MemoryRun {
   const ServingMemoryJob* serving = nullptr;
   MemoryBreakdown replica;
   double kv_bytes_per_token = 0;
+  std::vector<std::string> notes;  // printed after the verdict, "notes" in JSON
 };
 
 // The breakdown the verdict is about: the worst stage, or the serving replica.
@@ -33,7 +34,8 @@ MemoryBreakdown reported_memory(const MemoryRun& run);
 
 std::string memory_text(const MemoryRun& run);
 // {"mode", "mesh", "params", "per_gpu_bytes", "model_state_bytes", "total_bytes", "gpu",
-//  "gpu_bytes", "fits", "activations_modeled"}, with "stage" and "stage_total_bytes" (train) or
+//  "gpu_bytes", "fits", "activations_modeled", "notes"}, with "stage" and "stage_total_bytes"
+//  (train) or
 // "kv_bytes_per_token" (serve).
 Json memory_run_json(const MemoryRun& run);
 

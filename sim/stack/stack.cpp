@@ -444,6 +444,22 @@ RecomputePolicy module_policy(const Stack& stack, const std::vector<std::string>
   return p;
 }
 
+std::vector<std::string> idle_module_notes(const Stack& stack,
+                                           const std::vector<std::string>& modules,
+                                           const ModelSpec& model) {
+  std::vector<std::string> notes;
+  for (const auto& m : modules) {
+    const auto it = stack.recompute_modules.find(m);
+    if (it == stack.recompute_modules.end() || acts_on(model, it->second)) continue;
+    std::vector<std::string> needs;
+    for (const auto& u : it->second) needs.push_back(u.needs);
+    notes.push_back(
+        fmt::format("recompute module '{}' acts on no layer of {} (its regions need {})", m,
+                    model.name, fmt::join(needs, " or ")));
+  }
+  return notes;
+}
+
 Stack with_recompute_modules(Stack stack, const std::vector<std::string>& modules,
                              const std::string& where) {
   auto policy = module_policy(stack, modules, where);

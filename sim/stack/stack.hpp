@@ -276,6 +276,12 @@ RecomputePolicy module_policy(const Stack& stack, const std::vector<std::string>
                               const std::string& where);
 // The stack whose selective policy (what a search's selective candidates run) recomputes
 // `modules` instead (search --recompute-modules); errors as module_policy's.
+// One line for each of `modules` that acts on no layer of `model` (acts_on): "recompute module
+// 'moe' acts on no layer of llama3.1-8b (its regions need router)". Empty when all act.
+std::vector<std::string> idle_module_notes(const Stack& stack,
+                                           const std::vector<std::string>& modules,
+                                           const ModelSpec& model);
+
 Stack with_recompute_modules(Stack stack, const std::vector<std::string>& modules,
                              const std::string& where);
 

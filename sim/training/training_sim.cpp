@@ -187,6 +187,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
       r.notes.push_back("TP group spans " + std::to_string(nodes.size()) +
                         " nodes: its per-layer collectives cross the network");
   }
+  for (auto& n : idle_module_notes(setup.strategy.stack, cfg.recompute_modules, model))
+    r.notes.push_back(std::move(n));
   const ComputeModel cm(topo.gpu, setup.profile);
 
   std::vector<std::int32_t> ranks;

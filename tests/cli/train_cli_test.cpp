@@ -732,6 +732,18 @@ TEST_CASE("train: Megatron's --recompute-modules, from the flag or a launch line
             attn_only["comm_bytes_per_gpu"]["tp"].get<double>() ==
         doctest::Approx(32 * 2 * 4096.0 * 4096 * 2 / 2));
   CHECK(with_mlp["step_time_s"].get<double>() > attn_only["step_time_s"].get<double>());
+  // A module that acts on no layer of the model recomputes nothing, and both commands say so.
+  const auto idle = tp_run("core_attn,moe");
+  CHECK(idle["notes"] == json::array({"recompute module 'moe' acts on no layer of llama3.1-8b "
+                                      "(its regions need router)"}));
+  CHECK(idle["step_time_s"] == attn_only["step_time_s"]);
+  const auto mem = run_cli("memory --gpu H100-SXM5-80GB --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --mesh tp=2,dp=4 --seq 4096 --recompute-modules layernorm");
+  REQUIRE_MESSAGE(mem.exit_code == 0, mem.err);
+  CHECK(
+      mem.out.ends_with("\nnote: recompute module 'layernorm' acts on no layer of llama3.1-8b "
+                        "(its regions need kv_down_proj or router)\n"));
 
   for (const auto& [flags, error] : std::vector<std::pair<std::string, std::string>>{
            {" --recompute-modules moe_layer",

@@ -110,3 +110,16 @@ TEST_CASE("moe: the whole MoE layer re-runs, its collectives with it; the router
   CHECK(dense.ops.empty());
   CHECK(dense.freed_bytes == 0);
 }
+
+TEST_CASE("acts_on: a region acts on a model with a layer that has the op it needs") {
+  const auto llama = load_model(source_path("workloads/models/llama3.1-8b.json"));
+  const auto deepseek = load_model(source_path("workloads/models/deepseek-v3.json"));
+  const RecomputeUnit router{{"router"}, {}, "router", false};
+  const RecomputeUnit mlp{{"mlp_up"}, {}, "mlp_up", false};
+  CHECK(!acts_on(llama, {router}));
+  CHECK(acts_on(llama, {mlp}));
+  CHECK(acts_on(llama, {router, mlp}));                      // one of them is enough
+  CHECK(acts_on(deepseek, {router}));                        // its MoE layers
+  CHECK(acts_on(deepseek, {mlp}));                           // its first three layers are dense
+  CHECK(acts_on(llama, {{{"input_norm"}, {}, "", false}}));  // no `needs`: every layer
+}

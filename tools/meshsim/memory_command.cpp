@@ -55,6 +55,7 @@ int run_memory(const MemoryArgs& a) {
   run.gpu = gpu.model;
   run.gpu_bytes = gpu.hbm_bytes.as_double();
   run.config = &cfg;
+  run.notes = idle_module_notes(job_flags.stack, cfg.recompute_modules, model);
   const auto dtype = job_flags.dtype;
   ServingMemoryJob serving;
   TrainingMemoryJob training;

@@ -139,6 +139,38 @@ TEST_CASE("search: the emitted torchtitan config runs the winner again (--from-t
         "(torchtitan's llama3 8B)\n");
 }
 
+TEST_CASE("search: a torchtitan winner recomputing every N-th block is emitted and runs again") {
+  // Pinned to full recompute on torchtitan, CP 2 and micro-batch 1 (where every third block
+  // fits): the search recomputes every N-th block for the largest N that fits, and the emitted
+  // config says so (selective_ac_option = "N").
+  const std::string common = " --topology " + topology_path("dgx-h100-superpod.json") +
+                             " --nodes 4 --workload llama3.1-70b";
+  const auto s = run_cli("search" + common +
+                         " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --tp 1 --pp 1 "
+                         "--cp 2 --mbs 1 --recompute full --stack torchtitan --emit torchtitan "
+                         "--json");
+  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+  const auto j = json::parse(s.out);
+  const auto& best = j["results"][0];
+  const auto every = best["recompute_every"].get<int>();
+  REQUIRE(every > 1);
+  CHECK(best["label"].get<std::string>().find("recompute=full-every" + std::to_string(every)) !=
+        std::string::npos);
+  const auto text = j["launch"]["text"].get<std::string>();
+  CHECK(text.find("mode = \"selective\"\nselective_ac_option = \"" + std::to_string(every) +
+                  "\"\n") != std::string::npos);
+  const auto file =
+      (std::filesystem::temp_directory_path() / "meshsim_emitted_every.toml").string();
+  std::ofstream(file) << text;
+  const auto t = run_cli("train" + common + " --from-torchtitan " + file + " --json");
+  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
+  const auto k = json::parse(t.out);
+  CHECK(k["recompute"] == "full");
+  CHECK(k["recompute_every"] == every);
+  CHECK(k["step_time_s"].get<double>() ==
+        doctest::Approx(best["step_time_s"].get<double>()).epsilon(1e-9));
+}
+
 TEST_CASE(
     "search --recompute-modules: the selective candidates recompute them, and the line says so") {
   // Mixtral 8x7B at 4K on two DGX H100 nodes, pinned to PP 2 and 1F1B: freeing the expert

@@ -83,6 +83,7 @@ Json search_json(const SearchRun& run) {
   Json j;
   j["candidates"] = en.total;
   j["stack"] = run.stack;
+  j["notes"] = run.notes;
   Json rej = Json::object();
   for (const auto& [k, v] : en.rejected) rej[k] = v;
   j["rejected"] = rej;
@@ -139,6 +140,7 @@ std::string search_text(const SearchRun& run) {
   if (!run.recompute_modules.empty())
     out +=
         fmt::format("# selective recompute: modules {}\n", fmt::join(run.recompute_modules, ", "));
+  for (const auto& n : run.notes) out += "# note: " + n + "\n";
   std::string rejected;
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
   out += fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,

@@ -25,6 +25,7 @@ struct SearchRun {
   // What the selective candidates recompute (search --recompute-modules); empty: each stack's
   // selective policy.
   std::vector<std::string> recompute_modules;
+  std::vector<std::string> notes;        // "# note: " lines in the header, "notes" in JSON
   const SearchResult* result = nullptr;  // ranked
   std::size_t skipped = 0;               // layouts not simulated (time budget, interrupt)
   std::string stopped;                   // why, when skipped > 0

@@ -206,6 +206,13 @@ TEST_CASE(
   const auto header = run_cli(search + " --recompute-modules moe_act,layernorm");
   CHECK(header.out.find("\n# selective recompute: modules moe_act, layernorm\n") !=
         std::string::npos);
+  CHECK(json::parse(s.out)["notes"] == json::array());
+  // Mixtral has no dense layer: mlp acts on none, and the header says so.
+  const auto idle = run_cli(search + " --recompute-modules moe_act,mlp");
+  REQUIRE_MESSAGE(idle.exit_code == 0, idle.err);
+  CHECK(idle.out.find("\n# selective recompute: modules moe_act, mlp\n# note: recompute module "
+                      "'mlp' acts on no layer of mixtral-8x7b (its regions need mlp_up)\n") !=
+        std::string::npos);
   const auto bad = run_cli(search + " --recompute-modules moe_act,experts");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err ==

@@ -353,6 +353,7 @@ int run_search_command(const SearchArgs& a) {
   run.stack = opt.strategy.stack.name;
   for (const auto& st : opt.stacks) run.stacks_compared.push_back(st.name);
   run.recompute_modules = a.recompute_modules;
+  run.notes = idle_module_notes(opt.strategy.stack, a.recompute_modules, model);
   run.result = &r;
   run.skipped = skipped;
   run.stopped = stopped;

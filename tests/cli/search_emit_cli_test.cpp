@@ -16,6 +16,28 @@ using meshsim::test::source_path;
 using meshsim::test::topology_path;
 using nlohmann::json;
 
+namespace {
+
+// `search COMMON FLAGS --emit torchtitan --json`, its config written to a temporary file, then
+// `train COMMON --from-torchtitan FILE --json`: both JSON outputs.
+struct RoundTrip {
+  json search, train;
+};
+RoundTrip torchtitan_round_trip(const std::string& common, const std::string& flags,
+                                const std::string& file_name) {
+  const auto s = run_cli("search" + common + flags + " --emit torchtitan --json");
+  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+  RoundTrip r{json::parse(s.out), {}};
+  const auto file = (std::filesystem::temp_directory_path() / file_name).string();
+  std::ofstream(file) << r.search["launch"]["text"].get<std::string>();
+  const auto t = run_cli("train" + common + " --from-torchtitan " + file + " --json");
+  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
+  r.train = json::parse(t.out);
+  return r;
+}
+
+}  // namespace
+
 TEST_CASE("search: the emitted Megatron line runs the winner again through train --from-megatron") {
   const std::string common = " --topology " + topology_path("dgx-h100-superpod.json") +
                              " --nodes 4 --workload " +
@@ -108,20 +130,17 @@ TEST_CASE("search: the emitted torchtitan config runs the winner again (--from-t
                              " --nodes 4 --workload llama3.1-70b";
   // Searched on torchtitan-compile: the config compiles the blocks (not the loss), and reading
   // it back runs that stack again.
-  const auto s = run_cli("search" + common +
-                         " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --tp 1 --pp 1 "
-                         "--stack torchtitan-compile --emit torchtitan "
-                         "--json");
-  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
-  const auto j = json::parse(s.out);
+  const auto round_trip =
+      torchtitan_round_trip(common,
+                            " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --tp 1 --pp 1 "
+                            "--stack torchtitan-compile",
+                            "meshsim_emitted.toml");
+  const auto& j = round_trip.search;
+  const auto& k = round_trip.train;
   const auto text = j["launch"]["text"].get<std::string>();
   CHECK(text.starts_with("[model]\nname = \"llama3\"\nflavor = \"70B\"\n"));
   CHECK(text.ends_with("\n[compile]\nenable = true\ncomponents = [\"model\"]\n"));
   const auto file = (std::filesystem::temp_directory_path() / "meshsim_emitted.toml").string();
-  std::ofstream(file) << text;
-  const auto t = run_cli("train" + common + " --from-torchtitan " + file + " --json");
-  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
-  const auto k = json::parse(t.out);
   const auto& best = j["results"][0];
   CHECK(k["stack"] == "torchtitan-compile");
   CHECK(k["mesh"] == best["mesh"]);
@@ -145,12 +164,13 @@ TEST_CASE("search: a torchtitan winner recomputing every N-th block is emitted a
   // config says so (selective_ac_option = "N").
   const std::string common = " --topology " + topology_path("dgx-h100-superpod.json") +
                              " --nodes 4 --workload llama3.1-70b";
-  const auto s = run_cli("search" + common +
-                         " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --tp 1 --pp 1 "
-                         "--cp 2 --mbs 1 --recompute full --stack torchtitan --emit torchtitan "
-                         "--json");
-  REQUIRE_MESSAGE(s.exit_code == 0, s.err);
-  const auto j = json::parse(s.out);
+  const auto round_trip = torchtitan_round_trip(
+      common,
+      " --seq 4k --gbs 64 --top 1 --zero 3 --schedule 1f1b --tp 1 --pp 1 --cp 2 --mbs 1 "
+      "--recompute full --stack torchtitan",
+      "meshsim_emitted_every.toml");
+  const auto& j = round_trip.search;
+  const auto& k = round_trip.train;
   const auto& best = j["results"][0];
   const auto every = best["recompute_every"].get<int>();
   REQUIRE(every > 1);
@@ -159,12 +179,6 @@ TEST_CASE("search: a torchtitan winner recomputing every N-th block is emitted a
   const auto text = j["launch"]["text"].get<std::string>();
   CHECK(text.find("mode = \"selective\"\nselective_ac_option = \"" + std::to_string(every) +
                   "\"\n") != std::string::npos);
-  const auto file =
-      (std::filesystem::temp_directory_path() / "meshsim_emitted_every.toml").string();
-  std::ofstream(file) << text;
-  const auto t = run_cli("train" + common + " --from-torchtitan " + file + " --json");
-  REQUIRE_MESSAGE(t.exit_code == 0, t.err);
-  const auto k = json::parse(t.out);
   CHECK(k["recompute"] == "full");
   CHECK(k["recompute_every"] == every);
   CHECK(k["step_time_s"].get<double>() ==

@@ -185,9 +185,10 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
     p.forward[i] += c.forward;
     p.dgrad[i] += c.dgrad;
     p.wgrad[i] += c.wgrad;
-    if (op.name == "moe_dispatch" || op.name == "moe_combine")
-      (op.name == "moe_dispatch" ? p.recompute_dispatch : p.recompute_combine) =
-          listed(resolved.ops_with_collectives, op.name);
+    if (op.name == "moe_dispatch")
+      p.recompute_dispatch = listed(resolved.ops_with_collectives, op.name);
+    if (op.name == "moe_combine")
+      p.recompute_combine = listed(resolved.ops_with_collectives, op.name);
     if (listed(recompute, op.name)) {
       p.recompute += c.forward;
     } else {

@@ -1005,14 +1005,10 @@ void Builder::recompute_selective(RankState& rs, const std::string& name, const 
   // (TE's userbuffers serve the checkpointed fc1 and fc2 alike); MoE layers' shared experts run
   // theirs exposed, as in their forward.
   if (overlap_ && !p.moe) {
-    const auto has = [&](TpRole role) {
-      return std::any_of(p.recompute_tp_gemms.begin(), p.recompute_tp_gemms.end(),
-                         [&](const TpGemm& g) { return g.role == role; });
-    };
     overlapped_segment(
         rs, name, p.recompute, p.recompute_tp_gemms,
-        {0, has(TpRole::column_parallel) ? std::optional(TpRole::column_parallel) : std::nullopt,
-         has(TpRole::row_parallel) ? std::optional(TpRole::row_parallel) : std::nullopt, false},
+        {0, p.recompute_gathers > 0 ? std::optional(TpRole::column_parallel) : std::nullopt,
+         p.recompute_reductions > 0 ? std::optional(TpRole::row_parallel) : std::nullopt, false},
         true, inst);
     return;
   }

@@ -583,6 +583,13 @@ TEST_CASE("recompute modules: Megatron's --recompute-modules as regions, strictl
     b.replace(b.find(end), end.size(), end + R"(, "recompute_block": "yes")");
     CHECK(error_of(b).starts_with("s.json:/recompute_block: "));
   }
+  CHECK(!stack_from(t).recompute_layer_frequency);
+  CHECK(bundled_stack("torchtitan")->recompute_layer_frequency);
+  {
+    std::string b = t;
+    b.replace(b.find(end), end.size(), end + R"(, "recompute_layer_frequency": "yes")");
+    CHECK(error_of(b) == "s.json:/recompute_layer_frequency: expected true or false, found string");
+  }
   CHECK(error_of(with_modules("[]")) ==
         "s.json:/recompute_modules: must be an object of module names, each a list of regions");
 }

@@ -16,7 +16,8 @@ std::string to_string(const Schedule& s) {
     case ScheduleKind::one_f_one_b:
       return "1f1b";
     case ScheduleKind::interleaved:
-      return "interleaved:" + std::to_string(s.virtual_stages);
+      return (s.overlap ? "interleaved-overlap:" : "interleaved:") +
+             std::to_string(s.virtual_stages);
     case ScheduleKind::zero_bubble:
       return "zb";
     case ScheduleKind::one_f_one_b_overlap:
@@ -35,17 +36,24 @@ Schedule parse_schedule(std::string_view text, const std::string& where) {
     s.kind = ScheduleKind::zero_bubble;
   else if (text == "1f1b-overlap")
     s.kind = ScheduleKind::one_f_one_b_overlap;
-  else if (text.starts_with("interleaved:")) {
+  else if (text.starts_with("interleaved:") || text.starts_with("interleaved-overlap:")) {
     s.kind = ScheduleKind::interleaved;
-    const auto v = text.substr(12);
+    s.overlap = text.starts_with("interleaved-overlap:");
+    const auto v = text.substr(text.find(':') + 1);
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s.virtual_stages);
     if (ec != std::errc() || end != v.data() + v.size() || s.virtual_stages < 1 ||
         s.virtual_stages > 1024)
       throw Error("", where, "'" + std::string(text) + "': virtual stages must be 1..1024");
+    if (s.overlap && s.virtual_stages < 2)
+      throw Error("", where,
+                  "'" + std::string(text) +
+                      "': the overlapped interleaved schedule needs 2 or more virtual stages "
+                      "(without PP, 1f1b-overlap)");
   } else {
-    throw Error(
-        "", where,
-        "'" + std::string(text) + "': expected gpipe, 1f1b, interleaved:V, zb or 1f1b-overlap");
+    throw Error("", where,
+                "'" + std::string(text) +
+                    "': expected gpipe, 1f1b, interleaved:V, interleaved-overlap:V, zb or "
+                    "1f1b-overlap");
   }
   return s;
 }

@@ -18,15 +18,27 @@ namespace meshsim {
 // merged pair's pieces interleave on the compute stream so each pass's EP all-to-alls run under
 // the other's compute: the overlapped forward-and-backward chunk of DeepSeek-V3's DualPipe
 // (arXiv 2412.19437 §3.2.1), Megatron-Core's combined 1F1B without pipelining. On a
-// pipeline a merged pair's backward would wait for the whole pair downstream; DualPipe's two
+// pipeline a merged pair's backward would wait for the whole pair downstream (the stages'
+// warm-ups differ by one micro-batch, so each pair waits for its neighbour's); DualPipe's two
 // directions are not modelled.
+// interleaved with `overlap` ("interleaved-overlap:V", V ≥ 2): the same merging on Megatron's
+// interleaved schedule, Megatron-Core's combined 1F1B with virtual pipeline stages
+// (--overlap-moe-expert-parallel-comm, which Megatron-LM allows with PP only together with
+// VPP): each steady-state forward merged with the backward after it. There the stages' warm-ups
+// differ by two chunks, so a pair's inputs arrive while the pair before it runs and merging
+// costs no extra wait (tests/strategy/pipeline_schedule_test.cpp plays it out).
 enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zero_bubble, one_f_one_b_overlap };
 struct Schedule {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
   std::int64_t virtual_stages = 1;  // interleaved 1F1B: model chunks per pipeline rank
+  bool overlap = false;             // interleaved: steady-state forward and backward merged
+  bool operator==(const Schedule&) const = default;
+  // Whether the schedule merges a forward with a backward (1f1b-overlap, interleaved-overlap).
+  bool merges() const { return kind == ScheduleKind::one_f_one_b_overlap || overlap; }
 };
 std::string to_string(const Schedule& s);  // "gpipe", "1f1b", "interleaved:2", "zb", ...
-// "gpipe", "1f1b", "interleaved:V", "zb", "1f1b-overlap"; errors name `where`.
+// "gpipe", "1f1b", "interleaved:V", "interleaved-overlap:V", "zb", "1f1b-overlap"; errors name
+// `where`.
 Schedule parse_schedule(std::string_view text, const std::string& where);
 
 struct ParallelConfig {

@@ -15,10 +15,12 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
     s += "# Megatron-LM has no GPipe schedule; it runs 1F1B (the line below)\n";
   if (c.schedule.kind == ScheduleKind::zero_bubble)
     s += "# Megatron-LM has no zero-bubble schedule in its main line; the line below is 1F1B\n";
-  if (c.schedule.kind == ScheduleKind::one_f_one_b_overlap)
-    s += "# meshsim merged each steady-state forward with the next backward to hide the EP "
-         "all-to-alls (1f1b-overlap, Megatron-Core's combined 1F1B); the line below is plain "
-         "1F1B: add your Megatron-Core version's EP-overlap flag\n";
+  if (c.schedule.merges())
+    s += fmt::format(
+        "# meshsim merged each steady-state forward with the next backward to hide the EP "
+        "all-to-alls ({}, Megatron-Core's combined 1F1B); the line below is plain {}: add your "
+        "Megatron-Core version's EP-overlap flag\n",
+        to_string(c.schedule), c.schedule.overlap ? "interleaved 1F1B" : "1F1B");
   if (c.zero >= 3 && !c.reshard_after_forward)
     s += "# Megatron-FSDP frees gathered weights after each forward (reshard after forward on); "
          "simulated here with it off\n";
@@ -161,10 +163,12 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
         c.zero, c.zero == 2 ? " with fsdp_reshard_after_forward = \"never\"" : "");
   if (c.schedule.kind == ScheduleKind::zero_bubble)
     s += "# InterleavedZeroBubble is torchtitan's zero-bubble schedule; meshsim simulated ZB-H1\n";
-  if (c.schedule.kind == ScheduleKind::one_f_one_b_overlap)
-    s += "# meshsim merged each steady-state forward with the next backward to hide the EP "
-         "all-to-alls (1f1b-overlap); torchtitan overlaps them in DualPipeV, a different "
-         "schedule: written as 1F1B\n";
+  if (c.schedule.merges())
+    s += fmt::format(
+        "# meshsim merged each steady-state forward with the next backward to hide the EP "
+        "all-to-alls ({}); torchtitan overlaps them in DualPipeV, a different schedule: written "
+        "as {}\n",
+        to_string(c.schedule), c.schedule.overlap ? "Interleaved1F1B" : "1F1B");
   if (c.recompute == Recompute::full && (c.recompute_block > 0 || c.recompute_group > 1))
     s += "# torchtitan checkpoints every block (or every n-th): meshsim recomputed Megatron's " +
          recompute_label(c) + "; written as full AC\n";

@@ -96,13 +96,18 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
           for (auto mbs : space.micro_batches) {
             // Schedules: no pipeline, or 1F1B, interleaved with 2 chunks, zero bubble.
             std::vector<Schedule> schedules{{ScheduleKind::one_f_one_b, 1}};
-            // The overlapped 1F1B only when asked for (--schedule 1f1b-overlap), without PP.
-            if (space.schedule && space.schedule->kind == ScheduleKind::one_f_one_b_overlap &&
-                pp == 1)
-              schedules = {*space.schedule};
             if (pp > 1) {
               schedules.push_back({ScheduleKind::interleaved, 2});
               schedules.push_back({ScheduleKind::zero_bubble, 1});
+            }
+            // A pinned schedule replaces them where it runs: 1F1B anywhere, the overlapped 1F1B
+            // without PP, the others (any interleaving, GPipe, zero bubble) with PP. Elsewhere
+            // the defaults stay, to be counted as differing from the pin.
+            if (space.schedule) {
+              const auto k = space.schedule->kind;
+              if (k == ScheduleKind::one_f_one_b ||
+                  (k == ScheduleKind::one_f_one_b_overlap ? pp == 1 : pp > 1))
+                schedules = {*space.schedule};
             }
             for (const auto& sched : schedules) {
               // Per (layout, schedule, mbs), the Pareto frontier of (recompute, ZeRO stage):
@@ -126,9 +131,7 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                       !allowed(space.dp, dp) || !allowed(space.ep, ep) ||
                       !allowed(space.mbs, mbs) || (space.zero && *space.zero != zero) ||
                       (space.recompute && *space.recompute != rc) ||
-                      (space.schedule &&
-                       (space.schedule->kind != sched.kind ||
-                        space.schedule->virtual_stages != sched.virtual_stages))) {
+                      (space.schedule && *space.schedule != sched)) {
                     reject("pinned dimension differs");
                     continue;
                   }
@@ -158,9 +161,10 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                   }
                   const std::int64_t m = job.global_batch / (dp * mbs);
                   if (sched.kind == ScheduleKind::interleaved &&
-                      (m % pp != 0 || pp * 2 > model.layers)) {
+                      (m % pp != 0 || pp * sched.virtual_stages > model.layers)) {
                     reject(
-                        "invalid (interleaving needs micro-batches % pp and 2 layers per stage)");
+                        "invalid (interleaving needs micro-batches % pp and a layer per virtual "
+                        "stage)");
                     continue;
                   }
                   // Recomputing every N-th layer (N > 1) is not ordered against a selective

@@ -47,37 +47,38 @@ Json to_json(const EvaluatedCandidate& e) {
   const auto& c = e.candidate;
   const auto& m = c.config.mesh;
   const auto& r = e.result;
-  return {
-      {"mesh", {m.dp, m.tp, m.pp, m.cp, m.ep, m.fsdp}},
-      {"zero", c.config.zero},
-      {"sp", c.config.sp},
-      {"reshard", c.config.reshard_after_forward},
-      {"recompute", static_cast<int>(c.config.recompute)},
-      {"schedule", {static_cast<int>(c.config.schedule.kind), c.config.schedule.virtual_stages}},
-      {"mbs", c.micro_batch},
-      {"error", e.error},
-      {"step", r.step_time_s},
-      {"tokens", {r.tokens_per_s, r.tokens_per_s_per_gpu}},
-      {"flops", {r.model_flops_per_step, r.model_tflops_per_gpu, r.mfu, r.hfu}},
-      {"time",
-       {r.compute_s, r.bubble_s, r.bubble_fraction, r.interference_s, r.comm_interference_s,
-        r.host_wait_s}},
-      {"stack", {c.stack, r.stack, r.tp_overlap, r.cp_comm}},
-      {"recompute_units", units_json(c.config.recompute_units)},
-      {"recompute_modules", c.config.recompute_modules},
-      {"recompute_every",
-       {c.config.recompute_every, c.config.recompute_block, c.config.recompute_group}},
-      {"exposed", map_json(r.exposed_comm_s)},
-      {"exposed_by_op", map_json(r.exposed_comm_by_op_s)},
-      {"bytes", map_json(r.comm_bytes_per_gpu)},
-      {"memory", memory_of(r.memory)},
-      {"chunks", r.chunk_layers},
-      {"microbatches", r.microbatches},
-      {"gpus", r.gpus},
-      {"notes", r.notes},
-      {"reliability",
-       {r.reliability.checkpoint_bytes, r.reliability.checkpoint_s, r.reliability.job_mtbf_s,
-        r.reliability.checkpoint_interval_s, r.reliability.goodput_fraction}}};
+  return {{"mesh", {m.dp, m.tp, m.pp, m.cp, m.ep, m.fsdp}},
+          {"zero", c.config.zero},
+          {"sp", c.config.sp},
+          {"reshard", c.config.reshard_after_forward},
+          {"recompute", static_cast<int>(c.config.recompute)},
+          {"schedule",
+           {static_cast<int>(c.config.schedule.kind), c.config.schedule.virtual_stages,
+            c.config.schedule.overlap}},
+          {"mbs", c.micro_batch},
+          {"error", e.error},
+          {"step", r.step_time_s},
+          {"tokens", {r.tokens_per_s, r.tokens_per_s_per_gpu}},
+          {"flops", {r.model_flops_per_step, r.model_tflops_per_gpu, r.mfu, r.hfu}},
+          {"time",
+           {r.compute_s, r.bubble_s, r.bubble_fraction, r.interference_s, r.comm_interference_s,
+            r.host_wait_s}},
+          {"stack", {c.stack, r.stack, r.tp_overlap, r.cp_comm}},
+          {"recompute_units", units_json(c.config.recompute_units)},
+          {"recompute_modules", c.config.recompute_modules},
+          {"recompute_every",
+           {c.config.recompute_every, c.config.recompute_block, c.config.recompute_group}},
+          {"exposed", map_json(r.exposed_comm_s)},
+          {"exposed_by_op", map_json(r.exposed_comm_by_op_s)},
+          {"bytes", map_json(r.comm_bytes_per_gpu)},
+          {"memory", memory_of(r.memory)},
+          {"chunks", r.chunk_layers},
+          {"microbatches", r.microbatches},
+          {"gpus", r.gpus},
+          {"notes", r.notes},
+          {"reliability",
+           {r.reliability.checkpoint_bytes, r.reliability.checkpoint_s, r.reliability.job_mtbf_s,
+            r.reliability.checkpoint_interval_s, r.reliability.goodput_fraction}}};
 }
 
 EvaluatedCandidate evaluated_from_json(const Json& j) {
@@ -89,7 +90,8 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
   c.config.sp = j["sp"];
   c.config.reshard_after_forward = j["reshard"];
   c.config.recompute = static_cast<Recompute>(j["recompute"].get<int>());
-  c.config.schedule = {static_cast<ScheduleKind>(j["schedule"][0].get<int>()), j["schedule"][1]};
+  c.config.schedule = {static_cast<ScheduleKind>(j["schedule"][0].get<int>()), j["schedule"][1],
+                       j["schedule"][2]};
   c.micro_batch = j["mbs"];
   e.error = j["error"];
   auto& r = e.result;

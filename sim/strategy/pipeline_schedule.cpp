@@ -66,10 +66,16 @@ std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t
       auto b = [&](std::int64_t k) {
         return PipelineAction{PassKind::backward, mb_of(k), v - 1 - (k / pp) % v};
       };
+      // With `overlap` (Megatron-Core's combined 1F1B) each steady-state forward runs merged with
+      // the backward after it; the warm-up stays Megatron's (assumption: no extra warm-up chunk,
+      // since neighbouring stages' warm-ups already differ by two chunks, which is what keeps a
+      // merged pair from waiting on its neighbour's).
       const std::int64_t warmup = std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
       for (std::int64_t k = 0; k < warmup; ++k) out.push_back(f(k));
       for (std::int64_t i = 0; i < total - warmup; ++i) {
-        out.push_back(f(warmup + i));
+        auto fa = f(warmup + i);
+        fa.merged = schedule.overlap;
+        out.push_back(fa);
         out.push_back(b(i));
       }
       for (std::int64_t i = total - warmup; i < total; ++i) out.push_back(b(i));
@@ -116,6 +122,16 @@ std::optional<ScheduleTimes> play_schedule(const std::vector<std::vector<Pipelin
           return static_cast<std::size_t>(chunk * M + a.microbatch);
         };
         double ready = out.end_s[r], took = 0;
+        // A merged pair starts once both passes' inputs are in (the trace emits it so).
+        if (a.merged && next[r] + 1 < actions[r].size()) {
+          const auto& b = actions[r][next[r] + 1];
+          const std::int64_t gb = b.chunk * pp + static_cast<std::int64_t>(r);
+          if (b.pass == PassKind::backward && gb < G - 1) {
+            const double in = bwd_end[static_cast<std::size_t>((gb + 1) * M + b.microbatch)];
+            if (in == kUnknown) break;
+            ready = std::max(ready, in);
+          }
+        }
         if (a.pass == PassKind::forward) {
           if (g > 0) {
             if (fwd_end[at(g - 1)] == kUnknown) break;

@@ -19,7 +19,7 @@ struct PipelineAction {
   PassKind pass = PassKind::forward;
   std::int64_t microbatch = 0;
   std::int64_t chunk = 0;  // model chunk of this stage (0..v-1); global chunk = chunk·pp + stage
-  // A forward run merged with the backward that follows it (ScheduleKind::one_f_one_b_overlap).
+  // A forward run merged with the backward that follows it (Schedule::merges()).
   bool merged = false;
   bool operator==(const PipelineAction&) const = default;
 };
@@ -42,7 +42,8 @@ struct ScheduleTimes {
 // The schedule played out at fixed pass times: each stage runs its `actions` (stage_actions, one
 // list per stage) one after another from time 0, a forward of chunk g > 0 after the same
 // micro-batch's forward of chunk g − 1 ends, a backward of chunk g < G − 1 after the same
-// micro-batch's backward of chunk g + 1 ends (no time for the transfer). With times that are
+// micro-batch's backward of chunk g + 1 ends (no time for the transfer); a merged forward not
+// before the input of the backward it is merged with. With times that are
 // lower bounds on what the passes take, the ends are lower bounds on when the stages finish.
 // nullopt: the orders deadlock.
 std::optional<ScheduleTimes> play_schedule(const std::vector<std::vector<PipelineAction>>& actions,

@@ -1390,8 +1390,12 @@ std::size_t Builder::emit(RankState& rs) {
 
 bool Builder::emit_merged(RankState& rs, const PipelineAction& f, const PipelineAction& b) {
   if (!input_ready(rs, f) || !input_ready(rs, b)) return false;
-  const std::int64_t g = f.chunk * mesh_.pp + rs.coord.pp;
-  const std::int64_t first = first_layer(g), count = chunk_layers_[static_cast<std::size_t>(g)];
+  // The two passes may run different chunks (the interleaved schedule's pairs).
+  const std::int64_t gf = f.chunk * mesh_.pp + rs.coord.pp, gb = b.chunk * mesh_.pp + rs.coord.pp;
+  const std::int64_t first_f = first_layer(gf),
+                     count_f = chunk_layers_[static_cast<std::size_t>(gf)];
+  const std::int64_t first_b = first_layer(gb),
+                     count_b = chunk_layers_[static_cast<std::size_t>(gb)];
   // Each pass keeps its own chain (what its next op waits for: its collectives, its last compute
   // op, its layer ends); the compute stream runs their pieces in the order emitted. The backward
   // takes what was pending before the pair, since its piece comes first.
@@ -1415,14 +1419,17 @@ bool Builder::emit_merged(RankState& rs, const PipelineAction& f, const Pipeline
   // forward's MLP and the forward's combine under the backward's attention (the principle of
   // DeepSeek-V3 §3.2.1; assumption, named in the README: not its Figure 4's exact order, and no
   // hand-tuned SM split, the interference model's instead).
-  for (std::int64_t p = 0; p < count; ++p) {
-    const std::int64_t lf = first + p, lb = first + count - 1 - p;
+  // Chunks of unequal length pair layer for layer from their starts; the longer pass's last
+  // layers run alone.
+  for (std::int64_t p = 0; p < std::max(count_f, count_b); ++p) {
+    const std::int64_t lf = first_f + p, lb = first_b + count_b - 1 - p;
     for (int piece = 0; piece < kLayerPieces; ++piece) {
-      on(bc, [&] {
-        backward_layer(rs, b.microbatch, lb, false, piece);
-        if (piece == kLayerPieces - 1) backward_reduce(rs, b, pass, lb);
-      });
-      on(fc, [&] { forward_layer(rs, f.microbatch, lf, false, piece); });
+      if (p < count_b)
+        on(bc, [&] {
+          backward_layer(rs, b.microbatch, lb, false, piece);
+          if (piece == kLayerPieces - 1) backward_reduce(rs, b, pass, lb);
+        });
+      if (p < count_f) on(fc, [&] { forward_layer(rs, f.microbatch, lf, false, piece); });
     }
   }
   on(bc, [&] { backward_end(rs, b); });
@@ -1512,9 +1519,9 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
       if (checkpointed(l))
         for (const auto& c : p.forward) ld += secs(c, layer_saved);
       const auto stage = g % mesh_.pp;
-      // The overlapped 1F1B runs a pass's collectives under the other pass of its pair: only the
-      // compute sum bounds it.
-      if (chains_ && cfg_.schedule.kind != ScheduleKind::one_f_one_b_overlap &&
+      // A merging schedule (Schedule::merges()) runs a pass's collectives under the other pass of
+      // its pair: only the compute sum bounds it.
+      if (chains_ && !cfg_.schedule.merges() &&
           (full_bound_ || stage == 0 || stage == mesh_.pp - 1)) {
         // A pass's chain holds every compute op of the pass (they share a stream) and the
         // collectives between them that the next op waits for: at least the compute sum, up to

@@ -569,6 +569,29 @@ TEST_CASE("search --cp-comm ring,allgather: each stack on both exchanges, CP lay
         std::string::npos);
 }
 
+TEST_CASE("search --schedule pins any interleaving, and the overlapped one on a pipeline") {
+  // interleaved:4 and interleaved-overlap:2 are not among the search's own schedules
+  // (1F1B, interleaved:2, zero bubble): pinned, they replace them on every pipelined layout.
+  const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 2 --workload " + model_path("mixtral-8x7b") +
+                           " --seq 4096 --gbs 64 --tp 1 --cp 1 --top 3 --emit megatron --json "
+                           "--schedule ";
+  for (const std::string pinned : {"interleaved:4", "interleaved-overlap:2"}) {
+    CAPTURE(pinned);
+    const auto r = run_cli(args + pinned);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    const auto j = json::parse(r.out);
+    REQUIRE(!j["results"].empty());
+    for (const auto& e : j["results"]) {
+      CHECK(e["schedule"] == pinned);
+      CHECK(e["mesh"]["pp"].get<int>() > 1);
+    }
+    const auto text = j["launch"]["text"].get<std::string>();
+    CHECK((text.find("# meshsim merged each steady-state forward") != std::string::npos) ==
+          (pinned == "interleaved-overlap:2"));
+  }
+}
+
 TEST_CASE("search --schedule 1f1b-overlap: ranks the overlapped layouts without PP, emits a note") {
   const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
                            " --nodes 2 --workload " + model_path("mixtral-8x7b") +

@@ -684,6 +684,29 @@ TEST_CASE("train --schedule 1f1b-overlap: Mixtral's all-to-alls under the other 
   CHECK(piped.err.starts_with("error: --schedule: 1f1b-overlap needs pp = 1"));
 }
 
+TEST_CASE("train --schedule interleaved-overlap:2: Mixtral's all-to-alls hidden on a pipeline") {
+  const std::string base = "train --topology " + topology_path("dgx-h100-superpod.json") +
+                           " --nodes 2 --workload " +
+                           source_path("workloads/models/mixtral-8x7b.json") +
+                           " --mesh ep=8,pp=2,dp=8 --zero 1 --seq 4096 --gbs 64 --recompute full "
+                           "--json --schedule ";
+  const auto plain = run_cli(base + "interleaved:2");
+  const auto merged = run_cli(base + "interleaved-overlap:2");
+  REQUIRE_MESSAGE(plain.exit_code == 0, plain.err);
+  REQUIRE_MESSAGE(merged.exit_code == 0, merged.err);
+  const auto p = json::parse(plain.out), m = json::parse(merged.out);
+  CHECK(m["schedule"] == "interleaved-overlap:2");
+  CHECK(m["exposed_comm_s"]["ep"].get<double>() < 0.6 * p["exposed_comm_s"]["ep"].get<double>());
+  CHECK(m["step_time_s"].get<double>() < p["step_time_s"].get<double>());
+  CHECK(m["bubble_s"].get<double>() <= p["bubble_s"].get<double>() * 1.05);
+  CHECK(m["memory"]["activations"].get<double>() == p["memory"]["activations"].get<double>());
+  const auto one = run_cli(base + "interleaved-overlap:1");
+  CHECK(one.exit_code == 2);
+  CHECK(one.err ==
+        "error: --schedule: 'interleaved-overlap:1': the overlapped interleaved schedule needs 2 "
+        "or more virtual stages (without PP, 1f1b-overlap)\n");
+}
+
 TEST_CASE("train: Megatron's --recompute-modules, from the flag or a launch line") {
   // DeepSeek-V3 on 4 DGX H100 nodes: MLA and MoE layers, where layernorm, moe_act and
   // mla_up_proj each free a tensor and re-run a cheap op.

@@ -46,9 +46,62 @@ TEST_CASE("1f1b-overlap: F0, then each forward merged with the backward before i
   // One micro-batch: nothing to merge.
   CHECK(to_string(stage_actions(s, 1, 0, 1)) == "F0 B0");
   CHECK_THROWS_WITH_AS(parse_schedule("1f1b-merged", "--schedule"),
-                       "--schedule: '1f1b-merged': expected gpipe, 1f1b, interleaved:V, zb or "
-                       "1f1b-overlap",
+                       "--schedule: '1f1b-merged': expected gpipe, 1f1b, interleaved:V, "
+                       "interleaved-overlap:V, zb or 1f1b-overlap",
                        Error);
+}
+
+TEST_CASE("interleaved-overlap: Megatron's interleaved order, each steady-state forward merged") {
+  const auto s = parse_schedule("interleaved-overlap:2", "--schedule");
+  CHECK(s.kind == ScheduleKind::interleaved);
+  CHECK(s.virtual_stages == 2);
+  CHECK(s.overlap);
+  CHECK(s.merges());
+  CHECK(!parse_schedule("interleaved:2", "x").merges());
+  CHECK(parse_schedule("1f1b-overlap", "x").merges());
+  CHECK(to_string(s) == "interleaved-overlap:2");
+  CHECK(s != Schedule{ScheduleKind::interleaved, 2});
+  // p = 2, v = 2, m = 4, stage 0: the interleaved order of the test above, its four steady-state
+  // forwards each run with the backward after it.
+  const auto a = stage_actions(s, 2, 0, 4);
+  CHECK(to_string(a) == "F0 F1 F0.1 F1.1 F2&B0.1 F3&B1.1 F2.1&B0 F3.1&B1 B2.1 B3.1 B2 B3");
+  CHECK_THROWS_WITH_AS(parse_schedule("interleaved-overlap:1", "--schedule"),
+                       "--schedule: 'interleaved-overlap:1': the overlapped interleaved schedule "
+                       "needs 2 or more virtual stages (without PP, 1f1b-overlap)",
+                       Error);
+  CHECK_THROWS_AS(parse_schedule("interleaved-overlap:", "--schedule"), Error);
+}
+
+TEST_CASE("play_schedule: merged pairs wait on a one-directional 1F1B, not on an interleaved one") {
+  const auto orders = [](const Schedule& s, std::int64_t pp, std::int64_t m) {
+    std::vector<std::vector<PipelineAction>> a;
+    for (std::int64_t r = 0; r < pp; ++r) a.push_back(stage_actions(s, pp, r, m));
+    return a;
+  };
+  // 1F1B, 2 stages, 3 micro-batches, F = 1, B = 2: (m + pp − 1)(F + B) = 12.
+  const PassTimes one_chunk{{1, 1}, {2, 2}, {0, 0}};
+  const auto plain = play_schedule(orders({ScheduleKind::one_f_one_b, 1}, 2, 3), 3, one_chunk);
+  REQUIRE(plain);
+  CHECK(plain->end_s[0] == doctest::Approx(12));
+  // Merged (stage 0: F0 F1 F2&B0 B1 B2; stage 1: F0 F1&B0 F2&B1 B2). Stage 1: F0 1–2, F1&B0
+  // 2–5. Stage 0: F0 0–1, F1 1–2, F2&B0 waits for stage 1's B0: 5–8. Stage 1: F2&B1 waits for
+  // stage 0's F2 (6): 6–9. Stage 0: B1 9–11; stage 1: B2 9–11; stage 0: B2 11–13. Each pair
+  // waits for its neighbour's: 13 > 12, and the gap grows with the micro-batches.
+  const auto merged =
+      play_schedule(orders({ScheduleKind::one_f_one_b_overlap, 1}, 2, 3), 3, one_chunk);
+  REQUIRE(merged);
+  CHECK(merged->end_s[0] == doctest::Approx(13));
+  // Interleaved, p = 2, v = 2, m = 4, F = 1 and B = 2 per chunk: each stage runs 24 of work and
+  // waits 3 at the start, merged or not, since the stages' warm-ups differ by two chunks.
+  const PassTimes two_chunks{{1, 1, 1, 1}, {2, 2, 2, 2}, {0, 0, 0, 0}};
+  const auto inter = play_schedule(orders({ScheduleKind::interleaved, 2}, 2, 4), 4, two_chunks);
+  const auto inter_merged =
+      play_schedule(orders({ScheduleKind::interleaved, 2, true}, 2, 4), 4, two_chunks);
+  REQUIRE(inter);
+  REQUIRE(inter_merged);
+  CHECK(inter->end_s[0] == doctest::Approx(27));
+  CHECK(inter_merged->end_s[0] == doctest::Approx(27));
+  CHECK(inter_merged->end_s[1] == doctest::Approx(inter->end_s[1]));
 }
 
 TEST_CASE("stage balancing by time gives the ends fewer layers when they are heavy") {

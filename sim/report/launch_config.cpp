@@ -18,8 +18,8 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
   if (c.schedule.merges())
     s += fmt::format(
         "# meshsim merged each steady-state forward with the next backward to hide the EP "
-        "all-to-alls ({}, Megatron-Core's combined 1F1B); the line below is plain {}: add your "
-        "Megatron-Core version's EP-overlap flag\n",
+        "all-to-alls ({}): Megatron-Core's combined 1F1B, --overlap-moe-expert-parallel-comm "
+        "from Megatron-Core 0.14 (earlier versions have no such flag: drop it for plain {})\n",
         to_string(c.schedule), c.schedule.overlap ? "interleaved 1F1B" : "1F1B");
   if (c.zero >= 3 && !c.reshard_after_forward)
     s += "# Megatron-FSDP frees gathered weights after each forward (reshard after forward on); "
@@ -119,6 +119,7 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
     else
       s += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", c.schedule.virtual_stages);
   }
+  if (c.schedule.merges()) s += " --overlap-moe-expert-parallel-comm";
   // The ZeRO stage as Megatron shards state: its distributed optimizer shards the optimizer
   // state and fp32 main weights and keeps a full gradient buffer (ZeRO-1:
   // docs/user-guide/features/dist_optimizer.md); gradients and weights are sharded by

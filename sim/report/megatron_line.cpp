@@ -127,6 +127,8 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
       // MoE dispatch (the stack's EP dispatch: DeepEP with flex)
       {"--moe-token-dispatcher-type", true},
       {"--moe-enable-deepep", false},
+      // EP all-to-alls under another micro-batch's compute (combined 1F1B)
+      {"--overlap-moe-expert-parallel-comm", false},
       // context parallelism's K/V exchange
       {"--cp-comm-type", true},
       {"--moe-flex-dispatcher-backend", true},
@@ -302,6 +304,19 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
     virtual_stages = model_layers / (pp * per);
   }
   if (virtual_stages > 1) c.schedule = {ScheduleKind::interleaved, virtual_stages};
+  // Megatron-Core's EP overlap (the flag of Megatron-Core ≥ 0.14; earlier versions have none):
+  // each steady-state forward merged with the next backward, the interleaved order on a pipeline.
+  if (has(line, "--overlap-moe-expert-parallel-comm")) {
+    if (virtual_stages > 1)
+      c.schedule.overlap = true;
+    else if (pp == 1)
+      c.schedule = {ScheduleKind::one_f_one_b_overlap, 1};
+    else
+      throw Error("", where,
+                  "--overlap-moe-expert-parallel-comm with pp > 1 needs virtual pipeline stages "
+                  "(--num-layers-per-virtual-pipeline-stage): meshsim merges a pipeline's passes "
+                  "only on the interleaved schedule");
+  }
 
   auto& j = out.job;
   if (has(line, "--fp8-format"))

@@ -700,6 +700,18 @@ TEST_CASE("train --schedule interleaved-overlap:2: Mixtral's all-to-alls hidden 
   CHECK(m["step_time_s"].get<double>() < p["step_time_s"].get<double>());
   CHECK(m["bubble_s"].get<double>() <= p["bubble_s"].get<double>() * 1.05);
   CHECK(m["memory"]["activations"].get<double>() == p["memory"]["activations"].get<double>());
+  // The same job from a Megatron line with Megatron-Core's EP-overlap flag.
+  const auto line = run_cli(
+      "train --topology " + topology_path("dgx-h100-superpod.json") + " --nodes 2 --workload " +
+      source_path("workloads/models/mixtral-8x7b.json") +
+      " --json --from-megatron \"--pipeline-model-parallel-size 2 --expert-model-parallel-size 8 "
+      "--num-layers-per-virtual-pipeline-stage 8 --overlap-moe-expert-parallel-comm "
+      "--seq-length 4096 --global-batch-size 64 --micro-batch-size 1 --use-distributed-optimizer "
+      "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --bf16\"");
+  REQUIRE_MESSAGE(line.exit_code == 0, line.err);
+  const auto l = json::parse(line.out);
+  CHECK(l["schedule"] == "interleaved-overlap:2");
+  CHECK(l["step_time_s"] == m["step_time_s"]);
   const auto one = run_cli(base + "interleaved-overlap:1");
   CHECK(one.exit_code == 2);
   CHECK(one.err ==

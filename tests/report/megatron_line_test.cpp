@@ -44,6 +44,18 @@ TEST_CASE("an emitted Megatron line reads back as the same layout and job") {
        {ScheduleKind::interleaved, 2},
        DType::bf16},
       {"mixtral-8x7b", "dp=32,tp=2,pp=2,ep=8", 1, Recompute::selective, {}, DType::bf16},
+      {"mixtral-8x7b",
+       "dp=32,tp=2,pp=2,ep=8",
+       1,
+       Recompute::none,
+       {ScheduleKind::interleaved, 2, true},
+       DType::bf16},
+      {"mixtral-8x7b",
+       "dp=64,tp=2,ep=8",
+       1,
+       Recompute::none,
+       {ScheduleKind::one_f_one_b_overlap, 1},
+       DType::bf16},
       {"deepseek-v3", "dp=64,pp=8,ep=64", 1, Recompute::full, {}, DType::fp8},
       {"gpt3-175b",
        "dp=8,tp=8,pp=8",
@@ -219,6 +231,25 @@ TEST_CASE("launch lines meshsim cannot model are clear errors naming the flag") 
         "x: no --flags in the launch line");
   CHECK(error_of([] { parse_megatron_line("--bf16 stray", "x"); }) ==
         "x: 'stray' is not a flag (--bf16 takes no value)");
+}
+
+TEST_CASE("--overlap-moe-expert-parallel-comm: merged pairs, interleaved on a pipeline") {
+  const auto schedule_of = [](const std::string& text) {
+    return megatron_job(parse_megatron_line(text, "x"), 64, 32, "x").config.schedule;
+  };
+  CHECK(to_string(schedule_of("--expert-model-parallel-size 8 "
+                              "--overlap-moe-expert-parallel-comm")) == "1f1b-overlap");
+  CHECK(to_string(schedule_of("--pipeline-model-parallel-size 2 "
+                              "--num-layers-per-virtual-pipeline-stage 4 "
+                              "--overlap-moe-expert-parallel-comm")) == "interleaved-overlap:4");
+  CHECK(to_string(schedule_of("--pipeline-model-parallel-size 2 "
+                              "--num-layers-per-virtual-pipeline-stage 4")) == "interleaved:4");
+  CHECK(error_of([&] {
+          schedule_of("--pipeline-model-parallel-size 2 --overlap-moe-expert-parallel-comm");
+        }) ==
+        "x: --overlap-moe-expert-parallel-comm with pp > 1 needs virtual pipeline stages "
+        "(--num-layers-per-virtual-pipeline-stage): meshsim merges a pipeline's passes "
+        "only on the interleaved schedule");
 }
 
 TEST_CASE("a Megatron line's stack switches: --tp-comm-overlap, --cross-entropy-loss-fusion") {

@@ -94,13 +94,15 @@ double microbatches_in_flight(const Schedule& schedule, std::int64_t pp, std::in
       // 1F1B's PP).
       return std::min(as_double(pp - stage + 1), m);
     case ScheduleKind::interleaved: {
-      // Megatron-LM's interleaved schedule: stage i runs 2(p − i − 1) + (v − 1)·p warm-up
-      // forward chunks, then one more before its first backward; each chunk is 1/v of the
-      // stage's layers (Narayanan et al. 2021 §2.2; Korthikanti et al. 2022 §4.2.3 give the
-      // same p·(1 + (p − 1)/(p·v)) for the first stage).
+      // Megatron-LM's interleaved schedule: stage i runs 2(p − i − 1) + (v − 1)·G warm-up
+      // forward chunks (G the micro-batch group, p by default), then one more before its first
+      // backward; each chunk is 1/v of the stage's layers (Narayanan et al. 2021 §2.2;
+      // Korthikanti et al. 2022 §4.2.3 give the same p·(1 + (p − 1)/(p·v)) for the first stage
+      // with G = p).
       const double v = as_double(schedule.virtual_stages);
+      const std::int64_t group = schedule.group > 0 ? schedule.group : pp;
       const double chunks =
-          as_double(2 * (pp - stage - 1) + (schedule.virtual_stages - 1) * pp + 1);
+          as_double(2 * (pp - stage - 1) + (schedule.virtual_stages - 1) * group + 1);
       return std::min(chunks, m * v) / v;
     }
   }

@@ -17,7 +17,8 @@ std::string to_string(const Schedule& s) {
       return "1f1b";
     case ScheduleKind::interleaved:
       return (s.overlap ? "interleaved-overlap:" : "interleaved:") +
-             std::to_string(s.virtual_stages);
+             std::to_string(s.virtual_stages) +
+             (s.group > 0 ? ":" + std::to_string(s.group) : std::string());
     case ScheduleKind::zero_bubble:
       return "zb";
     case ScheduleKind::one_f_one_b_overlap:
@@ -39,11 +40,22 @@ Schedule parse_schedule(std::string_view text, const std::string& where) {
   else if (text.starts_with("interleaved:") || text.starts_with("interleaved-overlap:")) {
     s.kind = ScheduleKind::interleaved;
     s.overlap = text.starts_with("interleaved-overlap:");
-    const auto v = text.substr(text.find(':') + 1);
+    auto v = text.substr(text.find(':') + 1);
+    std::string_view g;
+    if (const auto colon = v.find(':'); colon != std::string_view::npos) {
+      g = v.substr(colon + 1);
+      v = v.substr(0, colon);
+    }
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s.virtual_stages);
     if (ec != std::errc() || end != v.data() + v.size() || s.virtual_stages < 1 ||
         s.virtual_stages > 1024)
       throw Error("", where, "'" + std::string(text) + "': virtual stages must be 1..1024");
+    if (text.find(':') != text.rfind(':')) {
+      const auto [gend, gec] = std::from_chars(g.data(), g.data() + g.size(), s.group);
+      if (gec != std::errc() || gend != g.data() + g.size() || s.group < 1 || s.group > 8192)
+        throw Error("", where,
+                    "'" + std::string(text) + "': the micro-batch group must be 1..8192");
+    }
     if (s.overlap && s.virtual_stages < 2)
       throw Error("", where,
                   "'" + std::string(text) +

@@ -32,13 +32,17 @@ struct Schedule {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
   std::int64_t virtual_stages = 1;  // interleaved 1F1B: model chunks per pipeline rank
   bool overlap = false;             // interleaved: steady-state forward and backward merged
+  // interleaved: consecutive micro-batches a virtual stage runs before the next chunk's
+  // (Megatron-LM's --microbatch-group-size-per-virtual-pipeline-stage, Llama 3's N); 0: pp,
+  // Megatron's default (depth-first).
+  std::int64_t group = 0;
   bool operator==(const Schedule&) const = default;
   // Whether the schedule merges a forward with a backward (1f1b-overlap, interleaved-overlap).
   bool merges() const { return kind == ScheduleKind::one_f_one_b_overlap || overlap; }
 };
 std::string to_string(const Schedule& s);  // "gpipe", "1f1b", "interleaved:2", "zb", ...
-// "gpipe", "1f1b", "interleaved:V", "interleaved-overlap:V", "zb", "1f1b-overlap"; errors name
-// `where`.
+// "gpipe", "1f1b", "interleaved:V", "interleaved-overlap:V", either with ":G" (the micro-batch
+// group), "zb", "1f1b-overlap"; errors name `where`.
 Schedule parse_schedule(std::string_view text, const std::string& where);
 
 struct ParallelConfig {

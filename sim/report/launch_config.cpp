@@ -119,6 +119,9 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
     else
       s += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", c.schedule.virtual_stages);
   }
+  if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1 &&
+      c.schedule.group > 0)
+    s += fmt::format(" --microbatch-group-size-per-virtual-pipeline-stage {}", c.schedule.group);
   if (c.schedule.merges()) s += " --overlap-moe-expert-parallel-comm";
   // The ZeRO stage as Megatron shards state: its distributed optimizer shards the optimizer
   // state and fp32 main weights and keeps a full gradient buffer (ZeRO-1:
@@ -164,6 +167,11 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
         c.zero, c.zero == 2 ? " with fsdp_reshard_after_forward = \"never\"" : "");
   if (c.schedule.kind == ScheduleKind::zero_bubble)
     s += "# InterleavedZeroBubble is torchtitan's zero-bubble schedule; meshsim simulated ZB-H1\n";
+  if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.group > 0)
+    s += fmt::format(
+        "# meshsim ran micro-batch groups of {} (Megatron's order); torchtitan's Interleaved1F1B "
+        "groups them by its own rounds\n",
+        c.schedule.group);
   if (c.schedule.merges())
     s += fmt::format(
         "# meshsim merged each steady-state forward with the next backward to hide the EP "

@@ -71,6 +71,7 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
       {"--sequence-parallel", false},
       {"--num-layers-per-virtual-pipeline-stage", true},
       {"--num-virtual-stages-per-pipeline-rank", true},
+      {"--microbatch-group-size-per-virtual-pipeline-stage", true},
       // sharding of model state
       {"--use-distributed-optimizer", false},
       {"--use-megatron-fsdp", false},
@@ -304,6 +305,14 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
     virtual_stages = model_layers / (pp * per);
   }
   if (virtual_stages > 1) c.schedule = {ScheduleKind::interleaved, virtual_stages};
+  if (has(line, "--microbatch-group-size-per-virtual-pipeline-stage")) {
+    if (virtual_stages == 1)
+      throw Error("", where,
+                  "--microbatch-group-size-per-virtual-pipeline-stage needs virtual pipeline "
+                  "stages");
+    c.schedule.group =
+        int_flag(line, "--microbatch-group-size-per-virtual-pipeline-stage", 0, where);
+  }
   // Megatron-Core's EP overlap (the flag of Megatron-Core ≥ 0.14; earlier versions have none):
   // each steady-state forward merged with the next backward, the interleaved order on a pipeline.
   if (has(line, "--overlap-moe-expert-parallel-comm")) {

@@ -7,6 +7,7 @@
 #include "model/op_catalogue.hpp"
 #include "model/recompute.hpp"
 #include "parallel/mesh_rules.hpp"
+#include "strategy/pipeline_schedule.hpp"
 
 namespace meshsim {
 
@@ -161,10 +162,11 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                   }
                   const std::int64_t m = job.global_batch / (dp * mbs);
                   if (sched.kind == ScheduleKind::interleaved &&
-                      (m % pp != 0 || pp * sched.virtual_stages > model.layers)) {
+                      (interleaving_error(sched, pp, m) ||
+                       pp * sched.virtual_stages > model.layers)) {
                     reject(
-                        "invalid (interleaving needs micro-batches % pp and a layer per virtual "
-                        "stage)");
+                        "invalid (interleaving needs Megatron's micro-batch count and a layer per "
+                        "virtual stage)");
                     continue;
                   }
                   // Recomputing every N-th layer (N > 1) is not ordered against a selective

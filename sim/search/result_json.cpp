@@ -54,7 +54,7 @@ Json to_json(const EvaluatedCandidate& e) {
           {"recompute", static_cast<int>(c.config.recompute)},
           {"schedule",
            {static_cast<int>(c.config.schedule.kind), c.config.schedule.virtual_stages,
-            c.config.schedule.overlap}},
+            c.config.schedule.overlap, c.config.schedule.group}},
           {"mbs", c.micro_batch},
           {"error", e.error},
           {"step", r.step_time_s},
@@ -91,7 +91,7 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
   c.config.reshard_after_forward = j["reshard"];
   c.config.recompute = static_cast<Recompute>(j["recompute"].get<int>());
   c.config.schedule = {static_cast<ScheduleKind>(j["schedule"][0].get<int>()), j["schedule"][1],
-                       j["schedule"][2]};
+                       j["schedule"][2], j["schedule"][3]};
   c.micro_batch = j["mbs"];
   e.error = j["error"];
   auto& r = e.result;

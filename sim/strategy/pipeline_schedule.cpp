@@ -27,6 +27,27 @@ void one_f_one_b(std::vector<PipelineAction>& out, std::int64_t pp, std::int64_t
 
 }  // namespace
 
+std::optional<std::string> interleaving_error(const Schedule& schedule, std::int64_t pp,
+                                              std::int64_t m) {
+  if (schedule.kind != ScheduleKind::interleaved || schedule.virtual_stages == 1) return {};
+  const auto s = [](std::int64_t x) { return std::to_string(x); };
+  if (schedule.group == 0)
+    return m % pp == 0 ? std::nullopt
+                       : std::optional<std::string>(
+                             "interleaved 1F1B needs the micro-batches per step (" + s(m) +
+                             ") to be a multiple of pp = " + s(pp) + " (as Megatron-LM requires)");
+  const std::int64_t g = schedule.group;
+  if (g < pp)
+    return "the micro-batch group (" + s(g) + ") must be at least pp = " + s(pp) +
+           " (as Megatron-LM requires)";
+  if (g > m)
+    return "the micro-batch group (" + s(g) + ") exceeds the micro-batches per step (" + s(m) + ")";
+  if (m % g != 0 && m % g < pp)
+    return "groups of " + s(g) + " leave a last group of " + s(m % g) + " of the " + s(m) +
+           " micro-batches per step, fewer than pp = " + s(pp) + " (as Megatron-LM refuses)";
+  return {};
+}
+
 std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t pp,
                                           std::int64_t stage, std::int64_t m) {
   std::vector<PipelineAction> out;
@@ -50,27 +71,32 @@ std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t
         one_f_one_b(out, pp, stage, m, false);
         break;
       }
-      if (m % pp != 0)
-        throw Error("", "--schedule",
-                    "interleaved 1F1B needs the micro-batches per step (" + std::to_string(m) +
-                        ") to be a multiple of pp = " + std::to_string(pp) +
-                        " (as Megatron-LM requires)");
-      // Megatron-LM's forward_backward_pipelining_with_interleaving: virtual micro-batch k runs
-      // chunk (k / pp) mod v of micro-batch (k / (pp·v))·pp + k mod pp; backward visits the
-      // chunks in reverse.
+      if (auto why = interleaving_error(schedule, pp, m)) throw Error("", "--schedule", *why);
+      // Megatron-LM's get_schedule_table: groups of G consecutive micro-batches (the last one
+      // the rest), each group running chunk 0 for all its micro-batches, then chunk 1, ...;
+      // backward visits the chunks in reverse. With G = pp: virtual micro-batch k runs chunk
+      // (k / pp) mod v of micro-batch (k / (pp·v))·pp + k mod pp.
+      const std::int64_t G = schedule.group > 0 ? schedule.group : pp;
+      std::vector<std::pair<std::int64_t, std::int64_t>> table;  // (micro-batch, chunk)
+      for (std::int64_t first = 0; first < m; first += G) {
+        const std::int64_t end = first + G >= m ? m : first + G;
+        for (std::int64_t c = 0; c < v; ++c)
+          for (std::int64_t mb = first; mb < end; ++mb) table.emplace_back(mb, c);
+      }
       const std::int64_t total = m * v;
-      auto mb_of = [&](std::int64_t k) { return (k / (pp * v)) * pp + k % pp; };
       auto f = [&](std::int64_t k) {
-        return PipelineAction{PassKind::forward, mb_of(k), (k / pp) % v};
+        const auto& [mb, c] = table[static_cast<std::size_t>(k)];
+        return PipelineAction{PassKind::forward, mb, c};
       };
       auto b = [&](std::int64_t k) {
-        return PipelineAction{PassKind::backward, mb_of(k), v - 1 - (k / pp) % v};
+        const auto& [mb, c] = table[static_cast<std::size_t>(k)];
+        return PipelineAction{PassKind::backward, mb, v - 1 - c};
       };
       // With `overlap` (Megatron-Core's combined 1F1B) each steady-state forward runs merged with
       // the backward after it; the warm-up stays Megatron's (assumption: no extra warm-up chunk,
       // since neighbouring stages' warm-ups already differ by two chunks, which is what keeps a
       // merged pair from waiting on its neighbour's).
-      const std::int64_t warmup = std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
+      const std::int64_t warmup = std::min((pp - stage - 1) * 2 + (v - 1) * G, total);
       for (std::int64_t k = 0; k < warmup; ++k) out.push_back(f(k));
       for (std::int64_t i = 0; i < total - warmup; ++i) {
         auto fa = f(warmup + i);

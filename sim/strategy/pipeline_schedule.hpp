@@ -24,8 +24,15 @@ struct PipelineAction {
   bool operator==(const PipelineAction&) const = default;
 };
 
+// Why an interleaved schedule cannot run `m` micro-batches per step on `pp` stages, as
+// Megatron-LM refuses them: with the default group (pp) m must be a multiple of pp; a group G
+// must lie in [pp, m], and m mod G be 0 or at least pp (a last group that short would leave a
+// stage waiting for its own chunk). Nothing for other schedules.
+std::optional<std::string> interleaving_error(const Schedule& schedule, std::int64_t pp,
+                                              std::int64_t m);
+
 // Throws Error("", "--schedule", ...) when the schedule cannot run this many micro-batches
-// (interleaving needs a multiple of pp, as Megatron-LM requires).
+// (interleaving_error).
 std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t pp,
                                           std::int64_t stage, std::int64_t microbatches);
 

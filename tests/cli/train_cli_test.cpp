@@ -684,6 +684,29 @@ TEST_CASE("train --schedule 1f1b-overlap: Mixtral's all-to-alls under the other 
   CHECK(piped.err.starts_with("error: --schedule: 1f1b-overlap needs pp = 1"));
 }
 
+TEST_CASE("train --schedule interleaved:V:G: Megatron's micro-batch groups, its rules") {
+  // Llama 3.1 8B on one DGX H100, pp = 4, 9 micro-batches: not a multiple of pp, so the default
+  // group refuses it; groups of 5 (then 4) run it.
+  const std::string base = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --mesh pp=4,dp=2 --seq 4096 --gbs 18 --json --schedule ";
+  const auto plain = run_cli(base + "interleaved:2");
+  CHECK(plain.exit_code == 2);
+  CHECK(plain.err ==
+        "error: --schedule: interleaved 1F1B needs the micro-batches per step (9) to be a "
+        "multiple of pp = 4 (as Megatron-LM requires)\n");
+  const auto grouped = run_cli(base + "interleaved:2:5");
+  REQUIRE_MESSAGE(grouped.exit_code == 0, grouped.err);
+  const auto g = json::parse(grouped.out);
+  CHECK(g["schedule"] == "interleaved:2:5");
+  CHECK(g["step_time_s"].get<double>() > 0);
+  const auto short_last = run_cli(base + "interleaved:2:6");
+  CHECK(short_last.exit_code == 2);
+  CHECK(short_last.err ==
+        "error: --schedule: groups of 6 leave a last group of 3 of the 9 micro-batches per step, "
+        "fewer than pp = 4 (as Megatron-LM refuses)\n");
+}
+
 TEST_CASE("train --schedule interleaved-overlap:2: Mixtral's all-to-alls hidden on a pipeline") {
   const std::string base = "train --topology " + topology_path("dgx-h100-superpod.json") +
                            " --nodes 2 --workload " +

@@ -14,6 +14,14 @@ constexpr std::int64_t kWorld = 1024;
 void check(const meshsim::LaunchLayout& l) {
   if (l.config.mesh.world() != kWorld) __builtin_trap();
   if (l.job.micro_batch < 1 || l.config.schedule.virtual_stages < 1) __builtin_trap();
+  // A micro-batch group and the merged pairs only where Megatron runs them: a group with virtual
+  // stages, merged pairs on a pipeline only with them.
+  const auto& s = l.config.schedule;
+  if (s.group < 0 || (s.group > 0 && s.virtual_stages < 2)) __builtin_trap();
+  if (s.overlap && (s.kind != meshsim::ScheduleKind::interleaved || s.virtual_stages < 2))
+    __builtin_trap();
+  if (s.kind == meshsim::ScheduleKind::one_f_one_b_overlap && l.config.mesh.pp != 1)
+    __builtin_trap();
   // The stack named is a bundled one, and async TP only with compile.
   if (l.stack.name.empty() || !meshsim::bundled_stack(l.stack.name)) __builtin_trap();
   if (l.stack.tp_overlap && l.stack.name == "torchtitan") __builtin_trap();

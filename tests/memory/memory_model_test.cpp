@@ -115,6 +115,10 @@ TEST_CASE("micro-batches in flight per pipeline schedule") {
   const Schedule merged{ScheduleKind::one_f_one_b_overlap, 1};
   CHECK(microbatches_in_flight(merged, 1, 0, 16) == 2);
   CHECK(microbatches_in_flight(merged, 1, 0, 1) == 1);
+  // A micro-batch group of 5: the first stage warms up 2·(4 − 1) + (2 − 1)·5 = 11 chunks, holds
+  // 12 before its first backward: 6 micro-batches' worth. The combined 1F1B holds the same.
+  CHECK(microbatches_in_flight({ScheduleKind::interleaved, 2, false, 5}, 4, 0, 10) == 6);
+  CHECK(microbatches_in_flight({ScheduleKind::interleaved, 2, true}, 4, 0, 16) == 5.5);
 }
 
 TEST_CASE("activations: full recompute keeps 2·s·b·h per layer; 1F1B multiplies by p") {

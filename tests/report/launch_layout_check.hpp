@@ -19,6 +19,7 @@ inline void check_same_layout(const LaunchLayout& back, const ParallelConfig& c,
   CHECK(back.config.schedule.kind == c.schedule.kind);
   CHECK(back.config.schedule.virtual_stages == c.schedule.virtual_stages);
   CHECK(back.config.schedule.overlap == c.schedule.overlap);
+  CHECK(back.config.schedule.group == c.schedule.group);
   CHECK(back.job.seq == job.seq);
   CHECK(back.job.global_batch == job.global_batch);
   CHECK(back.job.micro_batch == job.micro_batch);

@@ -50,6 +50,12 @@ TEST_CASE("an emitted Megatron line reads back as the same layout and job") {
        Recompute::none,
        {ScheduleKind::interleaved, 2, true},
        DType::bf16},
+      {"llama3.1-405b",
+       "dp=32,tp=8,pp=16,fsdp=8",
+       1,
+       Recompute::full,
+       {ScheduleKind::interleaved, 2, false, 16},
+       DType::bf16},
       {"mixtral-8x7b",
        "dp=64,tp=2,ep=8",
        1,
@@ -233,7 +239,7 @@ TEST_CASE("launch lines meshsim cannot model are clear errors naming the flag") 
         "x: 'stray' is not a flag (--bf16 takes no value)");
 }
 
-TEST_CASE("--overlap-moe-expert-parallel-comm: merged pairs, interleaved on a pipeline") {
+TEST_CASE("--overlap-moe-expert-parallel-comm and the micro-batch group of interleaving") {
   const auto schedule_of = [](const std::string& text) {
     return megatron_job(parse_megatron_line(text, "x"), 64, 32, "x").config.schedule;
   };
@@ -244,6 +250,16 @@ TEST_CASE("--overlap-moe-expert-parallel-comm: merged pairs, interleaved on a pi
                               "--overlap-moe-expert-parallel-comm")) == "interleaved-overlap:4");
   CHECK(to_string(schedule_of("--pipeline-model-parallel-size 2 "
                               "--num-layers-per-virtual-pipeline-stage 4")) == "interleaved:4");
+  CHECK(to_string(schedule_of("--pipeline-model-parallel-size 2 "
+                              "--num-layers-per-virtual-pipeline-stage 4 "
+                              "--microbatch-group-size-per-virtual-pipeline-stage 3")) ==
+        "interleaved:4:3");
+  CHECK(error_of([&] {
+          schedule_of(
+              "--pipeline-model-parallel-size 2 "
+              "--microbatch-group-size-per-virtual-pipeline-stage 3");
+        }) ==
+        "x: --microbatch-group-size-per-virtual-pipeline-stage needs virtual pipeline stages");
   CHECK(error_of([&] {
           schedule_of("--pipeline-model-parallel-size 2 --overlap-moe-expert-parallel-comm");
         }) ==

@@ -72,6 +72,46 @@ TEST_CASE("interleaved-overlap: Megatron's interleaved order, each steady-state 
   CHECK_THROWS_AS(parse_schedule("interleaved-overlap:", "--schedule"), Error);
 }
 
+TEST_CASE("interleaved with a micro-batch group: Megatron's schedule table and warm-up") {
+  const auto s = parse_schedule("interleaved:2:3", "--schedule");
+  CHECK(s.group == 3);
+  CHECK(to_string(s) == "interleaved:2:3");
+  CHECK(to_string(parse_schedule("interleaved-overlap:4:8", "x")) == "interleaved-overlap:4:8");
+  // p = 2, v = 2, m = 6, groups of 3: micro-batches 0–2 on chunk 0, then on chunk 1, then 3–5
+  // the same way; stage 0's warm-up is 2·(p − 1) + (v − 1)·G = 5 virtual forwards.
+  CHECK(to_string(stage_actions(s, 2, 0, 6)) ==
+        "F0 F1 F2 F0.1 F1.1 F2.1 B0.1 F3 B1.1 F4 B2.1 F5 B0 F3.1 B1 F4.1 B2 F5.1 B3.1 B4.1 B5.1 "
+        "B3 B4 B5");
+  // A group of pp is Megatron's default order.
+  CHECK(stage_actions({ScheduleKind::interleaved, 2, false, 2}, 2, 0, 4) ==
+        stage_actions({ScheduleKind::interleaved, 2}, 2, 0, 4));
+  // Megatron's rules: G in [pp, m], and a last group of 0 or at least pp micro-batches.
+  const Schedule g5{ScheduleKind::interleaved, 2, false, 5};
+  CHECK(!interleaving_error(g5, 4, 9));  // groups of 5 and 4
+  CHECK(interleaving_error(g5, 4, 7) ==
+        "groups of 5 leave a last group of 2 of the 7 micro-batches per step, fewer than pp = 4 "
+        "(as Megatron-LM refuses)");
+  CHECK(interleaving_error(g5, 8, 16) ==
+        "the micro-batch group (5) must be at least pp = 8 (as Megatron-LM requires)");
+  CHECK(interleaving_error(g5, 2, 4) ==
+        "the micro-batch group (5) exceeds the micro-batches per step (4)");
+  CHECK(!interleaving_error({ScheduleKind::interleaved, 2}, 4, 8));
+  CHECK(!interleaving_error({ScheduleKind::one_f_one_b, 1}, 4, 7));
+  CHECK_THROWS_WITH_AS(stage_actions(g5, 4, 0, 7),
+                       "--schedule: groups of 5 leave a last group of 2 of the 7 micro-batches "
+                       "per step, fewer than pp = 4 (as Megatron-LM refuses)",
+                       Error);
+  // Every stage runs every pass once and the orders do not deadlock.
+  std::vector<std::vector<PipelineAction>> orders;
+  for (std::int64_t r = 0; r < 4; ++r) orders.push_back(stage_actions(g5, 4, r, 9));
+  for (const auto& o : orders) CHECK(o.size() == 36);
+  const std::vector<double> ones(8, 1.0), twos(8, 2.0), zeros(8, 0.0);
+  CHECK(play_schedule(orders, 9, {ones, twos, zeros}).has_value());
+  CHECK_THROWS_AS(parse_schedule("interleaved:2:0", "--schedule"), Error);
+  CHECK_THROWS_AS(parse_schedule("interleaved:2:x", "--schedule"), Error);
+  CHECK_THROWS_AS(parse_schedule("interleaved:2:", "--schedule"), Error);
+}
+
 TEST_CASE("play_schedule: merged pairs wait on a one-directional 1F1B, not on an interleaved one") {
   const auto orders = [](const Schedule& s, std::int64_t pp, std::int64_t m) {
     std::vector<std::vector<PipelineAction>> a;

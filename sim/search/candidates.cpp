@@ -161,8 +161,13 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     continue;
                   }
                   const std::int64_t m = job.global_batch / (dp * mbs);
+                  // Unpinned interleaving over micro-batches that are not a multiple of pp runs
+                  // Megatron's smallest micro-batch group that takes them (label
+                  // interleaved:V:G, --microbatch-group-size-per-virtual-pipeline-stage).
+                  if (sched.kind == ScheduleKind::interleaved && !space.schedule && m % pp != 0)
+                    cfg.schedule.group = smallest_microbatch_group(pp, m).value_or(0);
                   if (sched.kind == ScheduleKind::interleaved &&
-                      (interleaving_error(sched, pp, m) ||
+                      (interleaving_error(cfg.schedule, pp, m) ||
                        pp * sched.virtual_stages > model.layers)) {
                     reject(
                         "invalid (interleaving needs Megatron's micro-batch count and a layer per "

@@ -48,6 +48,13 @@ std::optional<std::string> interleaving_error(const Schedule& schedule, std::int
   return {};
 }
 
+std::optional<std::int64_t> smallest_microbatch_group(std::int64_t pp, std::int64_t m) {
+  // G = m always passes (one group), so the loop ends by m.
+  for (std::int64_t g = pp; g <= m; ++g)
+    if (m % g == 0 || m % g >= pp) return g;
+  return std::nullopt;
+}
+
 std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t pp,
                                           std::int64_t stage, std::int64_t m) {
   std::vector<PipelineAction> out;

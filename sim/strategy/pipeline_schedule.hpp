@@ -31,6 +31,10 @@ struct PipelineAction {
 std::optional<std::string> interleaving_error(const Schedule& schedule, std::int64_t pp,
                                               std::int64_t m);
 
+// The smallest micro-batch group Megatron-LM accepts for `m` micro-batches on `pp` stages (the
+// fewest warm-up chunks, pp when m is a multiple of it); nothing when m < pp.
+std::optional<std::int64_t> smallest_microbatch_group(std::int64_t pp, std::int64_t m);
+
 // Throws Error("", "--schedule", ...) when the schedule cannot run this many micro-batches
 // (interleaving_error).
 std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t pp,

@@ -592,6 +592,27 @@ TEST_CASE("search --schedule pins any interleaving, and the overlapped one on a 
   }
 }
 
+TEST_CASE("search: interleaving 9 micro-batches on 4 stages takes Megatron's smallest group") {
+  // Llama 3.1 8B on one DGX H100, pp = 4, dp = 2, 9 micro-batches: the default group (pp) refuses
+  // them, groups of 5 then 4 run them.
+  const std::string args = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           model_path("llama3.1-8b") +
+                           " --seq 4096 --gbs 18 --pp 4 --tp 1 --cp 1 --top 20 --json";
+  const auto r = run_cli(args);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  int grouped = 0;
+  for (const auto& e : j["results"]) {
+    CHECK(e["schedule"] != "interleaved:2");
+    if (e["schedule"] == "interleaved:2:5") ++grouped;
+  }
+  CHECK(grouped > 0);
+  // Pinned, interleaved:2 keeps Megatron's default group and finds nothing to run.
+  const auto pinned = run_cli(args + " --schedule interleaved:2");
+  CHECK(pinned.out.find("invalid (interleaving needs Megatron's micro-batch count") !=
+        std::string::npos);
+}
+
 TEST_CASE("search --schedule 1f1b-overlap: ranks the overlapped layouts without PP, emits a note") {
   const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +
                            " --nodes 2 --workload " + model_path("mixtral-8x7b") +

@@ -107,6 +107,12 @@ TEST_CASE("interleaved with a micro-batch group: Megatron's schedule table and w
   for (const auto& o : orders) CHECK(o.size() == 36);
   const std::vector<double> ones(8, 1.0), twos(8, 2.0), zeros(8, 0.0);
   CHECK(play_schedule(orders, 9, {ones, twos, zeros}).has_value());
+  // The smallest group Megatron takes: pp when it divides m; DeepSeek-V3's 120 micro-batches on
+  // 16 stages: 16 leaves 8, 17–19 leave 1, 12 and 6, 20 divides them.
+  CHECK(smallest_microbatch_group(4, 8) == 4);
+  CHECK(smallest_microbatch_group(4, 9) == 5);
+  CHECK(smallest_microbatch_group(16, 120) == 20);
+  CHECK(!smallest_microbatch_group(4, 3));
   CHECK_THROWS_AS(parse_schedule("interleaved:2:0", "--schedule"), Error);
   CHECK_THROWS_AS(parse_schedule("interleaved:2:x", "--schedule"), Error);
   CHECK_THROWS_AS(parse_schedule("interleaved:2:", "--schedule"), Error);

@@ -7,6 +7,18 @@
 
 using namespace meshsim;
 
+namespace {
+
+// Every stage's order of a schedule.
+std::vector<std::vector<PipelineAction>> orders(const Schedule& s, std::int64_t pp,
+                                                std::int64_t m) {
+  std::vector<std::vector<PipelineAction>> a;
+  for (std::int64_t r = 0; r < pp; ++r) a.push_back(stage_actions(s, pp, r, m));
+  return a;
+}
+
+}  // namespace
+
 TEST_CASE("1F1B: warm-up forwards, steady one-forward-one-backward, cool-down backwards") {
   const Schedule s{ScheduleKind::one_f_one_b, 1};
   // Stage 0 of 4 with 6 micro-batches: 3 warm-up forwards.
@@ -102,11 +114,10 @@ TEST_CASE("interleaved with a micro-batch group: Megatron's schedule table and w
                        "per step, fewer than pp = 4 (as Megatron-LM refuses)",
                        Error);
   // Every stage runs every pass once and the orders do not deadlock.
-  std::vector<std::vector<PipelineAction>> orders;
-  for (std::int64_t r = 0; r < 4; ++r) orders.push_back(stage_actions(g5, 4, r, 9));
-  for (const auto& o : orders) CHECK(o.size() == 36);
+  const auto g5_orders = orders(g5, 4, 9);
+  for (const auto& o : g5_orders) CHECK(o.size() == 36);
   const std::vector<double> ones(8, 1.0), twos(8, 2.0), zeros(8, 0.0);
-  CHECK(play_schedule(orders, 9, {ones, twos, zeros}).has_value());
+  CHECK(play_schedule(g5_orders, 9, {ones, twos, zeros}).has_value());
   // The smallest group Megatron takes: pp when it divides m; DeepSeek-V3's 120 micro-batches on
   // 16 stages: 16 leaves 8, 17–19 leave 1, 12 and 6, 20 divides them.
   CHECK(smallest_microbatch_group(4, 8) == 4);
@@ -119,11 +130,6 @@ TEST_CASE("interleaved with a micro-batch group: Megatron's schedule table and w
 }
 
 TEST_CASE("play_schedule: merged pairs wait on a one-directional 1F1B, not on an interleaved one") {
-  const auto orders = [](const Schedule& s, std::int64_t pp, std::int64_t m) {
-    std::vector<std::vector<PipelineAction>> a;
-    for (std::int64_t r = 0; r < pp; ++r) a.push_back(stage_actions(s, pp, r, m));
-    return a;
-  };
   // 1F1B, 2 stages, 3 micro-batches, F = 1, B = 2: (m + pp − 1)(F + B) = 12.
   const PassTimes one_chunk{{1, 1}, {2, 2}, {0, 0}};
   const auto plain = play_schedule(orders({ScheduleKind::one_f_one_b, 1}, 2, 3), 3, one_chunk);
@@ -167,11 +173,6 @@ TEST_CASE("stage balancing by time gives the ends fewer layers when they are hea
 }
 
 TEST_CASE("play_schedule: 1F1B, GPipe and zero-bubble at fixed pass times, by hand") {
-  const auto orders = [](const Schedule& s, std::int64_t pp, std::int64_t m) {
-    std::vector<std::vector<PipelineAction>> a;
-    for (std::int64_t r = 0; r < pp; ++r) a.push_back(stage_actions(s, pp, r, m));
-    return a;
-  };
   // 1F1B, 2 stages, 2 micro-batches, F = 1, B = 2. Stage 1: F0 1–2, B0 2–4, F1 4–5 (stage 0's
   // F1 ended at 2), B1 5–7. Stage 0: F0 0–1, F1 1–2, B0 4–6 (after stage 1's B0), B1 7–9.
   // (m + pp − 1)(F + B) = 9.

@@ -52,6 +52,19 @@ TrainingSetup setup(const std::string& mesh, std::int64_t seq, std::int64_t gbs,
   return s;
 }
 
+// A DeepSeek-style MoE (MLA, 32 routed experts, top 4) of `layers` layers, small enough for one
+// node.
+ModelSpec small_mla_moe(int layers) {
+  auto doc = Json::parse(R"({"model_type": "deepseek_v3", "hidden_size": 4096,
+      "num_attention_heads": 32, "vocab_size": 32000,
+      "intermediate_size": 8192, "hidden_act": "silu", "moe_intermediate_size": 1024,
+      "n_routed_experts": 32, "num_experts_per_tok": 4, "kv_lora_rank": 512,
+      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+      "max_position_embeddings": 8192})");
+  doc["num_hidden_layers"] = layers;
+  return read_model(JsonRef::root(doc, "moe.json"));
+}
+
 }  // namespace
 
 TEST_CASE("seed: GPipe idle fraction of the forward schedule, from the simulated timeline") {
@@ -1131,13 +1144,7 @@ TEST_CASE("interleaved-overlap: merged pairs on a pipeline hide EP without waiti
   // EP 4, 4 micro-batches, the ideal stack (no interference: the compute is the same under both
   // schedules). Stage 0 runs 8 forwards and 8 backwards; 4 of each are merged (the steady
   // state), so about half of its all-to-alls run under the other pass's compute.
-  const auto doc = Json::parse(R"({"model_type": "deepseek_v3", "hidden_size": 4096,
-      "num_hidden_layers": 4, "num_attention_heads": 32, "vocab_size": 32000,
-      "intermediate_size": 8192, "hidden_act": "silu", "moe_intermediate_size": 1024,
-      "n_routed_experts": 32, "num_experts_per_tok": 4, "kv_lora_rank": 512,
-      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-      "max_position_embeddings": 8192})");
-  const auto m = read_model(JsonRef::root(doc, "moe.json"));
+  const auto m = small_mla_moe(4);
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   auto s = setup("dp=4,pp=2,ep=4", 4096, 16);
   s.config.schedule = parse_schedule("interleaved:2", "--schedule");
@@ -1165,13 +1172,7 @@ TEST_CASE("1f1b-overlap: each forward runs merged with the backward before it, h
   // backward's combine under the forward's attention, the forward's dispatch under the
   // backward's MLP, and so on. Only F0's and B3's all-to-alls, unmerged, stay exposed: a quarter
   // of 1F1B's, and the step is shorter by the rest.
-  const auto doc = Json::parse(R"({"model_type": "deepseek_v3", "hidden_size": 4096,
-      "num_hidden_layers": 2, "num_attention_heads": 32, "vocab_size": 32000,
-      "intermediate_size": 8192, "hidden_act": "silu", "moe_intermediate_size": 1024,
-      "n_routed_experts": 32, "num_experts_per_tok": 4, "kv_lora_rank": 512,
-      "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-      "max_position_embeddings": 8192})");
-  const auto m = read_model(JsonRef::root(doc, "moe.json"));
+  const auto m = small_mla_moe(2);
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   auto s = setup("dp=8,ep=8", 4096, 32);
   const auto plain = simulate_training(topo, m, s);

@@ -25,8 +25,9 @@ namespace meshsim {
 // interleaved schedule, Megatron-Core's combined 1F1B with virtual pipeline stages
 // (--overlap-moe-expert-parallel-comm, which Megatron-LM allows with PP only together with
 // VPP): each steady-state forward merged with the backward after it. There the stages' warm-ups
-// differ by two chunks, so a pair's inputs arrive while the pair before it runs and merging
-// costs no extra wait (tests/strategy/pipeline_schedule_test.cpp plays it out).
+// differ by two chunks, so a pair's inputs arrive while the pair before it runs
+// (tests/strategy/pipeline_schedule_test.cpp plays it out); only the pipeline transfers, which
+// the plain order hides under a pair's other pass, land on the critical path once per pair.
 enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zero_bubble, one_f_one_b_overlap };
 struct Schedule {
   ScheduleKind kind = ScheduleKind::one_f_one_b;

@@ -705,6 +705,17 @@ TEST_CASE("train --schedule interleaved:V:G: Megatron's micro-batch groups, its 
   CHECK(short_last.err ==
         "error: --schedule: groups of 6 leave a last group of 3 of the 9 micro-batches per step, "
         "fewer than pp = 4 (as Megatron-LM refuses)\n");
+  // torchtitan's Interleaved1F1B over 10 micro-batches on 4 stages: 2 rounds of 5.
+  const auto toml = (std::filesystem::temp_directory_path() / "meshsim_rounds.toml").string();
+  std::ofstream(toml) << "[training]\nlocal_batch_size = 10\nseq_len = 4096\n[parallelism]\n"
+                         "pipeline_parallel_degree = 4\n"
+                         "pipeline_parallel_schedule = \"Interleaved1F1B\"\n";
+  const auto titan = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                             source_path("workloads/models/llama3.1-8b.json") +
+                             " --json --from-torchtitan " + toml);
+  std::filesystem::remove(toml);
+  REQUIRE_MESSAGE(titan.exit_code == 0, titan.err);
+  CHECK(json::parse(titan.out)["schedule"] == "interleaved:2:5");
 }
 
 TEST_CASE("train --schedule interleaved-overlap:2: Mixtral's all-to-alls hidden on a pipeline") {

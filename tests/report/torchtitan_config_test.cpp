@@ -1,6 +1,7 @@
 #include "report/torchtitan_config.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "error_of.hpp"
@@ -146,6 +147,32 @@ selective_ac_option = "op"
   CHECK(t.ignored == std::vector<std::string>{"job.description", "job.dump_folder",
                                               "model.hf_assets_path", "optimizer.lr",
                                               "optimizer.name", "training.steps"});
+}
+
+TEST_CASE("torchtitan's Interleaved1F1B rounds are Megatron's micro-batch groups") {
+  // 64 GPUs, pp = 4, dp = 16, 32 layers: n = local_batch_size micro-batches of one sequence run
+  // in max(1, n // 4) rounds of n / rounds.
+  const auto read = [](int local) {
+    const std::string toml = fmt::format(R"([training]
+local_batch_size = {}
+seq_len = 4096
+[parallelism]
+data_parallel_shard_degree = -1
+pipeline_parallel_degree = 4
+pipeline_parallel_schedule = "Interleaved1F1B"
+pipeline_parallel_microbatch_size = 1
+)",
+                                         local);
+    return parse_torchtitan_toml(toml, 64, 32, "pp.toml").layout.config.schedule;
+  };
+  CHECK(to_string(read(8)) == "interleaved:2");     // 2 rounds of 4: pp, the default
+  CHECK(to_string(read(10)) == "interleaved:2:5");  // 2 rounds of 5
+  CHECK(to_string(read(6)) == "interleaved:2:6");   // 1 round of 6
+  CHECK(to_string(read(3)) == "interleaved:2");     // fewer than pp: the default, refused later
+  CHECK(error_of([&] { read(9); }) ==
+        "pp.toml: Interleaved1F1B runs 9 micro-batches (local_batch_size / "
+        "pipeline_parallel_microbatch_size) in 2 rounds, which do not divide them (as "
+        "torch.distributed.pipelining refuses)");
 }
 
 TEST_CASE("torchtitan configs meshsim cannot read are errors naming the line") {

@@ -3,10 +3,20 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 
 namespace meshsim {
 namespace {
+
+// The note of a schedule that merges passes: which, and how the framework's own line says it.
+std::string merged_note(const Schedule& s, std::string_view how) {
+  return fmt::format(
+      "# meshsim merged each steady-state forward with the next backward to hide the EP "
+      "all-to-alls ({}){}\n",
+      to_string(s), how);
+}
 
 // What a Megatron line cannot say, as "# " lines printed before it.
 std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
@@ -16,11 +26,11 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
   if (c.schedule.kind == ScheduleKind::zero_bubble)
     s += "# Megatron-LM has no zero-bubble schedule in its main line; the line below is 1F1B\n";
   if (c.schedule.merges())
-    s += fmt::format(
-        "# meshsim merged each steady-state forward with the next backward to hide the EP "
-        "all-to-alls ({}): Megatron-Core's combined 1F1B, --overlap-moe-expert-parallel-comm "
-        "from Megatron-Core 0.14 (earlier versions have no such flag: drop it for plain {})\n",
-        to_string(c.schedule), c.schedule.overlap ? "interleaved 1F1B" : "1F1B");
+    s += merged_note(
+        c.schedule,
+        fmt::format(": Megatron-Core's combined 1F1B, --overlap-moe-expert-parallel-comm from "
+                    "Megatron-Core 0.14 (earlier versions have no such flag: drop it for plain {})",
+                    c.schedule.overlap ? "interleaved 1F1B" : "1F1B"));
   if (c.zero >= 3 && !c.reshard_after_forward)
     s += "# Megatron-FSDP frees gathered weights after each forward (reshard after forward on); "
          "simulated here with it off\n";
@@ -167,17 +177,19 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
         c.zero, c.zero == 2 ? " with fsdp_reshard_after_forward = \"never\"" : "");
   if (c.schedule.kind == ScheduleKind::zero_bubble)
     s += "# InterleavedZeroBubble is torchtitan's zero-bubble schedule; meshsim simulated ZB-H1\n";
-  if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.group > 0)
+  // With PP the config's local batch is a whole step's micro-batches (below).
+  const std::int64_t microbatches = j.global_batch / (mesh.dp * j.micro_batch);
+  if (c.schedule.kind == ScheduleKind::interleaved && mesh.pp > 1 &&
+      torchtitan_interleaved_group(microbatches, mesh.pp) != c.schedule.group)
     s += fmt::format(
         "# meshsim ran micro-batch groups of {} (Megatron's order); torchtitan's Interleaved1F1B "
         "groups them by its own rounds\n",
-        c.schedule.group);
+        c.schedule.group > 0 ? c.schedule.group : mesh.pp);
   if (c.schedule.merges())
-    s += fmt::format(
-        "# meshsim merged each steady-state forward with the next backward to hide the EP "
-        "all-to-alls ({}); torchtitan overlaps them in DualPipeV, a different schedule: written "
-        "as {}\n",
-        to_string(c.schedule), c.schedule.overlap ? "Interleaved1F1B" : "1F1B");
+    s += merged_note(c.schedule,
+                     fmt::format("; torchtitan overlaps them in DualPipeV, a different schedule: "
+                                 "written as {}",
+                                 c.schedule.overlap ? "Interleaved1F1B" : "1F1B"));
   if (c.recompute == Recompute::full && (c.recompute_block > 0 || c.recompute_group > 1))
     s += "# torchtitan checkpoints every block (or every n-th): meshsim recomputed Megatron's " +
          recompute_label(c) + "; written as full AC\n";
@@ -307,6 +319,12 @@ std::string accelerate_yaml(const ModelSpec& m, const ParallelConfig& c, const L
 }  // namespace
 
 // torchtitan's registered model flavors of the bundled models (torchtitan/models/*/__init__.py).
+std::optional<std::int64_t> torchtitan_interleaved_group(std::int64_t n, std::int64_t pp) {
+  const auto rounds = std::max<std::int64_t>(1, n / pp);
+  if (n % rounds != 0) return std::nullopt;
+  return n > pp && n / rounds != pp ? n / rounds : 0;
+}
+
 std::string_view megatron_cp_comm_type(CpComm comm) {
   return comm == CpComm::allgather ? "all_gather" : "p2p";
 }

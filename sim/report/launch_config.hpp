@@ -50,6 +50,12 @@ std::pair<std::string, std::string> torchtitan_flavor(const ModelSpec& model);
 // back): Megatron-LM's --cp-comm-type, passed to Transformer Engine ("p2p", its default ring, or
 // "all_gather"), and torchtitan's context_parallel_rotate_method ("alltoall", which passes the
 // shards rank to rank, a ring, or "allgather", its default).
+// PyTorch's ScheduleInterleaved1F1B runs n micro-batches in max(1, n // pp) rounds of n / rounds
+// (torch.distributed.pipelining: number_of_rounds, microbatches_per_round; refused unless the
+// rounds divide n), each virtual stage taking a round's micro-batches in turn: Megatron's
+// micro-batch group of that size. 0: pp, the default group (also for n ≤ pp); nothing: refused.
+std::optional<std::int64_t> torchtitan_interleaved_group(std::int64_t n, std::int64_t pp);
+
 std::string_view megatron_cp_comm_type(CpComm comm);
 std::string_view torchtitan_rotate_method(CpComm comm);
 

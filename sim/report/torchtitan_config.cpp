@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "report/launch_config.hpp"
 
 namespace meshsim {
 namespace {
@@ -238,23 +239,18 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
                 fmt::format("global_batch_size {} is not a multiple of local_batch_size {} × the "
                             "data-parallel degree {}",
                             j.global_batch, local, c.mesh.dp));
-  // PyTorch's ScheduleInterleaved1F1B runs the n = local / micro-batch micro-batches in
-  // max(1, n // pp) rounds of n / rounds each (torch.distributed.pipelining: number_of_rounds,
-  // microbatches_per_round, refused unless the rounds divide n), each virtual stage taking a
-  // round's micro-batches in turn: Megatron's micro-batch group of that size.
+  // Interleaved1F1B's rounds are Megatron's micro-batch groups (torchtitan_interleaved_group).
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1 &&
       local % j.micro_batch == 0) {
     const auto n = local / j.micro_batch;
-    const auto rounds = std::max<std::int64_t>(1, n / pp);
-    if (n % rounds != 0)
+    const auto group = torchtitan_interleaved_group(n, pp);
+    if (!group)
       throw Error("", where,
                   fmt::format("Interleaved1F1B runs {} micro-batches (local_batch_size / "
                               "pipeline_parallel_microbatch_size) in {} rounds, which do not "
                               "divide them (as torch.distributed.pipelining refuses)",
-                              n, rounds));
-    // Fewer micro-batches than stages (one round smaller than pp) stay Megatron's default group,
-    // which refuses them.
-    if (n > pp && n / rounds != pp) c.schedule.group = n / rounds;
+                              n, std::max<std::int64_t>(1, n / pp)));
+    c.schedule.group = *group;
   }
   const auto precision = k.string("training.mixed_precision_param", "bfloat16");
   if (precision == "bfloat16")

@@ -169,6 +169,19 @@ pipeline_parallel_microbatch_size = 1
   CHECK(to_string(read(10)) == "interleaved:2:5");  // 2 rounds of 5
   CHECK(to_string(read(6)) == "interleaved:2:6");   // 1 round of 6
   CHECK(to_string(read(3)) == "interleaved:2");     // fewer than pp: the default, refused later
+  // Emitted: a group torchtitan's rounds give back needs no note; another one says so.
+  const auto model = load_model(model_path("llama3.1-8b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=2,pp=4", "--mesh");
+  const LaunchJob job{4096, 20, 1, DType::bf16, 1, 8};  // 10 micro-batches
+  const std::string note = "# meshsim ran micro-batch groups of";
+  c.schedule = {ScheduleKind::interleaved, 2, false, 5};
+  CHECK(launch_config("torchtitan", model, c, job).find(note) == std::string::npos);
+  c.schedule.group = 10;
+  CHECK(launch_config("torchtitan", model, c, job).find(note + " 10") != std::string::npos);
+  CHECK(torchtitan_interleaved_group(10, 4) == 5);
+  CHECK(torchtitan_interleaved_group(8, 4) == 0);
+  CHECK(!torchtitan_interleaved_group(9, 4));
   CHECK(error_of([&] { read(9); }) ==
         "pp.toml: Interleaved1F1B runs 9 micro-batches (local_batch_size / "
         "pipeline_parallel_microbatch_size) in 2 rounds, which do not divide them (as "

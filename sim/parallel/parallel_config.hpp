@@ -23,8 +23,8 @@ namespace meshsim {
 // directions are not modelled.
 // interleaved with `overlap` ("interleaved-overlap:V", V ≥ 2): the same merging on Megatron's
 // interleaved schedule, Megatron-Core's combined 1F1B with virtual pipeline stages
-// (--overlap-moe-expert-parallel-comm, which Megatron-LM allows with PP only together with
-// VPP): each steady-state forward merged with the backward after it. There the stages' warm-ups
+// (--overlap-moe-expert-parallel-comm): each steady-state forward merged with the backward after
+// it. There the stages' warm-ups
 // differ by two chunks, so a pair's inputs arrive while the pair before it runs
 // (tests/strategy/pipeline_schedule_test.cpp plays it out); only the pipeline transfers, which
 // the plain order hides under a pair's other pass, land on the critical path once per pair.

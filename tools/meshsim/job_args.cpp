@@ -147,9 +147,9 @@ void JobArgs::add_to(CLI::App* cmd) {
       cmd->add_option("--dtype", dtype, "bf16, fp16 or fp8 (GEMMs and, serving, weights)");
   auto* sp_opt =
       cmd->add_option("--sp", sp, "Sequence parallelism on or off (default on when tp > 1)");
-  auto* schedule_opt = cmd->add_option(
-      "--schedule", schedule,
-      "gpipe, 1f1b, interleaved:V, interleaved-overlap:V, zb or 1f1b-overlap (pp = 1)");
+  auto* schedule_opt = cmd->add_option("--schedule", schedule,
+                                       "gpipe, 1f1b, interleaved:V[:G], interleaved-overlap:V[:G] "
+                                       "(G: micro-batch group), zb or 1f1b-overlap (pp = 1)");
   cmd->add_option("--attention", attention, "flash (default) or unfused");
   for (auto* from :
        {cmd->add_option("--from-megatron", from_megatron,

@@ -426,9 +426,10 @@ Runner add_search_command(CLI::App& app) {
                   "Context parallel K/V for every stack: ring, allgather, or ring,allgather to "
                   "compare both (default: each stack's)")
       ->delimiter(',');
-  cmd->add_option("--schedule", a->schedule,
-                  "Pin the schedule: 1f1b, interleaved:V, interleaved-overlap:V, zb, gpipe, "
-                  "1f1b-overlap (pp = 1)");
+  cmd->add_option(
+      "--schedule", a->schedule,
+      "Pin the schedule: 1f1b, interleaved:V[:G], interleaved-overlap:V[:G], zb, gpipe, "
+      "1f1b-overlap (pp = 1)");
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");
   cmd->add_flag("--no-hsdp", a->no_hsdp,
                 "Do not try ZeRO-3 layouts as HSDP (shard over a sub-group of DP)");

@@ -1,5 +1,6 @@
 // meshsim train --topology T [--nodes N] --workload W --mesh ... [job flags as memory]
-//               [--schedule gpipe|1f1b|interleaved:V|interleaved-overlap:V|zb|1f1b-overlap] [--stage-layers 7,8,..]
+//               [--schedule gpipe|1f1b|interleaved:V[:G]|interleaved-overlap:V[:G]|zb|1f1b-overlap]
+//               [--stage-layers 7,8,..]
 //               [--full]
 //               [--trace FILE.json] [--json] [--allow-oom]
 // One training step simulated on the cluster: step time, throughput, MFU/HFU, where the time

@@ -18,10 +18,19 @@ struct StageParams {
 
 // Weights, gradients and optimizer state of `p` parameters sharded over `n` replicas at a ZeRO
 // stage.
-void add_model_state(MemoryBreakdown& b, double p, double n, std::int32_t zero,
+// Whether a stage's ZeRO-2/3 gradients accumulate unsharded over the step (a pipeline run by a
+// stack whose sharded data parallelism syncs once per step, PrecisionRecipe::sharded_with_pp).
+bool unsharded_over_step(const ParallelConfig& c, const PrecisionRecipe& r) {
+  return c.zero >= 2 && c.mesh.pp > 1 && r.sharded_with_pp == ShardedWithPp::once_per_step;
+}
+
+void add_model_state(MemoryBreakdown& b, double p, double n, const ParallelConfig& c,
                      const PrecisionRecipe& r) {
+  const auto zero = c.zero;
   b.weights += p * r.weight_bytes / (zero >= 3 ? n : 1.0);
-  b.gradients += p * r.grad_bytes / (zero >= 2 ? n : 1.0);
+  // Accumulated unsharded, the gradients of the whole stage are held until its last backward
+  // reduce-scatters them (the sharded result then replaces them: the peak is the unsharded set).
+  b.gradients += p * r.grad_bytes / (zero >= 2 && !unsharded_over_step(c, r) ? n : 1.0);
   b.optimizer += p * (r.master_bytes + r.optimizer_bytes) / (zero >= 1 ? n : 1.0);
 }
 
@@ -48,7 +57,7 @@ std::vector<MemoryBreakdown> params_only_stages(const ModelSpec& model,
     b.stage = s;
     b.activations_modeled = false;
     add_model_state(b, *model.declared_params / as_double(mesh.tp * mesh.pp),
-                    as_double(mesh.shard_group()), config.zero, options.recipe);
+                    as_double(mesh.shard_group()), config, options.recipe);
     b.communication = as_double(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
                       options.nccl_bytes_per_group;
     finish(b, options);
@@ -76,6 +85,7 @@ PrecisionRecipe stack_recipe(const Stack& stack, DType dtype) {
   r.grad_bytes = stack.state.grad;
   r.master_bytes = stack.state.master;
   r.optimizer_bytes = stack.state.optimizer;
+  r.sharded_with_pp = stack.data_parallel.sharded_with_pp;
   return r;
 }
 
@@ -216,20 +226,23 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
         params.dense += as_double(model.vocab) * as_double(model.hidden) / as_double(mesh.tp);
     }
     // Dense state is sharded over the shard group (all DP × CP ranks, or an HSDP sub-group).
-    add_model_state(b, params.dense, as_double(mesh.shard_group()), config.zero, recipe);
-    add_model_state(b, params.expert, as_double(mesh.expert_replicas()), config.zero, recipe);
+    add_model_state(b, params.dense, as_double(mesh.shard_group()), config, recipe);
+    add_model_state(b, params.expert, as_double(mesh.expert_replicas()), config, recipe);
 
     b.activations = act_per_mb * microbatches_in_flight(config.schedule, mesh.pp, s, microbatches);
     if (config.zero >= 3) {
       // FSDP/ZeRO-3 gathers each layer's full weights: the current layer and the prefetched
-      // next one, plus the layer's unsharded gradients before their reduce-scatter. Without
-      // resharding after forward, every layer's gathered weights stay until its backward.
+      // next one, plus the layer's unsharded gradients before their reduce-scatter (counted
+      // with the gradients when they accumulate unsharded over the step). Without resharding
+      // after forward, every layer's gathered weights stay until its backward.
       const double n = as_double(mesh.shard_group());
       const double gathered =
           config.reshard_after_forward
               ? 2.0 * max_layer_params * recipe.weight_bytes
               : (params.dense + params.expert) * recipe.weight_bytes * (1.0 - 1.0 / n);
-      temporary += gathered + max_layer_params * recipe.grad_bytes;
+      temporary +=
+          gathered +
+          (unsharded_over_step(config, recipe) ? 0.0 : max_layer_params * recipe.grad_bytes);
     }
     // Full recompute rebuilds one layer's activations during its backward (a uniform group's
     // layers at once).

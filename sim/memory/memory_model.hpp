@@ -26,6 +26,9 @@ struct PrecisionRecipe {
   double grad_bytes = 2;       // gradients (16-bit)
   double master_bytes = 4;     // fp32 master weights
   double optimizer_bytes = 8;  // Adam's two fp32 moments
+  // The stack's sharded data parallelism under a pipeline (stack/stack.hpp): `once_per_step`
+  // keeps a stage's gradients unsharded, in `grad_bytes`, until the step's last backward.
+  ShardedWithPp sharded_with_pp = ShardedWithPp::every_microbatch;
   double per_param() const { return weight_bytes + grad_bytes + master_bytes + optimizer_bytes; }
 };
 

@@ -173,7 +173,9 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
   if (reshard != "default" && reshard != "always" && reshard != "never")
     throw Error("", where,
                 "fsdp_reshard_after_forward '" + reshard + "': expected default, always or never");
-  c.reshard_after_forward = reshard != "never";
+  // "default" reshards after forward unless PP is on (torchtitan apply_fsdp: with PP, per
+  // micro-batch all-gathers would not overlap; software-stacks.md §1.2).
+  c.reshard_after_forward = reshard == "always" || (reshard == "default" && pp == 1);
   c.sp = tp > 1;  // torchtitan's TP plan is always sequence-parallel
 
   static const std::map<std::string, ScheduleKind, std::less<>> kSchedules = {

@@ -48,6 +48,16 @@ std::string_view name_of(EpDispatch d) {
   return "?";
 }
 
+std::string_view name_of(ShardedWithPp s) {
+  switch (s) {
+    case ShardedWithPp::every_microbatch:
+      return "every_microbatch";
+    case ShardedWithPp::once_per_step:
+      return "once_per_step";
+  }
+  return "?";
+}
+
 std::string_view name_of(CpComm c) {
   switch (c) {
     case CpComm::ring:
@@ -231,6 +241,9 @@ DataParallel read_data_parallel(const JsonRef& ref) {
   } else {
     d.grad_reduce_default = reduce_dtype(dt);
   }
+  // Optional: absent means every_microbatch (the behaviour before the field existed).
+  if (auto v = r.optional("sharded_with_pp"))
+    d.sharded_with_pp = enum_value<ShardedWithPp>(*v, kAllShardedWithPp, "sharded_with_pp");
   r.finish();
   return d;
 }

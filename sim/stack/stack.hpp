@@ -150,6 +150,20 @@ inline constexpr std::array<std::string_view, 13> kFp8GemmOps{
     "out_proj",          "mlp_up", "mlp_down",    "expert_up", "expert_down",  "shared_expert_up",
     "shared_expert_down"};
 
+// What sharded data parallelism (ZeRO-2/3, FSDP) does with a stage's gradients and gathered
+// weights under pipeline parallelism. `every_microbatch`: as without a pipeline, each
+// micro-batch's backward reduce-scatters its gradients (DeepSpeed ZeRO-2, FSDP's default).
+// `once_per_step`: torch.distributed.pipelining's PipelineStage turns FSDP2's gradient sync and
+// reshard-after-backward off for all but a stage's last backward of the schedule
+// (torch/distributed/pipelining/stage.py, backward_maybe_with_nosync; torchtitan): gradients
+// accumulate unsharded in the reduce dtype and are reduce-scattered once, after that last
+// backward; weights gathered without reshard-after-forward (torchtitan's default with PP,
+// software-stacks.md §1.2) stay gathered from the stage's first forward to the step's end.
+enum class ShardedWithPp : std::uint8_t { every_microbatch, once_per_step };
+inline constexpr std::array kAllShardedWithPp{ShardedWithPp::every_microbatch,
+                                              ShardedWithPp::once_per_step};
+std::string_view name_of(ShardedWithPp s);
+
 struct DataParallel {
   // Gradient buckets of max(bucket_min_params, bucket_params_per_rank × dp) parameters
   // (Megatron-Core: max(40 M, 1 M × DP)).
@@ -159,6 +173,7 @@ struct DataParallel {
   // bf16 for its FP8 recipes); a dtype not listed reduces in `grad_reduce_default`.
   std::map<DType, DType> grad_reduce_by_dtype;
   DType grad_reduce_default = DType::bf16;
+  ShardedWithPp sharded_with_pp = ShardedWithPp::every_microbatch;
   DType grad_reduce(DType training) const {
     const auto it = grad_reduce_by_dtype.find(training);
     return it == grad_reduce_by_dtype.end() ? grad_reduce_default : it->second;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -204,7 +205,8 @@ class Builder {
     double slow = 1.0;
     std::map<std::int64_t, OpId> param_gather;  // ZeRO-1/2: per layer, at step start
     std::map<std::int64_t, std::int64_t> first_forward_mb, last_backward_mb;  // per chunk
-    std::vector<OpId> layer_done;  // ZeRO-3 prefetch: last op of each layer in this pass
+    std::set<std::int64_t> resident;  // layers whose gathered weights stay (step_gather_)
+    std::vector<OpId> layer_done;     // ZeRO-3 prefetch: last op of each layer in this pass
     std::uint64_t slot = 0;
   };
 
@@ -411,6 +413,10 @@ class Builder {
   std::vector<std::int64_t> chunk_layers_, chunk_first_;
   std::int64_t microbatches_ = 1;
   bool sp_ = false, zb_ = false, overlap_ = false;
+  // Sharded data parallelism that syncs once per pipeline step (ShardedWithPp::once_per_step):
+  // a chunk's gradients reduced after its last backward; with ZeRO-3 and no reshard after
+  // forward, a layer's weights gathered at its first forward only.
+  bool step_sync_ = false, step_gather_ = false;
   double grad_bytes_ = 2, bucket_bytes_ = 0;
   // The GPU with a collective's SMs taken: a plain NCCL collective (interference), userbuffers'
   // pipelined reduce-scatter, the bulk overlaps, and each of the last two with a plain NCCL
@@ -458,6 +464,9 @@ void Builder::compute_costs() {
                             SmsTaken{ov.bulk_sms + st.interference.nccl_sms, for_all});
   }
   grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
+  step_sync_ = cfg_.zero >= 2 && mesh_.pp > 1 &&
+               st.data_parallel.sharded_with_pp == ShardedWithPp::once_per_step;
+  step_gather_ = step_sync_ && cfg_.zero >= 3 && !cfg_.reshard_after_forward;
   bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));
   const PlanPricing pricing{cm_,      st, cm_nccl_ ? &*cm_nccl_ : nullptr, cfg_.recompute_units,
                             mesh_.tp, sp_};
@@ -1037,7 +1046,10 @@ void Builder::forward_layer(RankState& rs, std::int64_t mb, std::int64_t layer, 
   };
   const bool ep_layer = p.moe && mesh_.ep > 1;
   if (piece < 0 || piece == 0) {  // up to the dispatch
-    if (cfg_.zero >= 3 && !recompute) gather_layer(rs, layer, inst);
+    if (cfg_.zero >= 3 && !recompute && !rs.resident.contains(layer)) {
+      gather_layer(rs, layer, inst);
+      if (step_gather_) rs.resident.insert(layer);
+    }
     if (auto it = rs.param_gather.find(layer); it != rs.param_gather.end()) {
       rs.pending.push_back(it->second);
       rs.param_gather.erase(it);
@@ -1163,7 +1175,7 @@ void Builder::backward_layer(RankState& rs, std::int64_t mb, std::int64_t layer,
 void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, std::int64_t count,
                            bool last_mb, OpId after, std::uint64_t inst, bool with_ends) {
   // Gradients of layers [first, first + count) of chunk g are ready after `after`.
-  const bool every_mb = cfg_.zero >= 2;
+  const bool every_mb = cfg_.zero >= 2 && !step_sync_;
   if (!every_mb && !last_mb) return;
   const auto op = cfg_.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
   double dense = 0, expert = 0;
@@ -1329,7 +1341,8 @@ Builder::BackwardPass Builder::backward_begin(RankState& rs, const PipelineActio
 
 void Builder::backward_reduce(RankState& rs, const PipelineAction& a, BackwardPass& b,
                               std::int64_t l) {
-  if (b.next == b.buckets.size() || b.buckets[b.next].first != l) return;
+  // Syncing once per step, the chunk's reductions follow its last backward (backward_end).
+  if (step_sync_ || b.next == b.buckets.size() || b.buckets[b.next].first != l) return;
   const std::int64_t g = a.chunk * mesh_.pp + rs.coord.pp;
   reduce_grads(rs, g, l, b.buckets[b.next].second, cfg_.zero >= 3 || b.last, *rs.last_compute,
                instance(a.microbatch, l, 12), l == first_layer(g));
@@ -1345,9 +1358,15 @@ void Builder::backward_end(RankState& rs, const PipelineAction& a) {
     SegmentCost e = costs_.embedding.dgrad;
     if (!zb_) e += costs_.embedding.wgrad;
     compute(rs, "B" + mbs + ".embed", e, false);
-    return;
+  } else {
+    send(rs, a);
   }
-  send(rs, a);
+  // torch.distributed.pipelining runs FSDP's post-backward for the whole stage after its last
+  // backward (stage.py backward_maybe_with_nosync): every bucket's reduction then, in turn.
+  if (step_sync_ && !zb_ && rs.last_backward_mb[a.chunk] == a.microbatch)
+    for (const auto& [first, count] : grad_buckets(g))
+      reduce_grads(rs, g, first, count, true, *rs.last_compute, instance(a.microbatch, first, 12),
+                   first == first_layer(g));
 }
 
 std::size_t Builder::emit(RankState& rs) {
@@ -1373,7 +1392,8 @@ std::size_t Builder::emit(RankState& rs) {
     const bool last = rs.last_backward_mb[a.chunk] == a.microbatch;
     if (cfg_.zero >= 3) {
       if (mesh_.dense_replicas() > 1)
-        reduce_grads(rs, g, first, count, true, id, instance(a.microbatch, g, 11), true);
+        reduce_grads(rs, g, first, count, !step_sync_ || last, id, instance(a.microbatch, g, 11),
+                     true);
     } else {
       reduce_grads(rs, g, first, count, last, id, instance(a.microbatch, g, 11), true);
     }
@@ -1555,8 +1575,10 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     const auto stage = g % mesh_.pp;
     if (full_bound_ && (stage == 0 || stage == mesh_.pp - 1)) {
       const auto red = reductions(stage, g);
-      // ZeRO-2 and -3 reduce every micro-batch's gradients, ZeRO-0 and -1 the last one's.
-      reduced[static_cast<std::size_t>(g)] = (cfg_.zero >= 2 ? m : 1.0) * red.all.seconds();
+      // ZeRO-2 and -3 reduce every micro-batch's gradients, ZeRO-0 and -1 (and a stack syncing
+      // once per step) the last one's.
+      reduced[static_cast<std::size_t>(g)] =
+          (cfg_.zero >= 2 && !step_sync_ ? m : 1.0) * red.all.seconds();
       reduced_last[static_cast<std::size_t>(g)] = red.last.seconds();
       reduced_pass[static_cast<std::size_t>(g)] = red.all.seconds();
     }
@@ -1580,7 +1602,7 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     const double end = played->end_s[ru];
     double gathers = 0, reduces = 0;
     for (std::int64_t g = r; g < G; g += mesh_.pp) {
-      gathers += m * gathered[static_cast<std::size_t>(g)];
+      gathers += (step_gather_ ? 1.0 : m) * gathered[static_cast<std::size_t>(g)];
       reduces += reduced[static_cast<std::size_t>(g)];
     }
     const double optimizer = optimizer_cost(r).time.seconds();
@@ -1601,9 +1623,12 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
         double embedding = 0;
         if (g == 0)
           embedding = costs_.embedding.dgrad.time.seconds() + costs_.embedding.wgrad.time.seconds();
-        last_reduction =
-            std::max(reduced_last[static_cast<std::size_t>(g)] - embedding,
-                     reduced_pass[static_cast<std::size_t>(g)] - (end - played->last_start_s[ru]));
+        // Syncing once per step, all of them start after the pass (backward_end).
+        last_reduction = step_sync_
+                             ? reduced_pass[static_cast<std::size_t>(g)]
+                             : std::max(reduced_last[static_cast<std::size_t>(g)] - embedding,
+                                        reduced_pass[static_cast<std::size_t>(g)] -
+                                            (end - played->last_start_s[ru]));
       } else if (last.pass == PassKind::weight && zb_) {
         last_reduction = reduced_last[static_cast<std::size_t>(g)];
       }

@@ -149,6 +149,24 @@ selective_ac_option = "op"
                                               "optimizer.name", "training.steps"});
 }
 
+TEST_CASE("fsdp_reshard_after_forward \"default\" keeps gathered weights with PP") {
+  // torchtitan apply_fsdp: "default" reshards after forward unless PP is on.
+  const auto read = [](int pp, const char* policy) {
+    std::string toml = fmt::format(R"([parallelism]
+data_parallel_shard_degree = -1
+pipeline_parallel_degree = {}
+)",
+                                   pp);
+    if (policy) toml += fmt::format("fsdp_reshard_after_forward = \"{}\"\n", policy);
+    return parse_torchtitan_toml(toml, 64, 32, "r.toml").layout.config.reshard_after_forward;
+  };
+  CHECK(read(1, nullptr));
+  CHECK_FALSE(read(4, nullptr));
+  CHECK_FALSE(read(4, "default"));
+  CHECK(read(4, "always"));
+  CHECK_FALSE(read(1, "never"));
+}
+
 TEST_CASE("torchtitan's Interleaved1F1B rounds are Megatron's micro-batch groups") {
   // 64 GPUs, pp = 4, dp = 16, 32 layers: n = local_batch_size micro-batches of one sequence run
   // in max(1, n // 4) rounds of n / rounds.

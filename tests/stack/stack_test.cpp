@@ -76,6 +76,14 @@ TEST_CASE("the stacks' documented gradient dtypes and model-state bytes") {
   CHECK(bundled_stack("torchtitan")->grad_reduce_bytes(DType::bf16) == 4);
   CHECK(bundled_stack("deepspeed")->grad_reduce_bytes(DType::bf16) == 2);
   CHECK(stack_recipe(*bundled_stack("torchtitan"), DType::bf16).per_param() == 16);
+  // torch.distributed.pipelining syncs FSDP2 once per step; DeepSpeed's ZeRO-2 every micro-batch.
+  for (const auto* n : {"torchtitan", "torchtitan-compile"}) {
+    CHECK(bundled_stack(n)->data_parallel.sharded_with_pp == ShardedWithPp::once_per_step);
+    CHECK(stack_recipe(*bundled_stack(n), DType::bf16).sharded_with_pp ==
+          ShardedWithPp::once_per_step);
+  }
+  for (const auto* n : {"megatron", "deepspeed", "ideal"})
+    CHECK(bundled_stack(n)->data_parallel.sharded_with_pp == ShardedWithPp::every_microbatch);
   // Megatron's bucket: max(40 M, 1 M × DP) parameters in the reduction dtype.
   CHECK(stack_bucket_bytes(mg, 8, DType::bf16) == 40e6 * 4);
   CHECK(stack_bucket_bytes(mg, 64, DType::bf16) == 64e6 * 4);
@@ -121,6 +129,19 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
     std::string d = t;
     d.replace(d.find(from), from.size(), R"("name": "x", "cp_comm": "allgather",)");
     CHECK(stack_from(d).cp_comm == CpComm::allgather);
+  }
+  // Absent: every micro-batch reduces its sharded gradients, as without a pipeline.
+  CHECK(stack_from(t).data_parallel.sharded_with_pp == ShardedWithPp::every_microbatch);
+  CHECK(with(R"("grad_reduce_dtype": "bf16")",
+             R"("grad_reduce_dtype": "bf16", "sharded_with_pp": "never")") ==
+        "s.json:/data_parallel/sharded_with_pp: unknown sharded_with_pp 'never' (known: "
+        "every_microbatch, once_per_step)");
+  {
+    const std::string from = R"("grad_reduce_dtype": "bf16")";
+    std::string d = t;
+    d.replace(d.find(from), from.size(),
+              R"("grad_reduce_dtype": "bf16", "sharded_with_pp": "once_per_step")");
+    CHECK(stack_from(d).data_parallel.sharded_with_pp == ShardedWithPp::once_per_step);
   }
   CHECK(!stack_from(t).fp8_tp_all_gathers);  // absent: 16-bit gathers
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")

@@ -821,6 +821,61 @@ TEST_CASE("FSDP2's copy-in and copy-out kernels around its collectives (torchtit
   CHECK(r.step_time_s > 0);
 }
 
+TEST_CASE("FSDP under torch.distributed.pipelining: one gather and one reduction per step") {
+  // Llama 3.1 8B on one DGX H100, dp=4 × pp=2, ZeRO-3, 4 micro-batches a step. torchtitan's
+  // stage turns FSDP2's gradient sync off for all but a stage's last backward and keeps the
+  // weights its first forward gathered (no reshard after forward: torchtitan's default with PP):
+  // per stage, Σ params × 4 B (fp32) reduce-scattered once and × 2 B (bf16) gathered once.
+  // With every micro-batch syncing, 4 times both.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  const double psi = count_params(m).total;
+  auto run = [&](ShardedWithPp sync) {
+    auto s = setup("dp=4,pp=2", 4096, 16, 3, "torchtitan");
+    s.strategy.stack.data_parallel.sharded_with_pp = sync;
+    s.memory.recipe.sharded_with_pp = sync;
+    s.config.reshard_after_forward = false;
+    return simulate_training(topo, m, s);
+  };
+  const auto once = run(ShardedWithPp::once_per_step);
+  const auto every = run(ShardedWithPp::every_microbatch);
+  REQUIRE(once.microbatches == 4);
+  auto bytes = [](const TrainingResult& r, std::string_view kind) {
+    double b = 0;
+    for (const auto& info : r.trace.info)
+      if (info.comm && info.group == GroupKind::dp_cp && info.kind == kind) b += info.bytes;
+    return b;
+  };
+  CHECK(bytes(once, "reduce_scatter") == doctest::Approx(psi * 4));
+  CHECK(bytes(once, "all_gather") == doctest::Approx(psi * 2));
+  CHECK(bytes(every, "reduce_scatter") == doctest::Approx(4 * psi * 4));
+  CHECK(bytes(every, "all_gather") == doctest::Approx(4 * psi * 2));
+  // The reductions follow the stage's last backward (its post-backward runs after the pass):
+  // on stage 0 none starts before the last micro-batch's embedding backward ends.
+  Time last_backward = Time::zero(), first_reduction = Time::max();
+  std::int32_t stage0_rank = -1;
+  for (std::uint32_t i = 0; i < once.trace.graph.op_count(); ++i) {
+    if (once.trace.graph.op(OpId{i}).name != "B3.embed") continue;
+    last_backward = once.replay.ops[i].end;
+    stage0_rank = once.trace.info[i].rank;
+  }
+  for (std::uint32_t i = 0; i < once.trace.graph.op_count(); ++i) {
+    const auto& info = once.trace.info[i];
+    if (info.rank == stage0_rank && info.comm && info.kind == "reduce_scatter")
+      first_reduction = std::min(first_reduction, once.replay.ops[i].start);
+  }
+  REQUIRE(last_backward > Time::zero());
+  CHECK(first_reduction >= last_backward);
+  // Memory: the stage's gradients accumulate unsharded in fp32 (4 B a parameter), not a quarter.
+  const auto& chunks = once.chunk_layers;
+  REQUIRE(chunks.size() == 2);
+  const double layer = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3 * 4096.0 * 14336 + 2 * 4096.0;
+  const double stage0 = static_cast<double>(chunks[0]) * layer + 128256.0 * 4096;
+  CHECK(once.memory_per_stage[0].gradients == doctest::Approx(stage0 * 4));
+  CHECK(every.memory_per_stage[0].gradients == doctest::Approx(stage0 * 4 / 4));
+  CHECK(once.step_time_s < every.step_time_s);
+}
+
 TEST_CASE("torchtitan's layer AC re-runs every second block; its memory is halfway") {
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto m = bundled("llama3.1-8b");

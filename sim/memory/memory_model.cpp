@@ -167,7 +167,9 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
   };
 
   const std::int64_t replicas_batch = mesh.dp * job.micro_batch;
-  const std::int64_t microbatches = std::max<std::int64_t>(job.global_batch / replicas_batch, 1);
+  // A pipeline step's micro-batches: each of the step's pipeline schedules drains before the next.
+  const std::int64_t microbatches = std::max<std::int64_t>(
+      job.global_batch / replicas_batch / std::max<std::int64_t>(job.pipeline_steps, 1), 1);
   std::vector<MemoryBreakdown> out(static_cast<std::size_t>(mesh.pp));
   std::vector<std::int64_t> first_layer(static_cast<std::size_t>(chunks), 0);
   for (std::int64_t c = 1; c < chunks; ++c)

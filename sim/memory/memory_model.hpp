@@ -81,6 +81,7 @@ struct TrainingMemoryJob {
   std::int64_t micro_batch = 1;
   DType dtype = DType::bf16;
   std::vector<std::int64_t> chunk_layers;  // layers per model chunk; empty: split_layers()
+  std::int64_t pipeline_steps = 1;         // TrainingJob::pipeline_steps
 };
 
 // Every pipeline stage (index = stage); `worst_stage` picks the largest total.

@@ -75,6 +75,18 @@ void check_mesh(const ModelSpec& model, const ParallelConfig& config, const Mesh
                s(job.global_batch / (m.dp * job.micro_batch)) +
                " micro-batches per step for dp × micro-batch = " + s(m.dp * job.micro_batch) +
                "; the limit is " + s(kMaxMicrobatches));
+  if (job.pipeline_steps < 1) fail(job.steps_field, "must be a positive integer");
+  if (job.pipeline_steps > 1) {
+    if (m.pp == 1)
+      fail(job.steps_field,
+           "runs the step as " + s(job.pipeline_steps) + " pipeline schedules; it needs pp > 1");
+    const std::int64_t micro = job.global_batch > 0 && job.micro_batch > 0
+                                   ? job.global_batch / (m.dp * job.micro_batch)
+                                   : 0;
+    if (micro > 0 && micro % job.pipeline_steps != 0)
+      fail(job.steps_field, s(job.pipeline_steps) + " pipeline schedules do not divide the " +
+                                s(micro) + " micro-batches per step");
+  }
 }
 
 }  // namespace meshsim

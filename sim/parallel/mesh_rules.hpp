@@ -23,6 +23,9 @@ struct MeshJob {
   std::int64_t micro_batch = 1;
   bool causal = true;
   BatchSource batch_from;
+  // Pipeline schedules per step (TrainingJob::pipeline_steps); named by `steps_field`.
+  std::int64_t pipeline_steps = 1;
+  std::string steps_field = "--pipeline-steps";
 };
 
 // Micro-batches per step a simulation takes (each is simulated op by op; 8,192 is far above any
@@ -33,7 +36,8 @@ inline constexpr std::int64_t kMaxMicrobatches = 8192;
 // job.batch_from: Error(file, field, what + note)):
 // heads % tp; KV heads vs tp (divisible either way); pp × virtual stages ≤ layers; experts % ep;
 // MoE with tp > 1 needs sequence parallelism; seq % (2·cp) for causal load balancing (seq % cp
-// otherwise); global batch % (dp × micro-batch); at most kMaxMicrobatches micro-batches.
+// otherwise); global batch % (dp × micro-batch); at most kMaxMicrobatches micro-batches;
+// pipeline steps > 1 only with pp > 1, dividing the micro-batches per step.
 void check_mesh(const ModelSpec& model, const ParallelConfig& config, const MeshJob& job);
 
 }  // namespace meshsim

@@ -19,8 +19,13 @@ std::string merged_note(const Schedule& s, std::string_view how) {
 }
 
 // What a Megatron line cannot say, as "# " lines printed before it.
-std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c) {
+std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j) {
   std::string s;
+  if (j.pipeline_steps > 1)
+    s += fmt::format(
+        "# meshsim ran the step as {} pipeline schedules (torchtitan's gradient accumulation); "
+        "Megatron-LM runs all its micro-batches in one\n",
+        j.pipeline_steps);
   if (c.schedule.kind == ScheduleKind::gpipe)
     s += "# Megatron-LM has no GPipe schedule; it runs 1F1B (the line below)\n";
   if (c.schedule.kind == ScheduleKind::zero_bubble)
@@ -247,8 +252,11 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
     s += "enable_async_tensor_parallel = true\n";
   // local_batch_size is one rank's batch per optimizer micro-step: torchtitan accumulates
   // gradients over global / (local × dp) steps and, with PP, splits the local batch into
-  // micro-batches of pipeline_parallel_microbatch_size (torchtitan/train.py).
-  const std::int64_t local = mesh.pp > 1 ? j.global_batch / mesh.dp : j.micro_batch;
+  // micro-batches of pipeline_parallel_microbatch_size (torchtitan/train.py): each pipeline step
+  // (LaunchJob::pipeline_steps) is one local batch.
+  const std::int64_t local =
+      mesh.pp > 1 ? j.global_batch / mesh.dp / std::max<std::int64_t>(j.pipeline_steps, 1)
+                  : j.micro_batch;
   s += fmt::format(
       "\n[training]\n"
       "seq_len = {}\n"
@@ -348,12 +356,12 @@ std::string launch_config(const std::string& format, const ModelSpec& model,
                           const ParallelConfig& config, const LaunchJob& job,
                           const LaunchStack& stack) {
   if (format == "megatron")
-    return megatron_caveats(model, config) + "pretrain_gpt.py " +
+    return megatron_caveats(model, config, job) + "pretrain_gpt.py " +
            megatron_args(model, config, job, stack) + "\n";
   if (format == "torchtitan") return torchtitan_toml(model, config, job, stack);
   if (format == "accelerate") return accelerate_yaml(model, config, job);
   if (format == "torchrun")
-    return megatron_caveats(model, config) +
+    return megatron_caveats(model, config, job) +
            fmt::format(
                "torchrun --nnodes {} --nproc-per-node {} --rdzv-backend c10d "
                "--rdzv-endpoint $MASTER_ADDR:29500 pretrain_gpt.py {}\n",

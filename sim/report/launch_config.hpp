@@ -19,6 +19,9 @@ struct LaunchJob {
   std::int64_t seq = 0, global_batch = 0, micro_batch = 1;
   DType dtype = DType::bf16;
   std::int64_t nodes = 1, gpus_per_node = 8;
+  // Pipeline schedules per step (TrainingJob::pipeline_steps): torchtitan's gradient-accumulation
+  // steps under PP, global / (local batch × dp); 1 for Megatron-LM.
+  std::int64_t pipeline_steps = 1;
 };
 
 // What a launch configuration says of the software stack that runs it: the stack's name (empty:

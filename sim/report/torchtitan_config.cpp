@@ -241,6 +241,16 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
                 fmt::format("global_batch_size {} is not a multiple of local_batch_size {} × the "
                             "data-parallel degree {}",
                             j.global_batch, local, c.mesh.dp));
+  // With PP each gradient-accumulation step runs the schedule once over the local batch
+  // (torchtitan/train.py), which must split into whole micro-batches (as torchtitan checks).
+  if (pp > 1) {
+    if (local % j.micro_batch != 0)
+      k.fail("parallelism.pipeline_parallel_microbatch_size",
+             fmt::format("local_batch_size {} is not a multiple of "
+                         "pipeline_parallel_microbatch_size {}",
+                         local, j.micro_batch));
+    j.pipeline_steps = j.global_batch / (local * c.mesh.dp);
+  }
   // Interleaved1F1B's rounds are Megatron's micro-batch groups (torchtitan_interleaved_group).
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1 &&
       local % j.micro_batch == 0) {

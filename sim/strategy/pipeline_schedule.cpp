@@ -118,6 +118,22 @@ std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t
   return out;
 }
 
+std::vector<PipelineAction> step_actions(const Schedule& schedule, std::int64_t pp,
+                                         std::int64_t stage, std::int64_t microbatches,
+                                         std::int64_t steps) {
+  if (steps <= 1) return stage_actions(schedule, pp, stage, microbatches);
+  const std::int64_t each = microbatches / steps;
+  const auto one = stage_actions(schedule, pp, stage, each);
+  std::vector<PipelineAction> out;
+  out.reserve(one.size() * static_cast<std::size_t>(steps));
+  for (std::int64_t k = 0; k < steps; ++k)
+    for (auto a : one) {
+      a.microbatch += k * each;
+      out.push_back(a);
+    }
+  return out;
+}
+
 std::string to_string(const std::vector<PipelineAction>& actions) {
   std::string s;
   bool merged = false;  // the previous action runs merged with this one: "F1&B0"

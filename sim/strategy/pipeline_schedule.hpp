@@ -40,6 +40,12 @@ std::optional<std::int64_t> smallest_microbatch_group(std::int64_t pp, std::int6
 std::vector<PipelineAction> stage_actions(const Schedule& schedule, std::int64_t pp,
                                           std::int64_t stage, std::int64_t microbatches);
 
+// `steps` schedules of microbatches / steps one after another (TrainingJob::pipeline_steps), the
+// k-th numbering its micro-batches from k · microbatches / steps; steps must divide them.
+std::vector<PipelineAction> step_actions(const Schedule& schedule, std::int64_t pp,
+                                         std::int64_t stage, std::int64_t microbatches,
+                                         std::int64_t steps);
+
 std::string to_string(const std::vector<PipelineAction>& actions);  // "F0 F1 B0 F2 B1 ..."
 
 // Fixed times of one micro-batch's passes, per global chunk (chunk·pp + stage), in seconds.

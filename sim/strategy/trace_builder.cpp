@@ -204,7 +204,8 @@ class Builder {
     std::optional<OpId> last_compute, last_dp;
     double slow = 1.0;
     std::map<std::int64_t, OpId> param_gather;  // ZeRO-1/2: per layer, at step start
-    std::map<std::int64_t, std::int64_t> first_forward_mb, last_backward_mb;  // per chunk
+    // (chunk, micro-batch) of each chunk's last backward in each pipeline step.
+    std::set<std::pair<std::int64_t, std::int64_t>> step_last_backward;
     std::set<std::int64_t> resident;  // layers whose gathered weights stay (step_gather_)
     std::vector<OpId> layer_done;     // ZeRO-3 prefetch: last op of each layer in this pass
     std::uint64_t slot = 0;
@@ -281,7 +282,7 @@ class Builder {
   struct BackwardPass {
     std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // grad_buckets
     std::size_t next = 0;
-    bool last = false;  // the chunk's last backward of the step
+    bool last = false;  // the chunk's last backward of its pipeline step
   };
   void forward_begin(RankState& rs, const PipelineAction& a);
   void forward_end(RankState& rs, const PipelineAction& a);
@@ -1334,7 +1335,7 @@ Builder::BackwardPass Builder::backward_begin(RankState& rs, const PipelineActio
   }
   rs.layer_done.clear();
   BackwardPass b;
-  b.last = rs.last_backward_mb[a.chunk] == a.microbatch;
+  b.last = rs.step_last_backward.contains({a.chunk, a.microbatch});
   if (!zb_) b.buckets = grad_buckets(g);
   return b;
 }
@@ -1363,10 +1364,15 @@ void Builder::backward_end(RankState& rs, const PipelineAction& a) {
   }
   // torch.distributed.pipelining runs FSDP's post-backward for the whole stage after its last
   // backward (stage.py backward_maybe_with_nosync): every bucket's reduction then, in turn.
-  if (step_sync_ && !zb_ && rs.last_backward_mb[a.chunk] == a.microbatch)
+  if (!step_sync_ || !rs.step_last_backward.contains({a.chunk, a.microbatch})) return;
+  if (!zb_)
     for (const auto& [first, count] : grad_buckets(g))
       reduce_grads(rs, g, first, count, true, *rs.last_compute, instance(a.microbatch, first, 12),
                    first == first_layer(g));
+  // Its post-backward reshards the weights: the next pipeline step gathers them again.
+  const std::int64_t begin = first_layer(g);
+  for (std::int64_t l = begin; l < begin + chunk_layers_[static_cast<std::size_t>(g)]; ++l)
+    rs.resident.erase(l);
 }
 
 std::size_t Builder::emit(RankState& rs) {
@@ -1389,7 +1395,7 @@ std::size_t Builder::emit(RankState& rs) {
     if (g == chunks() - 1) w += costs_.head.wgrad;
     const auto id =
         compute(rs, "W" + std::to_string(a.microbatch) + ".c" + std::to_string(g), w, false);
-    const bool last = rs.last_backward_mb[a.chunk] == a.microbatch;
+    const bool last = rs.step_last_backward.contains({a.chunk, a.microbatch});
     if (cfg_.zero >= 3) {
       if (mesh_.dense_replicas() > 1)
         reduce_grads(rs, g, first, count, !step_sync_ || last, id, instance(a.microbatch, g, 11),
@@ -1506,6 +1512,7 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
                                                 chunk_layers_[static_cast<std::size_t>(c - 1)];
   const auto M = microbatches_per_step(job_, mesh_);
   const double m = static_cast<double>(M);
+  const double steps = static_cast<double>(std::max<std::int64_t>(job_.pipeline_steps, 1));
   // Per micro-batch, per global chunk, what its passes take at least: the forward, the backward
   // (the input-gradient part alone on zero-bubble schedules, with a recomputed forward) and the
   // deferred weight-gradient pass (zero-bubble schedules), from the uninterfered times of the ops
@@ -1576,9 +1583,9 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     if (full_bound_ && (stage == 0 || stage == mesh_.pp - 1)) {
       const auto red = reductions(stage, g);
       // ZeRO-2 and -3 reduce every micro-batch's gradients, ZeRO-0 and -1 (and a stack syncing
-      // once per step) the last one's.
+      // once per step) each pipeline step's last one's.
       reduced[static_cast<std::size_t>(g)] =
-          (cfg_.zero >= 2 && !step_sync_ ? m : 1.0) * red.all.seconds();
+          (cfg_.zero >= 2 && !step_sync_ ? m : steps) * red.all.seconds();
       reduced_last[static_cast<std::size_t>(g)] = red.last.seconds();
       reduced_pass[static_cast<std::size_t>(g)] = red.all.seconds();
     }
@@ -1590,7 +1597,7 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
   std::vector<std::vector<PipelineAction>> actions;
   try {
     for (std::int64_t r = 0; r < mesh_.pp; ++r)
-      actions.push_back(stage_actions(cfg_.schedule, mesh_.pp, r, M));
+      actions.push_back(step_actions(cfg_.schedule, mesh_.pp, r, M, job_.pipeline_steps));
   } catch (const Error&) {
     return 0;  // a schedule that cannot run these micro-batches fails its simulation too
   }
@@ -1602,7 +1609,7 @@ double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
     const double end = played->end_s[ru];
     double gathers = 0, reduces = 0;
     for (std::int64_t g = r; g < G; g += mesh_.pp) {
-      gathers += (step_gather_ ? 1.0 : m) * gathered[static_cast<std::size_t>(g)];
+      gathers += (step_gather_ ? steps : m) * gathered[static_cast<std::size_t>(g)];
       reduces += reduced[static_cast<std::size_t>(g)];
     }
     const double optimizer = optimizer_cost(r).time.seconds();
@@ -1721,11 +1728,15 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
       if (r == *opt_.straggler_rank || (folded && sc.pp == rs.coord.pp))
         rs.slow = opt_.straggler_factor;
     }
-    rs.actions = stage_actions(cfg_.schedule, mesh_.pp, rs.coord.pp, microbatches_);
-    for (const auto& a : rs.actions) {
-      if (a.pass == PassKind::forward && !rs.first_forward_mb.contains(a.chunk))
-        rs.first_forward_mb[a.chunk] = a.microbatch;
-      if (a.pass == PassKind::backward) rs.last_backward_mb[a.chunk] = a.microbatch;
+    rs.actions =
+        step_actions(cfg_.schedule, mesh_.pp, rs.coord.pp, microbatches_, job_.pipeline_steps);
+    {
+      // Per (chunk, pipeline step), the micro-batch of the last backward.
+      const std::int64_t per_step = microbatches_ / std::max<std::int64_t>(job_.pipeline_steps, 1);
+      std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> last;
+      for (const auto& a : rs.actions)
+        if (a.pass == PassKind::backward) last[{a.chunk, a.microbatch / per_step}] = a.microbatch;
+      for (const auto& [key, mb] : last) rs.step_last_backward.insert({key.first, mb});
     }
     // ZeRO-1/2 (Megatron's distributed optimizer with --overlap-param-gather): each layer's
     // updated weights are all-gathered at the start of the step, before its first forward.

@@ -22,6 +22,11 @@ struct TrainingJob {
   std::int64_t micro_batch = 1;
   DType dtype = DType::bf16;
   bool flash_attention = true;
+  // The step's micro-batches run as this many pipeline schedules one after another, each of
+  // micro-batches / pipeline_steps with its own fill and drain and its own gradient sync at its
+  // last backward (torchtitan's gradient accumulation under PP: train.py runs
+  // pp_schedule.step() once per local batch). 1: one schedule (Megatron-LM, DeepSpeed).
+  std::int64_t pipeline_steps = 1;
 };
 
 struct StrategyOptions {

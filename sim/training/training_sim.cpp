@@ -161,7 +161,9 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   const auto& job = setup.job;
   const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
   if (job.seq < 1) throw Error("", "--seq", "give the sequence length (or a job file with seq)");
-  check_mesh(model, cfg, {job.seq, job.global_batch, job.micro_batch, true, setup.batch_from});
+  check_mesh(
+      model, cfg,
+      {job.seq, job.global_batch, job.micro_batch, true, setup.batch_from, job.pipeline_steps});
   if (mesh.world() != gpus)
     throw Error("", "--mesh",
                 to_string(mesh) + " has " + std::to_string(mesh.world()) +
@@ -189,6 +191,13 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   }
   for (auto& n : idle_module_notes(setup.strategy.stack, cfg.recompute_modules, model))
     r.notes.push_back(std::move(n));
+  if (job.pipeline_steps > 1) {
+    const auto m = job.global_batch / (mesh.dp * job.micro_batch);
+    r.notes.push_back(fmt::format(
+        "the step's {} micro-batches run as {} pipeline schedules of {}, each with its own fill, "
+        "drain and gradient sync",
+        m, job.pipeline_steps, m / job.pipeline_steps));
+  }
   const ComputeModel cm(topo.gpu, setup.profile);
 
   std::vector<std::int32_t> ranks;
@@ -239,7 +248,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   MemoryOptions mo = setup.memory;
   mo.flash_attention = job.flash_attention;
   auto memory_of = [&](const std::vector<std::int64_t>& chunks) {
-    TrainingMemoryJob mj{job.seq, job.global_batch, job.micro_batch, job.dtype, chunks};
+    TrainingMemoryJob mj{job.seq,   job.global_batch, job.micro_batch,
+                         job.dtype, chunks,           job.pipeline_steps};
     return training_memory_per_stage(model, mj, cfg, mo);
   };
   r.trace = build_trace(model, job, cfg, placement, cm, *comm, setup.strategy, ranks);

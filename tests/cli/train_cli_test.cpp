@@ -684,6 +684,55 @@ TEST_CASE("train --schedule 1f1b-overlap: Mixtral's all-to-alls under the other 
   CHECK(piped.err.starts_with("error: --schedule: 1f1b-overlap needs pp = 1"));
 }
 
+TEST_CASE("train --pipeline-steps: torchtitan's gradient accumulation under PP, flag or config") {
+  // Llama 3.1 8B on one DGX H100, pp = 2, dp = 4, 8 micro-batches per rank as 2 local batches of
+  // 4 (torchtitan runs its pipeline schedule once per local batch).
+  const std::string base = " --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") + " --json";
+  const std::string flags = base +
+                            " --mesh pp=2,dp=4 --seq 4096 --gbs 32 --zero 3 --stack torchtitan "
+                            "--reshard-after-forward off --recompute none";
+  auto run = [&](const std::string& args) {
+    const auto r = run_cli("train" + args);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out);
+  };
+  const auto one = run(flags), two = run(flags + " --pipeline-steps 2");
+  CHECK(two["step_time_s"].get<double>() > one["step_time_s"].get<double>());
+  CHECK(two["bubble_fraction"].get<double>() > one["bubble_fraction"].get<double>());
+  CHECK(two["comm_bytes_per_gpu"]["dp"].get<double>() ==
+        doctest::Approx(2 * one["comm_bytes_per_gpu"]["dp"].get<double>()));
+  CHECK(two["notes"].back() ==
+        "the step's 8 micro-batches run as 2 pipeline schedules of 4, each with its own fill, "
+        "drain and gradient sync");
+  // The same job as torchtitan's config says it: global 32 = 2 × local 4 × dp 4.
+  const auto toml = (std::filesystem::temp_directory_path() / "meshsim_accumulate.toml").string();
+  std::ofstream(toml) << "[training]\nglobal_batch_size = 32\nlocal_batch_size = 4\n"
+                         "seq_len = 4096\n[parallelism]\npipeline_parallel_degree = 2\n"
+                         "[activation_checkpoint]\nmode = \"none\"\n";
+  const auto from = run(base + " --from-torchtitan " + toml);
+  std::filesystem::remove(toml);
+  CHECK(from["step_time_s"].get<double>() == doctest::Approx(two["step_time_s"].get<double>()));
+  // Errors: one line, exit 2.
+  const auto odd = run_cli("train" + flags + " --pipeline-steps 3");
+  CHECK(odd.exit_code == 2);
+  CHECK(odd.err ==
+        "error: --pipeline-steps: 3 pipeline schedules do not divide the 8 micro-batches per "
+        "step\n");
+  const auto no_pp =
+      run_cli("train" + base + " --mesh dp=8 --seq 4096 --gbs 16 --zero 3 --pipeline-steps 2");
+  CHECK(no_pp.exit_code == 2);
+  CHECK(no_pp.err ==
+        "error: --pipeline-steps: runs the step as 2 pipeline schedules; it needs pp > 1\n");
+  // memory: GPipe holds one pipeline step's micro-batches.
+  auto activations = [&](const std::string& steps) {
+    const auto r = run_cli("memory" + flags + " --schedule gpipe --pipeline-steps " + steps);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return json::parse(r.out)["per_gpu_bytes"]["activations"].get<double>();
+  };
+  CHECK(activations("2") == doctest::Approx(activations("1") / 2));
+}
+
 TEST_CASE("train --schedule interleaved:V:G: Megatron's micro-batch groups, its rules") {
   // Llama 3.1 8B on one DGX H100, pp = 4, 9 micro-batches: not a multiple of pp, so the default
   // group refuses it; groups of 5 (then 4) run it.

@@ -32,8 +32,13 @@ void check(const meshsim::LaunchLayout& l) {
       l.config.recompute != meshsim::Recompute::full)
     __builtin_trap();
   // A global batch split over dp (0: not given). Megatron's must split into whole micro-batches
-  // too (checked below); torchtitan's PP micro-batch need not divide its local batch.
+  // too (checked below), and so must torchtitan's local batches with PP.
   if (l.job.global_batch < 0 || l.job.global_batch % l.config.mesh.dp != 0) __builtin_trap();
+  // Pipeline steps: 1 without a pipeline, else whole steps of whole micro-batches.
+  const auto steps = l.job.pipeline_steps;
+  if (steps < 1 || (steps > 1 && l.config.mesh.pp == 1)) __builtin_trap();
+  if (steps > 1 && l.job.global_batch % (l.config.mesh.dp * l.job.micro_batch * steps) != 0)
+    __builtin_trap();
 }
 
 }  // namespace

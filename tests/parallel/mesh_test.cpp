@@ -113,6 +113,14 @@ TEST_CASE("mesh rules, one precise error each") {
       err(llama, "dp=4", {4096, 8192 * 4 + 4, 1, true, {"", "run.sh", " (--global-batch-size)"}}) ==
       "run.sh: global batch 32772 is 8193 micro-batches per step for dp × micro-batch = 4; the "
       "limit is 8192 (--global-batch-size)");
+  // Pipeline steps: with a pipeline only, each a whole number of the step's micro-batches.
+  CHECK(err(llama, "dp=4,pp=2", {4096, 32, 1, true, {}, 4}) == "ok");  // 8 = 4 × 2
+  CHECK(err(llama, "dp=4,pp=2", {4096, 32, 1, true, {}, 3}) ==
+        "--pipeline-steps: 3 pipeline schedules do not divide the 8 micro-batches per step");
+  CHECK(err(llama, "dp=4", {4096, 32, 1, true, {}, 2}) ==
+        "--pipeline-steps: runs the step as 2 pipeline schedules; it needs pp > 1");
+  CHECK(err(llama, "dp=4,pp=2", {4096, 32, 1, true, {}, 0}) ==
+        "--pipeline-steps: must be a positive integer");
 }
 
 TEST_CASE("HSDP: fsdp shards over a sub-group of DP, replicated across the rest") {

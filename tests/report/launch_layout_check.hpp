@@ -24,6 +24,7 @@ inline void check_same_layout(const LaunchLayout& back, const ParallelConfig& c,
   CHECK(back.job.global_batch == job.global_batch);
   CHECK(back.job.micro_batch == job.micro_batch);
   CHECK(back.job.dtype == job.dtype);
+  CHECK(back.job.pipeline_steps == job.pipeline_steps);
 }
 
 }  // namespace meshsim::test

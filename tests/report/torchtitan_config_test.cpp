@@ -167,6 +167,48 @@ pipeline_parallel_degree = {}
   CHECK_FALSE(read(1, "never"));
 }
 
+TEST_CASE("torchtitan's gradient accumulation under PP: one pipeline schedule per local batch") {
+  const auto read = [](int global, int local, int mbs) {
+    const std::string toml = fmt::format(R"([training]
+global_batch_size = {}
+local_batch_size = {}
+seq_len = 4096
+[parallelism]
+data_parallel_shard_degree = -1
+pipeline_parallel_degree = 4
+pipeline_parallel_microbatch_size = {}
+)",
+                                         global, local, mbs);
+    return parse_torchtitan_toml(toml, 64, 32, "acc.toml").layout.job;
+  };
+  // dp = 16: 256 sequences are 2 local batches of 8 per rank, each 4 micro-batches of 2.
+  const auto j = read(256, 8, 2);
+  CHECK(j.pipeline_steps == 2);
+  CHECK(j.micro_batch == 2);
+  CHECK(j.global_batch == 256);
+  CHECK(read(128, 8, 2).pipeline_steps == 1);
+  CHECK(error_of([&] { read(256, 8, 3); }) ==
+        "acc.toml: line 8: local_batch_size 8 is not a multiple of "
+        "pipeline_parallel_microbatch_size 3");
+  // Written back: local_batch_size is one pipeline step's batch.
+  const auto model = load_model(model_path("llama3.1-8b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=16,pp=4", "--mesh");
+  c.zero = 3;
+  c.reshard_after_forward = false;
+  LaunchJob job{4096, 256, 2, DType::bf16, 8, 8};
+  job.pipeline_steps = 2;
+  const auto text = launch_config("torchtitan", model, c, job);
+  CHECK(text.find("local_batch_size = 8\n") != std::string::npos);
+  const auto back = parse_torchtitan_toml(text, 64, model.layers, "config.toml");
+  CHECK(back.ignored.empty());
+  meshsim::test::check_same_layout(back.layout, c, job);
+  // Megatron runs every micro-batch in one schedule, and its line says so.
+  CHECK(launch_config("megatron", model, c, job)
+            .starts_with("# meshsim ran the step as 2 pipeline schedules (torchtitan's gradient "
+                         "accumulation); Megatron-LM runs all its micro-batches in one\n"));
+}
+
 TEST_CASE("torchtitan's Interleaved1F1B rounds are Megatron's micro-batch groups") {
   // 64 GPUs, pp = 4, dp = 16, 32 layers: n = local_batch_size micro-batches of one sequence run
   // in max(1, n // 4) rounds of n / rounds.

@@ -29,6 +29,27 @@ TEST_CASE("1F1B: warm-up forwards, steady one-forward-one-backward, cool-down ba
   CHECK(to_string(stage_actions(s, 4, 0, 2)) == "F0 F1 B0 B1");
 }
 
+TEST_CASE("pipeline steps: each schedule fills and drains before the next starts") {
+  const Schedule s{ScheduleKind::one_f_one_b, 1};
+  // 4 micro-batches as 2 schedules of 2 on stage 0 of 2: one warm-up forward each.
+  CHECK(to_string(step_actions(s, 2, 0, 4, 2)) == "F0 F1 B0 B1 F2 F3 B2 B3");
+  CHECK(to_string(step_actions(s, 2, 0, 4, 1)) == to_string(stage_actions(s, 2, 0, 4)));
+  CHECK(to_string(stage_actions(s, 2, 0, 4)) == "F0 F1 B0 F2 B1 F3 B2 B3");
+  // Interleaved: each step is Megatron's order over its own micro-batches.
+  CHECK(to_string(step_actions({ScheduleKind::interleaved, 2}, 2, 1, 4, 2)) ==
+        "F0 F1 F0.1 B0.1 F1.1 B1.1 B0 B1 F2 F3 F2.1 B2.1 F3.1 B3.1 B2 B3");
+  // The bound's playout at fixed times: with F = B = 1 on two stages of one chunk each, a step
+  // of m micro-batches takes 2 (m + 1) on the 1F1B critical path; two steps of 2 take 2 × 6.
+  const PassTimes t{{1, 1}, {1, 1}, {0, 0}};
+  std::vector<std::vector<PipelineAction>> one, two;
+  for (std::int64_t r = 0; r < 2; ++r) {
+    one.push_back(stage_actions(s, 2, r, 4));
+    two.push_back(step_actions(s, 2, r, 4, 2));
+  }
+  CHECK(play_schedule(one, 4, t)->end_s[0] == doctest::Approx(10));
+  CHECK(play_schedule(two, 4, t)->end_s[0] == doctest::Approx(12));
+}
+
 TEST_CASE("GPipe, zero bubble and interleaved orders") {
   CHECK(to_string(stage_actions({ScheduleKind::gpipe, 1}, 2, 0, 3)) == "F0 F1 F2 B0 B1 B2");
   // ZB-H1: backward split into the input-gradient part (B) and the weight-gradient part (W).

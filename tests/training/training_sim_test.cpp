@@ -876,6 +876,51 @@ TEST_CASE("FSDP under torch.distributed.pipelining: one gather and one reduction
   CHECK(once.step_time_s < every.step_time_s);
 }
 
+TEST_CASE("pipeline steps: each schedule fills, drains and syncs its gradients") {
+  // torchtitan's gradient accumulation under PP: the 4 micro-batches of the step above as 2
+  // pipeline steps of 2. Each step's last backward reduce-scatters and reshards, so the next
+  // step gathers the weights again: twice the data-parallel bytes of one step.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  const double psi = count_params(m).total;
+  auto run = [&](std::int64_t steps, std::int32_t zero, const std::string& stack,
+                 ScheduleKind schedule) {
+    auto s = setup("dp=4,pp=2", 4096, 16, zero, stack);
+    s.config.reshard_after_forward = false;
+    s.config.schedule = {schedule, 1};
+    s.job.pipeline_steps = steps;
+    return simulate_training(topo, m, s);
+  };
+  auto bytes = [](const TrainingResult& r, std::string_view kind) {
+    double b = 0;
+    for (const auto& info : r.trace.info)
+      if (info.comm && info.group == GroupKind::dp_cp && info.kind == kind) b += info.bytes;
+    return b;
+  };
+  const auto one = run(1, 3, "torchtitan", ScheduleKind::one_f_one_b);
+  const auto two = run(2, 3, "torchtitan", ScheduleKind::one_f_one_b);
+  CHECK(bytes(two, "reduce_scatter") == doctest::Approx(2 * psi * 4));
+  CHECK(bytes(two, "all_gather") == doctest::Approx(2 * psi * 2));
+  CHECK(bytes(one, "reduce_scatter") == doctest::Approx(psi * 4));
+  // Two fills and drains: (pp − 1)/(m/steps + pp − 1) of the step idle, 1/3 against 1/5 (the
+  // stages are not equal: the head's logits make the last one heavier).
+  CHECK(two.bubble_fraction > one.bubble_fraction + 0.05);
+  CHECK(two.step_time_s > one.step_time_s);
+  CHECK(two.notes.back() ==
+        "the step's 4 micro-batches run as 2 pipeline schedules of 2, each with its own fill, "
+        "drain and gradient sync");
+  // ZeRO-1 (the ideal stack): each step's last backward reduce-scatters, the bytes double.
+  const auto z1 = run(1, 1, "ideal", ScheduleKind::one_f_one_b);
+  const auto z1_two = run(2, 1, "ideal", ScheduleKind::one_f_one_b);
+  CHECK(bytes(z1, "reduce_scatter") == doctest::Approx(psi * 2));
+  CHECK(bytes(z1_two, "reduce_scatter") == doctest::Approx(2 * psi * 2));
+  // GPipe holds a pipeline step's micro-batches: half the activations with two steps.
+  const auto gp = run(1, 1, "ideal", ScheduleKind::gpipe);
+  const auto gp_two = run(2, 1, "ideal", ScheduleKind::gpipe);
+  CHECK(gp_two.memory_per_stage[0].activations ==
+        doctest::Approx(gp.memory_per_stage[0].activations / 2));
+}
+
 TEST_CASE("torchtitan's layer AC re-runs every second block; its memory is halfway") {
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto m = bundled("llama3.1-8b");

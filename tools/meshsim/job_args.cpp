@@ -143,6 +143,11 @@ void JobArgs::add_to(CLI::App* cmd) {
   auto* seq_opt = cmd->add_option("--seq", seq, "Sequence length in tokens (8192, 8k, 128K)");
   auto* gbs_opt = cmd->add_option("--gbs", gbs, "Global batch (sequences); default dp × mbs");
   auto* mbs_opt = cmd->add_option("--mbs", mbs, "Micro-batch (sequences); default 1");
+  auto* steps_opt = cmd->add_option(
+      "--pipeline-steps", pipeline_steps,
+      "Run the step's micro-batches as this many pipeline schedules one after another, each "
+      "with its own fill, drain and gradient sync (torchtitan's gradient accumulation under "
+      "PP); default 1");
   auto* dtype_opt =
       cmd->add_option("--dtype", dtype, "bf16, fp16 or fp8 (GEMMs and, serving, weights)");
   auto* sp_opt =
@@ -160,7 +165,7 @@ void JobArgs::add_to(CLI::App* cmd) {
                         "A torchtitan job config (TOML): its [parallelism], [training] and "
                         "[activation_checkpoint] set the job")})
     for (auto* o : {mesh_opt, zero_opt, recompute_opt, modules_opt, method_opt, layers_opt, seq_opt,
-                    gbs_opt, mbs_opt, dtype_opt, sp_opt, schedule_opt})
+                    gbs_opt, mbs_opt, dtype_opt, sp_opt, schedule_opt, steps_opt})
       from->excludes(o);
   cmd->get_option("--from-megatron")->excludes("--from-torchtitan");
 }
@@ -213,6 +218,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     seq_tokens = m.job.seq;
     global = m.job.global_batch;
     micro = m.job.micro_batch;
+    r.pipeline_steps = m.job.pipeline_steps;
     if (global > 0)
       r.batch_from = {
           "", launch_source(),
@@ -268,6 +274,8 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
       throw Error("", gbs > (std::int64_t{1} << 30) ? "--gbs" : "--mbs", "is implausibly large");
     if (gbs < 0) throw Error("", "--gbs", "must be a positive integer");
     if (mbs < 0) throw Error("", "--mbs", "must be a positive integer");
+    if (pipeline_steps < 1) throw Error("", "--pipeline-steps", "must be a positive integer");
+    r.pipeline_steps = pipeline_steps;
   }
   r.seq = seq_tokens > 0 ? seq_tokens : w.job.seq.value_or(0);
   r.micro_batch = micro > 0 ? micro : w.job.micro_batch.value_or(1);
@@ -334,7 +342,8 @@ LaunchLayout JobArgs::launch_layout(const ModelSpec& model, std::int64_t world,
 
 TrainingSetup training_setup(const JobArgs::Resolved& job) {
   TrainingSetup setup;
-  setup.job = {job.seq, job.global_batch, job.micro_batch, job.dtype, job.flash_attention};
+  setup.job = {job.seq,   job.global_batch,    job.micro_batch,
+               job.dtype, job.flash_attention, job.pipeline_steps};
   setup.batch_from = job.batch_from;
   setup.config = job.config;
   setup.memory.recipe = stack_recipe(job.stack, job.dtype);

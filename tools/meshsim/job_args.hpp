@@ -75,6 +75,7 @@ struct JobArgs {
   std::string from_megatron;
   std::string from_torchtitan;  // a torchtitan job config (TOML) likewise
   std::int64_t gbs = 0, mbs = 0;
+  std::int64_t pipeline_steps = 1;  // --pipeline-steps (TrainingJob::pipeline_steps)
 
   void add_to(CLI::App* cmd);
 
@@ -82,6 +83,7 @@ struct JobArgs {
     Workload workload;
     ParallelConfig config;
     std::int64_t seq = 0, global_batch = 0, micro_batch = 1;
+    std::int64_t pipeline_steps = 1;
     BatchSource batch_from;  // where global_batch came from, for its errors
     DType dtype = DType::bf16;
     bool flash_attention = true;

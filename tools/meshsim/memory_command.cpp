@@ -95,11 +95,12 @@ int run_memory(const MemoryArgs& a) {
     training.seq = job_flags.seq;
     training.micro_batch = job_flags.micro_batch;
     training.global_batch = job_flags.global_batch;
+    training.pipeline_steps = job_flags.pipeline_steps;
     if (training.seq <= 0 && model.has_architecture())
       throw Error("", "--seq", "give the sequence length (or a job file with seq)");
-    check_mesh(
-        model, cfg,
-        {training.seq, training.global_batch, training.micro_batch, true, job_flags.batch_from});
+    check_mesh(model, cfg,
+               {training.seq, training.global_batch, training.micro_batch, true,
+                job_flags.batch_from, training.pipeline_steps});
     run.training = &training;
     run.stages = training_memory_per_stage(model, training, cfg, opt);
   }

@@ -1820,7 +1820,14 @@ const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64
     for (auto id : gathers) c.gathers += d[id.value];
     return longest_chain(g, ops.front(), ops.back(), d);
   };
-  c.forward = pass([&](RankState& rs) { forward_layer(rs, 0, layer, false); });
+  // Syncing once per step without reshard (step_gather_), all but a step's first forward find
+  // the layer's weights gathered: the chain is theirs (no gather, no copy-out), and a separate
+  // pass prices the gathers one forward makes, for the data-parallel bound.
+  c.forward = pass([&](RankState& rs) {
+    if (step_gather_) rs.resident.insert(layer);
+    forward_layer(rs, 0, layer, false);
+  });
+  if (step_gather_) pass([&](RankState& rs) { forward_layer(rs, 0, layer, false); });
   c.backward = pass([&](RankState& rs) { backward_layer(rs, 0, layer, zb_); });
   trace_ = Trace{};
   return chain_cache_.emplace(key, c).first->second;

@@ -318,3 +318,34 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE("search bounds: FSDP syncing once per pipeline step, never above the step") {
+  // torchtitan's FSDP under PP reduces a chunk's gradients after its last backward and, without
+  // reshard after forward, gathers each layer once a step: the bounds count them so.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto model = load_workload(model_path("llama3.1-8b")).model;
+  const SearchJob job{2048, 32, DType::bf16, true};
+  auto opt = options_for(job);
+  opt.strategy.stack = *bundled_stack("torchtitan");
+  opt.memory.recipe = stack_recipe(opt.strategy.stack, job.dtype);
+  for (const bool reshard : {false, true})
+    for (const auto kind : {ScheduleKind::one_f_one_b, ScheduleKind::zero_bubble}) {
+      Candidate c;
+      c.micro_batch = 1;
+      c.config.mesh = Mesh{4, 1, 2, 1, 1};
+      c.config.zero = 3;
+      c.config.reshard_after_forward = reshard;
+      c.config.schedule = {kind, 1};
+      INFO(c.label() << std::string(reshard ? " reshard" : " no reshard"));
+      const auto simulated = simulate_training(topo, model, setup_of(c, job, opt));
+      for (const auto level : {BoundLevel::chains, BoundLevel::unloaded, BoundLevel::full}) {
+        const int lv = static_cast<int>(level);
+        INFO("level " << lv);
+        CHECK(candidate_lower_bound_s(topo, model, job, c, opt, nullptr, level) <=
+              simulated.step_time_s);
+      }
+      // The full bound is not vacuous: within half the step.
+      CHECK(candidate_lower_bound_s(topo, model, job, c, opt, nullptr, BoundLevel::full) >
+            0.5 * simulated.step_time_s);
+    }
+}

@@ -883,13 +883,17 @@ TEST_CASE("pipeline steps: each schedule fills, drains and syncs its gradients")
   const auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto m = bundled("llama3.1-8b");
   const double psi = count_params(m).total;
-  auto run = [&](std::int64_t steps, std::int32_t zero, const std::string& stack,
-                 ScheduleKind schedule) {
+  auto setup_for = [&](std::int64_t steps, std::int32_t zero, const std::string& stack,
+                       ScheduleKind schedule) {
     auto s = setup("dp=4,pp=2", 4096, 16, zero, stack);
     s.config.reshard_after_forward = false;
     s.config.schedule = {schedule, 1};
     s.job.pipeline_steps = steps;
-    return simulate_training(topo, m, s);
+    return s;
+  };
+  auto run = [&](std::int64_t steps, std::int32_t zero, const std::string& stack,
+                 ScheduleKind schedule) {
+    return simulate_training(topo, m, setup_for(steps, zero, stack, schedule));
   };
   auto bytes = [](const TrainingResult& r, std::string_view kind) {
     double b = 0;
@@ -906,6 +910,14 @@ TEST_CASE("pipeline steps: each schedule fills, drains and syncs its gradients")
   // stages are not equal: the head's logits make the last one heavier).
   CHECK(two.bubble_fraction > one.bubble_fraction + 0.05);
   CHECK(two.step_time_s > one.step_time_s);
+  // The search's bound plays the same schedules: higher with two, never above the step.
+  const ComputeModel cm(topo.gpu);
+  auto bound = [&](std::int64_t steps) {
+    const auto st = setup_for(steps, 3, "torchtitan", ScheduleKind::one_f_one_b);
+    return step_time_lower_bound(m, st.job, st.config, cm, st.strategy);
+  };
+  CHECK(bound(2) > bound(1));
+  CHECK(bound(2) <= two.step_time_s);
   CHECK(two.notes.back() ==
         "the step's 4 micro-batches run as 2 pipeline schedules of 2, each with its own fill, "
         "drain and gradient sync");

@@ -20,6 +20,12 @@ struct CaseJob {
   TrainingSetup setup;
 };
 
+DType read_dtype(const JsonRef& dt) {
+  const auto dtype = parse_dtype(dt.string());
+  if (!dtype) dt.fail("unknown dtype '" + dt.string() + "'");
+  return *dtype;
+}
+
 CaseJob read_job(ObjectReader& r, const std::string& path) {
   CaseJob c;
   c.topology = r.required("topology").file_name();
@@ -31,10 +37,7 @@ CaseJob read_job(ObjectReader& r, const std::string& path) {
   s.job.seq = r.required("seq").positive_integer();
   s.job.global_batch = r.required("gbs").positive_integer();
   s.job.micro_batch = r.required("mbs").positive_integer();
-  const auto dt = r.required("dtype");
-  const auto dtype = parse_dtype(dt.string());
-  if (!dtype) dt.fail("unknown dtype '" + dt.string() + "'");
-  s.job.dtype = *dtype;
+  s.job.dtype = read_dtype(r.required("dtype"));
   s.config.zero = static_cast<std::int32_t>(r.required("zero").integer());
   s.job.flash_attention = r.required("attention").string() == "flash";
   const auto sched = r.required("schedule");
@@ -137,6 +140,9 @@ std::vector<DeltaCase> read_delta_cases(const std::string& path) {
     k.base = k.variant = k.job.setup;
     for (auto [key, setup] : {std::pair{"base", &k.base}, std::pair{"variant", &k.variant}}) {
       ObjectReader side(r.required(key));
+      // A side may train in another dtype (torchtitan's Float8 against bf16); before the stack,
+      // whose state bytes depend on it.
+      if (auto dt = side.optional("dtype")) setup->job.dtype = read_dtype(*dt);
       const auto policy = read_case_stack(side, *setup);
       if (setup == &k.base) k.policy = policy;
       side.finish();
@@ -169,9 +175,15 @@ std::vector<ValidationRow> run_stack_delta_cases(const std::string& path, const 
     const auto topo = case_topology(k.job, root);
     const auto b = run(k.job, topo, k.base, root), v = run(k.job, topo, k.variant, root);
     k.row.simulated = b.step_time_s / v.step_time_s;
-    k.row.detail = fmt::format("{} → {} | {} | {} | {:.3f} → {:.3f}", stack_label(k.base),
-                               stack_label(k.variant), to_string(k.base.config.mesh), k.policy,
-                               b.step_time_s, v.step_time_s);
+    // The dtypes are named where the two sides differ in them.
+    const auto label = [&](const TrainingSetup& s) {
+      return stack_label(s) + (k.base.job.dtype != k.variant.job.dtype
+                                   ? " " + std::string(name_of(s.job.dtype))
+                                   : std::string());
+    };
+    k.row.detail =
+        fmt::format("{} → {} | {} | {} | {:.3f} → {:.3f}", label(k.base), label(k.variant),
+                    to_string(k.base.config.mesh), k.policy, b.step_time_s, v.step_time_s);
     rows.push_back(std::move(k.row));
   }
   return rows;

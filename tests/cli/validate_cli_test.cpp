@@ -107,6 +107,12 @@ TEST_CASE("validate: a stack-delta case names the file and the field it cannot r
   const auto c = run_with(bad_metric.dump());
   CHECK(c.exit_code == 2);
   CHECK(c.err.find("/cases/2/metric: expected speedup") != std::string::npos);
+  auto bad_dtype = doc;
+  bad_dtype["cases"][4]["variant"]["dtype"] = "fp4";
+  const auto d = run_with(bad_dtype.dump());
+  CHECK(d.exit_code == 2);
+  CHECK(d.err.find("stack_deltas.json:/cases/4/variant/dtype: unknown dtype 'fp4'") !=
+        std::string::npos);
   std::filesystem::remove_all(dir.parent_path());
 }
 

@@ -79,7 +79,7 @@ TEST_CASE("training accuracy against published Megatron-LM throughput") {
 TEST_CASE("training accuracy: stack deltas against published speedups") {
   const auto rows =
       run_stack_delta_cases(source_path("validation/stack_deltas.json"), source_path(""));
-  REQUIRE(rows.size() == 4);
+  REQUIRE(rows.size() == 6);
   // The reader the fuzzer drives sees the same cases without running them.
   CHECK(read_stack_delta_file(source_path("validation/stack_deltas.json")) == rows.size());
   double mape = 0;

@@ -136,6 +136,10 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     reject("pinned dimension differs");
                     continue;
                   }
+                  if (!stack.runs_zero(zero)) {
+                    reject("ZeRO stage the stack does not run");
+                    continue;
+                  }
                   if (tp > gpus_per_node && !space.allow_tp_across_nodes) {
                     reject("TP larger than a node");
                     continue;

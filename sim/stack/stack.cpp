@@ -372,6 +372,17 @@ Stack read_stack(const JsonRef& ref) {
     def.fail("names no policy of this stack ('" + s.default_recompute + "')");
   if (auto v = r.optional("recompute_block")) s.recompute_block = v->boolean();
   if (auto v = r.optional("recompute_layer_frequency")) s.recompute_layer_frequency = v->boolean();
+  if (auto v = r.optional("zero_stages")) {
+    std::vector<std::int32_t> stages;
+    for (const auto& z : v->non_empty_array()) {
+      const auto stage = small_count(z, 0, 3);
+      if (std::find(stages.begin(), stages.end(), stage) != stages.end())
+        z.fail("ZeRO stage " + std::to_string(stage) + " is given twice");
+      stages.push_back(stage);
+    }
+    std::sort(stages.begin(), stages.end());
+    s.zero_stages = std::move(stages);
+  }
   if (auto v = r.optional("recompute_modules")) {
     if (!v->raw().is_object() || v->raw().empty())
       v->fail("must be an object of module names, each a list of regions");
@@ -383,6 +394,19 @@ Stack read_stack(const JsonRef& ref) {
   }
   r.finish();
   return s;
+}
+
+bool Stack::runs_zero(std::int32_t zero) const {
+  return std::find(zero_stages.begin(), zero_stages.end(), zero) != zero_stages.end();
+}
+
+std::string Stack::zero_stages_text() const {
+  std::string out;
+  for (std::size_t i = 0; i < zero_stages.size(); ++i) {
+    if (i > 0) out += i + 1 == zero_stages.size() ? " or " : ", ";
+    out += std::to_string(zero_stages[i]);
+  }
+  return out;
 }
 
 Stack load_stack(const std::string& path) {

@@ -244,8 +244,15 @@ struct Stack {
   // selective_ac_option N): a search's full-recompute candidates recompute every N-th layer
   // for the largest N that fits.
   bool recompute_layer_frequency = false;
+  // The ZeRO stages the stack runs (ParallelConfig::zero), ascending: torchtitan replicates
+  // (DDP) or shards with FSDP2 (ZeRO-3), with no ZeRO-1/2. A search enumerates only these, and
+  // train and memory refuse --zero outside them.
+  std::vector<std::int32_t> zero_stages{0, 1, 2, 3};
 
   const RecomputePolicy* policy(std::string_view name) const;
+  bool runs_zero(std::int32_t zero) const;
+  // "0 or 3", "0, 1, 2 or 3": the stages for an error message.
+  std::string zero_stages_text() const;
   // The stack's first policy of `mode` (what a search's selective or full candidate runs).
   const RecomputePolicy* policy_for(Recompute mode) const;
   const OpKernels* kernels_of(std::string_view op) const;

@@ -360,6 +360,33 @@ TEST_CASE("search --stack a,b tries every layout on each stack and names it") {
   CHECK(step["ideal"] < step["megatron"]);
 }
 
+TEST_CASE("search: each stack tries only the ZeRO stages it runs (torchtitan: none or FSDP2)") {
+  const std::string args = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --gbs 32 --tp 1 --pp 1 --cp 1";
+  const auto j =
+      meshsim::test::run_cli_json(args + " --stack megatron,torchtitan --top 200 --json");
+  std::map<std::string, std::set<int>> stages;
+  for (const auto& r : j["results"])
+    stages[r["stack"].get<std::string>()].insert(r["zero"].get<int>());
+  REQUIRE(stages.count("torchtitan") == 1);
+  for (const int z : stages["torchtitan"]) CHECK((z == 0 || z == 3));
+  CHECK(stages["megatron"].size() > stages["torchtitan"].size());  // ZeRO-1/2 there too
+  const auto pinned = run_cli(args + " --stack torchtitan --zero 1");
+  CHECK(pinned.exit_code == 2);
+  CHECK(pinned.err == "error: --zero: stack 'torchtitan' runs ZeRO stage 0 or 3 only, not 1\n");
+  // train and memory refuse it the same way.
+  for (const char* command : {"train", "memory"}) {
+    const auto r = run_cli(std::string(command) + " --topology " + topology_path("dgx-h100.json") +
+                           " --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --mesh dp=8 --stack torchtitan-compile --zero 2");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "error: --zero: stack 'torchtitan-compile' runs ZeRO stage 0 or 3 only, not 2 (a stack "
+          "file with zero_stages can try it)\n");
+  }
+}
+
 TEST_CASE("search: a time budget or an interruption ranks what was simulated") {
   // 70B on 4 SuperPOD nodes: 415 layouts, several seconds on two threads.
   const std::string args = "search --topology " + topology_path("dgx-h100-superpod.json") +

@@ -869,13 +869,17 @@ TEST_CASE("train: Megatron's --recompute-modules, from the flag or a launch line
             "(its modules: core_attn, layernorm, mla_up_proj, mlp, moe, moe_act, "
             "shared_experts)\n"},
            {" --recompute full --recompute-modules mlp",
-            "error: --recompute-modules: needs --recompute selective (or no --recompute)\n"},
-           {" --stack torchtitan --recompute-modules mlp",
-            "error: --recompute-modules: stack 'torchtitan' has no recompute modules\n"}}) {
+            "error: --recompute-modules: needs --recompute selective (or no --recompute)\n"}}) {
     const auto bad = run_cli(base + mesh + flags);
     CHECK(bad.exit_code == 2);
     CHECK(bad.err == error);
   }
+  // torchtitan (ZeRO-3 here: it has no ZeRO-1) has no modules to name.
+  const auto titan = run_cli(base +
+                             " --mesh pp=2,dp=16,ep=16 --zero 3 --seq 1024 --gbs 16 --stack "
+                             "torchtitan --recompute-modules mlp");
+  CHECK(titan.exit_code == 2);
+  CHECK(titan.err == "error: --recompute-modules: stack 'torchtitan' has no recompute modules\n");
 }
 
 TEST_CASE("train: Megatron's block and uniform recompute methods") {

@@ -84,6 +84,11 @@ TEST_CASE("the stacks' documented gradient dtypes and model-state bytes") {
   }
   for (const auto* n : {"megatron", "deepspeed", "ideal"})
     CHECK(bundled_stack(n)->data_parallel.sharded_with_pp == ShardedWithPp::every_microbatch);
+  // torchtitan replicates or shards with FSDP2 (ZeRO-3): no ZeRO-1/2.
+  for (const auto* n : {"torchtitan", "torchtitan-compile"})
+    CHECK(bundled_stack(n)->zero_stages == std::vector<std::int32_t>{0, 3});
+  for (const auto* n : {"megatron", "deepspeed", "ideal"})
+    CHECK(bundled_stack(n)->zero_stages == std::vector<std::int32_t>{0, 1, 2, 3});
   // Megatron's bucket: max(40 M, 1 M × DP) parameters in the reduction dtype.
   CHECK(stack_bucket_bytes(mg, 8, DType::bf16) == 40e6 * 4);
   CHECK(stack_bucket_bytes(mg, 64, DType::bf16) == 64e6 * 4);
@@ -142,6 +147,25 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
     d.replace(d.find(from), from.size(),
               R"("grad_reduce_dtype": "bf16", "sharded_with_pp": "once_per_step")");
     CHECK(stack_from(d).data_parallel.sharded_with_pp == ShardedWithPp::once_per_step);
+  }
+  // Absent: every ZeRO stage; given, a strict list of stages 0..3.
+  CHECK(stack_from(t).zero_stages == std::vector<std::int32_t>{0, 1, 2, 3});
+  CHECK(stack_from(t).zero_stages_text() == "0, 1, 2 or 3");
+  {
+    const std::string from = R"("default_recompute": "none")";
+    auto zero = [&](const std::string& list) {
+      std::string d = t;
+      d.replace(d.find(from), from.size(), from + R"(, "zero_stages": )" + list);
+      return d;
+    };
+    const auto s = stack_from(zero("[3, 0]"));
+    CHECK(s.zero_stages == std::vector<std::int32_t>{0, 3});
+    CHECK(s.runs_zero(3));
+    CHECK_FALSE(s.runs_zero(1));
+    CHECK(s.zero_stages_text() == "0 or 3");
+    CHECK(error_of(zero("[]")).starts_with("s.json:/zero_stages: "));
+    CHECK(error_of(zero("[0, 4]")).starts_with("s.json:/zero_stages/1: "));
+    CHECK(error_of(zero("[3, 3]")) == "s.json:/zero_stages/1: ZeRO stage 3 is given twice");
   }
   CHECK(!stack_from(t).fp8_tp_all_gathers);  // absent: 16-bit gathers
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")

@@ -152,7 +152,7 @@ inline constexpr std::array<std::string_view, 13> kFp8GemmOps{
 
 // What sharded data parallelism (ZeRO-2/3, FSDP) does with a stage's gradients and gathered
 // weights under pipeline parallelism. `every_microbatch`: as without a pipeline, each
-// micro-batch's backward reduce-scatters its gradients (DeepSpeed ZeRO-2, FSDP's default).
+// micro-batch's backward reduce-scatters its gradients (meshsim's ZeRO-2/3 without this key).
 // `once_per_step`: torch.distributed.pipelining's PipelineStage turns FSDP2's gradient sync and
 // reshard-after-backward off for all but a stage's last backward of the schedule
 // (torch/distributed/pipelining/stage.py, backward_maybe_with_nosync; torchtitan): gradients

@@ -27,6 +27,23 @@ std::string to_string(const Schedule& s) {
   return "?";
 }
 
+std::string_view schedule_family(const Schedule& s) {
+  switch (s.kind) {
+    case ScheduleKind::gpipe:
+      return "gpipe";
+    case ScheduleKind::one_f_one_b:
+      return "1f1b";
+    case ScheduleKind::interleaved:
+      if (s.virtual_stages <= 1) return "1f1b";
+      return s.overlap ? "interleaved-overlap" : "interleaved";
+    case ScheduleKind::zero_bubble:
+      return "zb";
+    case ScheduleKind::one_f_one_b_overlap:
+      return "1f1b-overlap";
+  }
+  return "?";
+}
+
 Schedule parse_schedule(std::string_view text, const std::string& where) {
   Schedule s;
   if (text == "gpipe")

@@ -42,6 +42,9 @@ struct Schedule {
   bool merges() const { return kind == ScheduleKind::one_f_one_b_overlap || overlap; }
 };
 std::string to_string(const Schedule& s);  // "gpipe", "1f1b", "interleaved:2", "zb", ...
+// The schedule's family as a stack names the ones it runs (Stack::schedules): "gpipe", "1f1b"
+// (interleaving one chunk is 1F1B), "interleaved", "interleaved-overlap", "zb", "1f1b-overlap".
+std::string_view schedule_family(const Schedule& s);
 // "gpipe", "1f1b", "interleaved:V", "interleaved-overlap:V", either with ":G" (the micro-batch
 // group), "zb", "1f1b-overlap"; errors name `where`.
 Schedule parse_schedule(std::string_view text, const std::string& where);

@@ -140,6 +140,11 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     reject("ZeRO stage the stack does not run");
                     continue;
                   }
+                  // Megatron-LM: no zero-bubble schedule; DeepSpeed: 1F1B only (Stack::schedules).
+                  if (!stack.runs_schedule(schedule_family(sched))) {
+                    reject("schedule the stack does not run");
+                    continue;
+                  }
                   if (tp > gpus_per_node && !space.allow_tp_across_nodes) {
                     reject("TP larger than a node");
                     continue;

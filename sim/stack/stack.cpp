@@ -383,6 +383,22 @@ Stack read_stack(const JsonRef& ref) {
     std::sort(stages.begin(), stages.end());
     s.zero_stages = std::move(stages);
   }
+  if (auto v = r.optional("schedules")) {
+    std::vector<std::string> families;
+    for (const auto& f : v->non_empty_array()) {
+      const auto name = f.string();
+      if (std::find(kScheduleFamilies.begin(), kScheduleFamilies.end(), name) ==
+          kScheduleFamilies.end())
+        f.fail(fmt::format("unknown schedule '{}' (known: {})", name,
+                           fmt::join(kScheduleFamilies, ", ")));
+      if (std::find(families.begin(), families.end(), name) != families.end())
+        f.fail("schedule '" + name + "' is given twice");
+      families.push_back(name);
+    }
+    if (std::find(families.begin(), families.end(), "1f1b") == families.end())
+      v->fail("must include 1f1b (the schedule of a run without a pipeline)");
+    s.schedules = std::move(families);
+  }
   if (auto v = r.optional("recompute_modules")) {
     if (!v->raw().is_object() || v->raw().empty())
       v->fail("must be an object of module names, each a list of regions");
@@ -398,6 +414,23 @@ Stack read_stack(const JsonRef& ref) {
 
 bool Stack::runs_zero(std::int32_t zero) const {
   return std::find(zero_stages.begin(), zero_stages.end(), zero) != zero_stages.end();
+}
+
+bool Stack::runs_schedule(std::string_view family) const {
+  return std::find(schedules.begin(), schedules.end(), family) != schedules.end();
+}
+
+std::vector<std::string> unrun_notes(const Stack& stack, std::int32_t zero,
+                                     std::string_view schedule_family) {
+  std::vector<std::string> out;
+  if (!stack.runs_zero(zero))
+    out.push_back(
+        fmt::format("stack '{}' does not run ZeRO-{} (its stages: {}); simulated as asked",
+                    stack.name, zero, stack.zero_stages_text()));
+  if (!stack.runs_schedule(schedule_family))
+    out.push_back(fmt::format("stack '{}' does not run {} (its schedules: {}); simulated as asked",
+                              stack.name, schedule_family, fmt::join(stack.schedules, ", ")));
+  return out;
 }
 
 std::string Stack::zero_stages_text() const {

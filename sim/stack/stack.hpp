@@ -164,6 +164,10 @@ inline constexpr std::array kAllShardedWithPp{ShardedWithPp::every_microbatch,
                                               ShardedWithPp::once_per_step};
 std::string_view name_of(ShardedWithPp s);
 
+// The pipeline schedule families a stack may name (Stack::schedules).
+inline constexpr std::array<std::string_view, 6> kScheduleFamilies{
+    "gpipe", "1f1b", "interleaved", "interleaved-overlap", "zb", "1f1b-overlap"};
+
 struct DataParallel {
   // Gradient buckets of max(bucket_min_params, bucket_params_per_rank × dp) parameters
   // (Megatron-Core: max(40 M, 1 M × DP)).
@@ -248,9 +252,15 @@ struct Stack {
   // (DDP) or shards with FSDP2 (ZeRO-3), with no ZeRO-1/2. A search enumerates only these, and
   // train and memory refuse --zero outside them.
   std::vector<std::int32_t> zero_stages{0, 1, 2, 3};
+  // The pipeline schedules the stack runs, by family (kScheduleFamilies, parallel/
+  // parallel_config.hpp schedule_family); always 1f1b, the schedule of a run without a pipeline.
+  // Megatron-LM has no GPipe or zero-bubble schedule in its main line; DeepSpeed's pipeline
+  // engine runs its 1F1B-style TrainSchedule only. A search tries only these.
+  std::vector<std::string> schedules{kScheduleFamilies.begin(), kScheduleFamilies.end()};
 
   const RecomputePolicy* policy(std::string_view name) const;
   bool runs_zero(std::int32_t zero) const;
+  bool runs_schedule(std::string_view family) const;
   // "0 or 3", "0, 1, 2 or 3": the stages for an error message.
   std::string zero_stages_text() const;
   // The stack's first policy of `mode` (what a search's selective or full candidate runs).
@@ -303,6 +313,11 @@ RecomputePolicy module_policy(const Stack& stack, const std::vector<std::string>
 std::vector<std::string> idle_module_notes(const Stack& stack,
                                            const std::vector<std::string>& modules,
                                            const ModelSpec& model);
+// One line for a ZeRO stage or a schedule family the stack does not run, simulated as asked
+// (train and memory): "stack 'megatron' does not run zb (its schedules: 1f1b, interleaved,
+// interleaved-overlap, 1f1b-overlap); simulated as asked". Empty when it runs both.
+std::vector<std::string> unrun_notes(const Stack& stack, std::int32_t zero,
+                                     std::string_view schedule_family);
 
 Stack with_recompute_modules(Stack stack, const std::vector<std::string>& modules,
                              const std::string& where);

@@ -191,6 +191,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   }
   for (auto& n : idle_module_notes(setup.strategy.stack, cfg.recompute_modules, model))
     r.notes.push_back(std::move(n));
+  for (auto& n : unrun_notes(setup.strategy.stack, cfg.zero, schedule_family(cfg.schedule)))
+    r.notes.push_back(std::move(n));
   if (job.pipeline_steps > 1) {
     const auto m = job.global_batch / (mesh.dp * job.micro_batch);
     r.notes.push_back(fmt::format(

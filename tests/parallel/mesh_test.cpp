@@ -54,6 +54,16 @@ TEST_CASE("schedules and layer splits") {
   CHECK(parse_schedule("zb", "--schedule").kind == ScheduleKind::zero_bubble);
   CHECK_THROWS_AS(parse_schedule("interleaved:0", "--schedule"), Error);
   CHECK_THROWS_AS(parse_schedule("pipedream", "--schedule"), Error);
+  // Families, as a stack names the schedules it runs.
+  for (const auto& [text, family] : std::vector<std::pair<std::string, std::string>>{
+           {"gpipe", "gpipe"},
+           {"1f1b", "1f1b"},
+           {"interleaved:1", "1f1b"},
+           {"interleaved:2:8", "interleaved"},
+           {"interleaved-overlap:2", "interleaved-overlap"},
+           {"zb", "zb"},
+           {"1f1b-overlap", "1f1b-overlap"}})
+    CHECK(schedule_family(parse_schedule(text, "--schedule")) == family);
   CHECK(split_layers(8, 4) == std::vector<std::int64_t>{2, 2, 2, 2});
   // Llama 3 405B: 126 layers on 16 stages, remainder to the middle stages.
   const auto s = split_layers(126, 16);

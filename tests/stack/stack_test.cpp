@@ -89,6 +89,18 @@ TEST_CASE("the stacks' documented gradient dtypes and model-state bytes") {
     CHECK(bundled_stack(n)->zero_stages == std::vector<std::int32_t>{0, 3});
   for (const auto* n : {"megatron", "deepspeed", "ideal"})
     CHECK(bundled_stack(n)->zero_stages == std::vector<std::int32_t>{0, 1, 2, 3});
+  // Schedules: Megatron-LM's main line (no GPipe, no zero bubble), torch.distributed.pipelining
+  // (no merged passes), DeepSpeed's TrainSchedule.
+  using Names = std::vector<std::string>;
+  CHECK(bundled_stack("megatron")->schedules ==
+        Names{"1f1b", "interleaved", "interleaved-overlap", "1f1b-overlap"});
+  for (const auto* n : {"torchtitan", "torchtitan-compile"})
+    CHECK(bundled_stack(n)->schedules == Names{"gpipe", "1f1b", "interleaved", "zb"});
+  CHECK(bundled_stack("deepspeed")->schedules == Names{"1f1b"});
+  CHECK(bundled_stack("ideal")->schedules.size() == kScheduleFamilies.size());
+  CHECK(unrun_notes(*bundled_stack("deepspeed"), 1, "gpipe") ==
+        Names{"stack 'deepspeed' does not run gpipe (its schedules: 1f1b); simulated as asked"});
+  CHECK(unrun_notes(*bundled_stack("torchtitan"), 3, "1f1b").empty());
   // Megatron's bucket: max(40 M, 1 M × DP) parameters in the reduction dtype.
   CHECK(stack_bucket_bytes(mg, 8, DType::bf16) == 40e6 * 4);
   CHECK(stack_bucket_bytes(mg, 64, DType::bf16) == 64e6 * 4);
@@ -166,6 +178,23 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
     CHECK(error_of(zero("[]")).starts_with("s.json:/zero_stages: "));
     CHECK(error_of(zero("[0, 4]")).starts_with("s.json:/zero_stages/1: "));
     CHECK(error_of(zero("[3, 3]")) == "s.json:/zero_stages/1: ZeRO stage 3 is given twice");
+    // Schedules by family; absent: every one.
+    auto sched = [&](const std::string& list) {
+      std::string d = t;
+      d.replace(d.find(from), from.size(), from + R"(, "schedules": )" + list);
+      return d;
+    };
+    CHECK(stack_from(t).schedules.size() == kScheduleFamilies.size());
+    const auto one = stack_from(sched(R"(["1f1b"])"));
+    CHECK(one.runs_schedule("1f1b"));
+    CHECK_FALSE(one.runs_schedule("zb"));
+    CHECK(error_of(sched(R"(["1f1b", "dualpipe"])")) ==
+          "s.json:/schedules/1: unknown schedule 'dualpipe' (known: gpipe, 1f1b, interleaved, "
+          "interleaved-overlap, zb, 1f1b-overlap)");
+    CHECK(error_of(sched(R"(["1f1b", "1f1b"])")) ==
+          "s.json:/schedules/1: schedule '1f1b' is given twice");
+    CHECK(error_of(sched(R"(["gpipe"])")) ==
+          "s.json:/schedules: must include 1f1b (the schedule of a run without a pipeline)");
   }
   CHECK(!stack_from(t).fp8_tp_all_gathers);  // absent: 16-bit gathers
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")

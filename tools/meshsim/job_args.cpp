@@ -233,11 +233,6 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
                   "is required (or give the layout with --from-megatron or --from-torchtitan)");
     cfg.mesh = parse_mesh(mesh, "--mesh", world);
     cfg.zero = zero;
-    if (zero >= 0 && zero <= 3 && !r.stack.runs_zero(zero))
-      throw Error("", "--zero",
-                  fmt::format("stack '{}' runs ZeRO stage {} only, not {} (a stack file with "
-                              "zero_stages can try it)",
-                              r.stack.name, r.stack.zero_stages_text(), zero));
     cfg.sp = sp.empty() ? cfg.mesh.tp > 1 : on_off(sp, "--sp");
     cfg.schedule = parse_schedule(schedule, "--schedule");
   }

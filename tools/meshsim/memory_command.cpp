@@ -96,6 +96,8 @@ int run_memory(const MemoryArgs& a) {
     training.micro_batch = job_flags.micro_batch;
     training.global_batch = job_flags.global_batch;
     training.pipeline_steps = job_flags.pipeline_steps;
+    for (auto& n : unrun_notes(job_flags.stack, cfg.zero, schedule_family(cfg.schedule)))
+      run.notes.push_back(std::move(n));
     if (training.seq <= 0 && model.has_architecture())
       throw Error("", "--seq", "give the sequence length (or a job file with seq)");
     check_mesh(model, cfg,

@@ -168,13 +168,18 @@ int run_search_command(const SearchArgs& a) {
   {
     // One stack, or several to compare (every layout on each).
     for (const auto& n : a.stacks) opt.stacks.push_back(resolve_stack(n));
-    // A pinned ZeRO stage every stack runs (each stack's search tries only its own stages).
-    if (space.zero)
-      for (const auto& st : opt.stacks)
-        if (!st.runs_zero(*space.zero))
-          throw Error("", "--zero",
-                      fmt::format("stack '{}' runs ZeRO stage {} only, not {}", st.name,
-                                  st.zero_stages_text(), *space.zero));
+    // A pinned ZeRO stage and schedule every stack runs (each stack's search tries only its
+    // own).
+    for (const auto& st : opt.stacks) {
+      if (space.zero && !st.runs_zero(*space.zero))
+        throw Error("", "--zero",
+                    fmt::format("stack '{}' runs ZeRO stage {} only, not {}", st.name,
+                                st.zero_stages_text(), *space.zero));
+      if (space.schedule && !st.runs_schedule(schedule_family(*space.schedule)))
+        throw Error("", "--schedule",
+                    fmt::format("stack '{}' does not run {} (its schedules: {})", st.name,
+                                schedule_family(*space.schedule), fmt::join(st.schedules, ", ")));
+    }
     if (!a.ep_dispatch.empty()) {
       const auto dispatch = ep_dispatch_flag(a.ep_dispatch, "--ep-dispatch");
       for (auto& st : opt.stacks) st = with_ep_dispatch(std::move(st), dispatch);

@@ -10,21 +10,10 @@
 namespace meshsim {
 
 std::string to_string(const Schedule& s) {
-  switch (s.kind) {
-    case ScheduleKind::gpipe:
-      return "gpipe";
-    case ScheduleKind::one_f_one_b:
-      return "1f1b";
-    case ScheduleKind::interleaved:
-      return (s.overlap ? "interleaved-overlap:" : "interleaved:") +
-             std::to_string(s.virtual_stages) +
-             (s.group > 0 ? ":" + std::to_string(s.group) : std::string());
-    case ScheduleKind::zero_bubble:
-      return "zb";
-    case ScheduleKind::one_f_one_b_overlap:
-      return "1f1b-overlap";
-  }
-  return "?";
+  // The other schedules have no parameters: their family is their name.
+  if (s.kind != ScheduleKind::interleaved) return std::string(schedule_family(s));
+  return (s.overlap ? "interleaved-overlap:" : "interleaved:") + std::to_string(s.virtual_stages) +
+         (s.group > 0 ? ":" + std::to_string(s.group) : std::string());
 }
 
 std::string_view schedule_family(const Schedule& s) {

@@ -16,13 +16,14 @@ struct StageParams {
   double dense = 0, expert = 0;
 };
 
-// Weights, gradients and optimizer state of `p` parameters sharded over `n` replicas at a ZeRO
-// stage.
 // Whether a stage's ZeRO-2/3 gradients accumulate unsharded over the step (a pipeline run by a
 // stack whose sharded data parallelism syncs once per step, PrecisionRecipe::sharded_with_pp).
 bool unsharded_over_step(const ParallelConfig& c, const PrecisionRecipe& r) {
-  return c.zero >= 2 && c.mesh.pp > 1 && r.sharded_with_pp == ShardedWithPp::once_per_step;
+  return syncs_once_per_step(r.sharded_with_pp, c.zero, c.mesh.pp);
 }
+
+// Weights, gradients and optimizer state of `p` parameters sharded over `n` replicas at a ZeRO
+// stage.
 
 void add_model_state(MemoryBreakdown& b, double p, double n, const ParallelConfig& c,
                      const PrecisionRecipe& r) {

@@ -251,9 +251,9 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
                          local, j.micro_batch));
     j.pipeline_steps = j.global_batch / (local * c.mesh.dp);
   }
-  // Interleaved1F1B's rounds are Megatron's micro-batch groups (torchtitan_interleaved_group).
-  if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1 &&
-      local % j.micro_batch == 0) {
+  // Interleaved1F1B's rounds are Megatron's micro-batch groups (torchtitan_interleaved_group);
+  // the local batch is whole micro-batches (checked above with PP; without it, one).
+  if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
     const auto n = local / j.micro_batch;
     const auto group = torchtitan_interleaved_group(n, pp);
     if (!group)

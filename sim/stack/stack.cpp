@@ -420,6 +420,12 @@ bool Stack::runs_schedule(std::string_view family) const {
   return std::find(schedules.begin(), schedules.end(), family) != schedules.end();
 }
 
+std::optional<std::string> unrun_schedule(const Stack& stack, std::string_view schedule_family) {
+  if (stack.runs_schedule(schedule_family)) return std::nullopt;
+  return fmt::format("stack '{}' does not run {} (its schedules: {})", stack.name, schedule_family,
+                     fmt::join(stack.schedules, ", "));
+}
+
 std::vector<std::string> unrun_notes(const Stack& stack, std::int32_t zero,
                                      std::string_view schedule_family) {
   std::vector<std::string> out;
@@ -427,9 +433,8 @@ std::vector<std::string> unrun_notes(const Stack& stack, std::int32_t zero,
     out.push_back(
         fmt::format("stack '{}' does not run ZeRO-{} (its stages: {}); simulated as asked",
                     stack.name, zero, stack.zero_stages_text()));
-  if (!stack.runs_schedule(schedule_family))
-    out.push_back(fmt::format("stack '{}' does not run {} (its schedules: {}); simulated as asked",
-                              stack.name, schedule_family, fmt::join(stack.schedules, ", ")));
+  if (auto why = unrun_schedule(stack, schedule_family))
+    out.push_back(*why + "; simulated as asked");
   return out;
 }
 

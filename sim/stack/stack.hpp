@@ -163,6 +163,11 @@ enum class ShardedWithPp : std::uint8_t { every_microbatch, once_per_step };
 inline constexpr std::array kAllShardedWithPp{ShardedWithPp::every_microbatch,
                                               ShardedWithPp::once_per_step};
 std::string_view name_of(ShardedWithPp s);
+// Whether a run at ZeRO stage `zero` on `pp` stages syncs its sharded gradients once per step
+// (ZeRO-2/3 under a pipeline, on a stack that does so): the trace and the memory model ask it.
+inline bool syncs_once_per_step(ShardedWithPp mode, std::int32_t zero, std::int64_t pp) {
+  return zero >= 2 && pp > 1 && mode == ShardedWithPp::once_per_step;
+}
 
 // The pipeline schedule families a stack may name (Stack::schedules).
 inline constexpr std::array<std::string_view, 6> kScheduleFamilies{
@@ -313,6 +318,9 @@ RecomputePolicy module_policy(const Stack& stack, const std::vector<std::string>
 std::vector<std::string> idle_module_notes(const Stack& stack,
                                            const std::vector<std::string>& modules,
                                            const ModelSpec& model);
+// "stack 'deepspeed' does not run interleaved (its schedules: 1f1b)" for a schedule family the
+// stack does not run (a search's pin error), nothing for one it runs.
+std::optional<std::string> unrun_schedule(const Stack& stack, std::string_view schedule_family);
 // One line for a ZeRO stage or a schedule family the stack does not run, simulated as asked
 // (train and memory): "stack 'megatron' does not run zb (its schedules: 1f1b, interleaved,
 // interleaved-overlap, 1f1b-overlap); simulated as asked". Empty when it runs both.

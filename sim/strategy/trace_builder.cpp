@@ -465,8 +465,7 @@ void Builder::compute_costs() {
                             SmsTaken{ov.bulk_sms + st.interference.nccl_sms, for_all});
   }
   grad_bytes_ = st.grad_reduce_bytes(job_.dtype);
-  step_sync_ = cfg_.zero >= 2 && mesh_.pp > 1 &&
-               st.data_parallel.sharded_with_pp == ShardedWithPp::once_per_step;
+  step_sync_ = syncs_once_per_step(st.data_parallel.sharded_with_pp, cfg_.zero, mesh_.pp);
   step_gather_ = step_sync_ && cfg_.zero >= 3 && !cfg_.reshard_after_forward;
   bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));
   const PlanPricing pricing{cm_,      st, cm_nccl_ ? &*cm_nccl_ : nullptr, cfg_.recompute_units,

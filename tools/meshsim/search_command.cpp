@@ -175,10 +175,9 @@ int run_search_command(const SearchArgs& a) {
         throw Error("", "--zero",
                     fmt::format("stack '{}' runs ZeRO stage {} only, not {}", st.name,
                                 st.zero_stages_text(), *space.zero));
-      if (space.schedule && !st.runs_schedule(schedule_family(*space.schedule)))
-        throw Error("", "--schedule",
-                    fmt::format("stack '{}' does not run {} (its schedules: {})", st.name,
-                                schedule_family(*space.schedule), fmt::join(st.schedules, ", ")));
+      if (space.schedule)
+        if (auto why = unrun_schedule(st, schedule_family(*space.schedule)))
+          throw Error("", "--schedule", *why);
     }
     if (!a.ep_dispatch.empty()) {
       const auto dispatch = ep_dispatch_flag(a.ep_dispatch, "--ep-dispatch");

@@ -73,12 +73,16 @@ void add_passes(OpsReport& r, const ComputeModel& cm, const std::string& name,
   }
 }
 
-// The FP8 quantization kernels the stack runs around a GEMM op, as rows "<op>.fp8_cast" (the
-// view has no sequence parallelism: an output gradient is cast whole).
+// The FP8 quantization kernels the stack runs around a GEMM op, as rows "<op>.fp8_<label>"
+// (".fp8_cast", ".fp8_amax", ".fp8_weight_cast", ...; the view has no sequence parallelism: an
+// output gradient is cast whole).
 void add_fp8_casts(OpsReport& r, const ComputeModel& cm, const OpSpec& op, bool ends) {
   const auto casts = fp8_cast_kernels(op, *r.request.stack, r.request.tp, false);
-  for (const auto& k : r.request.backward ? casts.dgrad : casts.forward)
-    add_row(r, cm, op.name + ".fp8_cast", r.request.backward ? "dgrad" : "forward", k, ends);
+  const auto& kernels = r.request.backward ? casts.dgrad : casts.forward;
+  const auto& labels = r.request.backward ? casts.dgrad_labels : casts.forward_labels;
+  for (std::size_t i = 0; i < kernels.size(); ++i)
+    add_row(r, cm, op.name + ".fp8_" + std::string(labels[i]),
+            r.request.backward ? "dgrad" : "forward", kernels[i], ends);
 }
 
 // One op as the stack runs it: its GEMM parts, or its eager kernels priced as the trace prices

@@ -88,6 +88,8 @@ std::string_view name_of(Fp8Cast c) {
       return "transpose";
     case Fp8Cast::cast_transpose:
       return "cast_transpose";
+    case Fp8Cast::amax_cast_transpose:
+      return "amax_cast_transpose";
   }
   return "?";
 }
@@ -100,8 +102,24 @@ double bytes_per_element(Fp8Cast c) {
       return 2;  // read 1 B, write 1 B
     case Fp8Cast::cast_transpose:
       return 4;  // read 2 B, write 1 B and its 1 B transpose
+    case Fp8Cast::amax_cast_transpose:
+      return 6;  // the amax pass reads 2 B, then cast_transpose
   }
   return 0;
+}
+
+std::vector<double> kernel_bytes_per_element(Fp8Cast c) {
+  constexpr double kAmaxRead = 2;  // the reduction reads the 16-bit tensor, writes one scalar
+  switch (c) {
+    case Fp8Cast::none:
+      return {};
+    case Fp8Cast::transpose:
+    case Fp8Cast::cast_transpose:
+      return {bytes_per_element(c)};
+    case Fp8Cast::amax_cast_transpose:
+      return {kAmaxRead, bytes_per_element(Fp8Cast::cast_transpose)};
+  }
+  return {};
 }
 
 const RecomputePolicy* Stack::policy(std::string_view n) const {
@@ -173,6 +191,7 @@ Fp8Casts read_fp8_casts(const JsonRef& ref) {
   Fp8Casts c;
   c.input = enum_value<Fp8Cast>(r.required("input"), kAllFp8Casts, "FP8 cast");
   c.output_grad = enum_value<Fp8Cast>(r.required("output_grad"), kAllFp8Casts, "FP8 cast");
+  if (auto v = r.optional("weight")) c.weight = enum_value<Fp8Cast>(*v, kAllFp8Casts, "FP8 cast");
   r.finish();
   return c;
 }

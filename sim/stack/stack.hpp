@@ -129,18 +129,31 @@ std::string_view name_of(CpComm c);
 // and writes the FP8 copy and its transpose (1 + 1 B), 4 B an element; `transpose`: the tensor
 // is already FP8 (a fused norm wrote it, or an FP8 all-gather brought it) and only its
 // transpose is made (1 + 1 B); `none`: no kernel (a stack that quantizes inside its GEMMs).
-enum class Fp8Cast { none, transpose, cast_transpose };
-inline constexpr std::array kAllFp8Casts{Fp8Cast::none, Fp8Cast::transpose,
-                                         Fp8Cast::cast_transpose};
+// Those scale by delayed scaling (Transformer Engine's default recipe: the scale comes from the
+// amax history of earlier steps, and the cast records this step's amax as it goes, one pass).
+// `amax_cast_transpose`: dynamic tensorwise scaling (torchao's Float8Linear, torchtitan's
+// Float8): the scale is this tensor's absolute max, so a reduction reads the whole 16-bit tensor
+// (2 B an element) before the cast_transpose kernel can start (4 B): 6 B in 2 kernels. That is
+// the fewest a dynamic scale allows (named assumption: Inductor fuses the abs, max, scale,
+// clamp and cast chains down to those two passes; eager PyTorch runs more kernels).
+enum class Fp8Cast { none, transpose, cast_transpose, amax_cast_transpose };
+inline constexpr std::array kAllFp8Casts{Fp8Cast::none, Fp8Cast::transpose, Fp8Cast::cast_transpose,
+                                         Fp8Cast::amax_cast_transpose};
 std::string_view name_of(Fp8Cast c);
-// HBM bytes per element of the tensor: 0, 2 or 4.
+// HBM bytes per element of the tensor, all kernels together: 0, 2, 4 or 6.
 double bytes_per_element(Fp8Cast c);
+// The bytes per element of each kernel, in launch order (empty for `none`).
+std::vector<double> kernel_bytes_per_element(Fp8Cast c);
 
 // The FP8 quantization kernels of one GEMM op (by catalogue name): its input before the
-// forward GEMM, its output gradient before the dgrad GEMM.
+// forward GEMM, its output gradient before the dgrad GEMM, and its weight before the forward
+// GEMM (once per forward, recomputed ones included). A stack that keeps its FP8 weights across
+// a step's micro-batches (Transformer Engine: the cast runs at the first micro-batch, once a
+// step) lists `none` for the weight: a once-a-step cast is not priced.
 struct Fp8Casts {
   Fp8Cast input = Fp8Cast::none;
   Fp8Cast output_grad = Fp8Cast::none;
+  Fp8Cast weight = Fp8Cast::none;
 };
 
 // The catalogue's GEMM ops with weights, the ones an FP8 recipe quantizes (the names `fp8_casts`

@@ -131,12 +131,24 @@ Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64
   const double batch = static_cast<double>(g.batch);
   const double input = batch * static_cast<double>(g.m) * static_cast<double>(g.k);
   const double grad = batch * static_cast<double>(g.m) * static_cast<double>(g.n);
-  // Assumption (README): the cast and transpose kernels stream at the elementwise class's
-  // fitted bandwidth; nothing in ../shared/measurements/ measures Transformer Engine's own.
-  const auto cast = [](std::vector<Kernel>& pass, double bytes) {
-    if (bytes > 0) pass.push_back(memory_kernel(MemoryClass::elementwise, bytes));
+  const double weight = batch * static_cast<double>(g.k) * static_cast<double>(g.n);
+  // Assumption (README): the amax, cast and transpose kernels stream at the elementwise
+  // class's fitted bandwidth; nothing in ../shared/measurements/ measures them.
+  const auto cast = [&](bool forward, double bytes, std::string_view label) {
+    if (bytes <= 0) return;
+    (forward ? out.forward : out.dgrad).push_back(memory_kernel(MemoryClass::elementwise, bytes));
+    (forward ? out.forward_labels : out.dgrad_labels).push_back(label);
   };
-  cast(out.forward, bytes_per_element(casts->input) * input);
+  const auto quantize = [&](bool forward, Fp8Cast c, double elements, bool of_weight) {
+    const auto per_kernel = kernel_bytes_per_element(c);
+    for (std::size_t i = 0; i < per_kernel.size(); ++i) {
+      const bool amax = per_kernel.size() > 1 && i == 0;
+      cast(forward, per_kernel[i] * elements,
+           of_weight ? (amax ? "weight_amax" : "weight_cast") : (amax ? "amax" : "cast"));
+    }
+  };
+  quantize(true, casts->weight, weight, true);
+  quantize(true, casts->input, input, false);
   if (op.backward_input.empty()) return out;
   if (casts->output_grad == Fp8Cast::cast_transpose && op.role == TpRole::row_parallel && sp &&
       tp > 1 && stack.fp8_tp_all_gathers && op.block != "moe") {
@@ -145,10 +157,10 @@ Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64
     // MoE layer (shared experts) that gather keeps 16 bits (Stack::fp8_tp_all_gathers), so the
     // gathered gradient is cast whole.
     constexpr double kCastOnly = 2 + 1;  // reads 2 B, writes the 1 B FP8 copy (no transpose)
-    cast(out.dgrad, kCastOnly * grad / static_cast<double>(tp));
-    cast(out.dgrad, bytes_per_element(Fp8Cast::transpose) * grad);
+    cast(false, kCastOnly * grad / static_cast<double>(tp), "cast");
+    cast(false, bytes_per_element(Fp8Cast::transpose) * grad, "cast");
   } else {
-    cast(out.dgrad, bytes_per_element(casts->output_grad) * grad);
+    quantize(false, casts->output_grad, grad, false);
   }
   return out;
 }

@@ -4,6 +4,8 @@
 // backward-weight (wgrad) separately.
 #include <array>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "compute/compute_model.hpp"
 #include "model/op_catalogue.hpp"
@@ -57,10 +59,13 @@ struct PlanPricing {
 };
 
 // The FP8 quantization kernels around a GEMM op as the stack runs them (Stack::fp8_casts):
-// elementwise kernels over the GEMM's input before its forward GEMM and over its output gradient
-// before its dgrad GEMM. Empty outside FP8 GEMMs and for ops the stack lists none for.
+// elementwise kernels over the GEMM's weight and input before its forward GEMM and over its
+// output gradient before its dgrad GEMM. Empty outside FP8 GEMMs and for ops the stack lists
+// none for. Each kernel has a label beside it: "cast", "amax" (a dynamic scale's reduction),
+// "weight_cast" or "weight_amax".
 struct Fp8CastKernels {
   std::vector<Kernel> forward, dgrad;
+  std::vector<std::string_view> forward_labels, dgrad_labels;
 };
 Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64_t tp, bool sp);
 

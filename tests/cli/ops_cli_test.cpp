@@ -162,6 +162,18 @@ TEST_CASE("ops: FP8 lists the stack's quantization kernels around each GEMM") {
   CHECK(row(bf16, "qkv_proj.fp8_cast").is_null());
   // The ideal stack (and a 16-bit run) price none.
   CHECK(row(ops_json(base + " --dtype fp8 --stack ideal"), "qkv_proj.fp8_cast").is_null());
+  // torchtitan (torchao, dynamic scaling): the output projection's 2048 × 8192 weight shard and
+  // its 8192 × 2048 input are each an amax pass (2 B an element) then a cast_transpose (4 B);
+  // backward, its 8192 × 8192 output gradient the same. Megatron's FP8 weights need no cast.
+  const auto tt = ops_json(base + " --dtype fp8 --stack torchtitan-compile");
+  CHECK(row(tt, "out_proj.fp8_weight_amax")["bytes"].get<double>() == 2 * 2048 * 8192);
+  CHECK(row(tt, "out_proj.fp8_weight_cast")["bytes"].get<double>() == 4 * 2048 * 8192);
+  CHECK(row(tt, "out_proj.fp8_amax")["bytes"].get<double>() == 2 * T * 2048);
+  CHECK(row(tt, "out_proj.fp8_cast")["bytes"].get<double>() == 4 * T * 2048);
+  const auto tt_bwd = ops_json(base + " --dtype fp8 --stack torchtitan-compile --pass backward");
+  CHECK(row(tt_bwd, "out_proj.fp8_amax", "dgrad")["bytes"].get<double>() == 2 * T * 8192);
+  CHECK(row(tt_bwd, "out_proj.fp8_cast", "dgrad")["bytes"].get<double>() == 4 * T * 8192);
+  CHECK(row(fp8, "out_proj.fp8_weight_cast").is_null());
 }
 
 TEST_CASE("ops: bad input is one error line and exit 2") {

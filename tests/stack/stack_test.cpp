@@ -207,7 +207,11 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
   CHECK(with(R"("name": "x",)",
              R"("name": "x", "fp8_casts": {"out_proj": {"input": "cast", "output_grad": "none"}},)")
             .starts_with("s.json:/fp8_casts/out_proj/input: unknown FP8 cast 'cast' (known: none, "
-                         "transpose, cast_transpose)"));
+                         "transpose, cast_transpose, amax_cast_transpose)"));
+  CHECK(with(R"("name": "x",)",
+             R"("name": "x", "fp8_casts": {"out_proj": {"input": "none", "output_grad": "none",)"
+             R"( "weight": "amax"}},)")
+            .starts_with("s.json:/fp8_casts/out_proj/weight: unknown FP8 cast 'amax'"));
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_casts": {"out_proj": {"input": "none"}},)")
             .starts_with("s.json:/fp8_casts/out_proj: missing required field 'output_grad'"));
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_casts": [],)")
@@ -400,11 +404,63 @@ TEST_CASE("FP8 quantization kernels around a layer's GEMMs (Transformer Engine)"
   }
   shape.dtype = DType::fp8;
   for (const auto& op : ops) {
-    CHECK(fp8_cast_kernels(op, *bundled_stack("torchtitan"), 2, true).forward.empty());
+    CHECK(fp8_cast_kernels(op, *bundled_stack("ideal"), 2, true).forward.empty());
     CHECK(fp8_cast_kernels(op, *bundled_stack("ideal"), 2, true).dgrad.empty());
   }
   for (const auto& op : head_ops(m, shape, {2, true, 1, 1}))
     CHECK(fp8_cast_kernels(op, mg, 2, true).forward.empty());
+}
+
+TEST_CASE("FP8 quantization kernels with dynamic scaling (torchao Float8Linear, torchtitan)") {
+  // Llama 3.1 8B at 4096 tokens, TP 1, FP8 GEMMs, the torchtitan stacks. Each tensor's scale is
+  // its own amax: a reduction reads it (2 B an element), then cast_transpose (4 B). The output
+  // projection (K = N = 4096) casts its 4096 × 4096 weight (2 then 4 B) and its 4096 × 4096
+  // input (2 then 4 B) before the forward GEMM, and its 4096 × 4096 output gradient (2 then 4 B)
+  // before dgrad. FC1 (K = 4096, N = 2·14336): weight 4096 × 28672, input 4096 × 4096, output
+  // gradient 4096 × 28672. FC2: weight and output gradient 14336 × 4096 and 4096 × 4096, input
+  // 4096 × 14336.
+  const auto m = model("llama3.1-8b");
+  LayerShape shape;
+  shape.seq = 4096;
+  shape.dtype = DType::fp8;
+  const auto ops = layer_ops(m, 0, shape, {1, false, 1, 1});
+  const auto named = [&](const std::string& name) {
+    const auto it = std::ranges::find(ops, name, &OpSpec::name);
+    REQUIRE_MESSAGE(it != ops.end(), "no op " << name);
+    return *it;
+  };
+  const auto bytes = [](const std::vector<Kernel>& ks) {
+    std::vector<double> out;
+    for (const auto& k : ks) out.push_back(k.bytes);
+    return out;
+  };
+  const double s = 4096, f = 14336;
+  for (const char* stack : {"torchtitan", "torchtitan-compile"}) {
+    CAPTURE(stack);
+    const auto& st = *bundled_stack(stack);
+    const auto out = fp8_cast_kernels(named("out_proj"), st, 1, false);
+    CHECK(bytes(out.forward) ==
+          std::vector{2 * 4096 * s, 4 * 4096 * s, 2 * s * 4096, 4 * s * 4096});
+    CHECK(out.forward_labels ==
+          std::vector<std::string_view>{"weight_amax", "weight_cast", "amax", "cast"});
+    CHECK(bytes(out.dgrad) == std::vector{2 * s * 4096, 4 * s * 4096});
+    CHECK(out.dgrad_labels == std::vector<std::string_view>{"amax", "cast"});
+    const auto up = fp8_cast_kernels(named("mlp_up"), st, 1, false);
+    CHECK(bytes(up.forward) ==
+          std::vector{2 * 4096 * 2 * f, 4 * 4096 * 2 * f, 2 * s * 4096, 4 * s * 4096});
+    CHECK(bytes(up.dgrad) == std::vector{2 * s * 2 * f, 4 * s * 2 * f});
+    const auto down = fp8_cast_kernels(named("mlp_down"), st, 1, false);
+    CHECK(bytes(down.forward) == std::vector{2 * f * 4096, 4 * f * 4096, 2 * s * f, 4 * s * f});
+    CHECK(bytes(down.dgrad) == std::vector{2 * s * 4096, 4 * s * 4096});
+    for (const auto& k : down.forward) CHECK(k.memory_class == MemoryClass::elementwise);
+  }
+  CHECK(bytes_per_element(Fp8Cast::amax_cast_transpose) == 6);
+  CHECK(kernel_bytes_per_element(Fp8Cast::amax_cast_transpose) == std::vector<double>{2, 4});
+  CHECK(kernel_bytes_per_element(Fp8Cast::cast_transpose) == std::vector<double>{4});
+  CHECK(kernel_bytes_per_element(Fp8Cast::none).empty());
+  // Transformer Engine keeps its FP8 weights across a step's micro-batches: no weight cast.
+  const auto te = fp8_cast_kernels(named("out_proj"), *bundled_stack("megatron"), 1, false);
+  CHECK(te.forward_labels == std::vector<std::string_view>{"cast"});
 }
 
 TEST_CASE("fp8_casts names exactly the catalogue's GEMM ops with weights") {

@@ -799,12 +799,13 @@ TEST_CASE("FSDP2's copy-in and copy-out kernels around its collectives (torchtit
   const ComputeModel cm(topo.gpu);
   // Layer 5's parameters (no ends): 4 attention and 3 MLP matrices, 2 norm weights.
   const double params = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3 * 4096.0 * 14336 + 2 * 4096.0;
-  auto duration = [&](const std::string& name) {
-    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i)
-      if (r.trace.graph.op(OpId{i}).name == name) return r.trace.graph.op(OpId{i}).duration;
+  auto duration_in = [](const TrainingResult& run, const std::string& name) {
+    for (std::uint32_t i = 0; i < run.trace.graph.op_count(); ++i)
+      if (run.trace.graph.op(OpId{i}).name == name) return run.trace.graph.op(OpId{i}).duration;
     FAIL("no op " << name);
     return Time{};
   };
+  auto duration = [&](const std::string& name) { return duration_in(r, name); };
   auto elementwise = [&](double bytes) {
     return Time::from_seconds_ceil(cm.seconds(memory_kernel(MemoryClass::elementwise, bytes)));
   };
@@ -814,6 +815,13 @@ TEST_CASE("FSDP2's copy-in and copy-out kernels around its collectives (torchtit
   CHECK(duration("L5.fsdp_copy_out") == elementwise(params * 4));
   // Reduce-scatter copy-in: bf16 gradients read, written in fp32 (the reduce dtype): 6 B.
   CHECK(duration("grads.c0.L5.copy_in") == elementwise(params * 6));
+  // An FP8 run gathers, copies and reduces the same 16-bit weights and gradients: the same
+  // bytes (its GEMMs quantize the gathered weights; no FP8 all-gather is modelled).
+  auto s8 = s;
+  s8.job.dtype = DType::fp8;
+  const auto r8 = simulate_training(topo, m, s8);
+  for (const char* name : {"L5.fsdp_ag.copy_in", "L5.fsdp_copy_out", "grads.c0.L5.copy_in"})
+    CHECK(duration_in(r8, name) == duration(name));
   // Megatron's distributed optimizer has none.
   const auto mg = simulate_training(topo, m, setup("dp=8", 4096, 8, 3, "megatron"));
   for (std::uint32_t i = 0; i < mg.trace.graph.op_count(); ++i)

@@ -580,40 +580,61 @@ TEST_CASE("train: a stack file's fp8_tp_all_gathers halves FP8 TP gathers; a bad
   std::filesystem::remove(stack);
 }
 
-TEST_CASE("train: a stack file's fp8_casts add Transformer Engine's quantization kernels") {
-  // Llama 3.1 8B FP8 on TP 8 with SP, 4096 tokens: the bundled megatron stack quantizes around
-  // every GEMM; the same stack without `fp8_casts` does not. Per layer the casts move (bytes,
-  // derived in tests/stack): forward 2·4096·4096 (QKV), 4·4096·512 (out), 2·4096·4096 (FC1),
-  // 4·4096·1792 (FC2); dgrad 4·4096·768 (QKV), 3·512·4096 + 2·4096·4096 (out), 4·4096·3584
-  // (FC1), 3·512·4096 + 2·4096·4096 (FC2): 255,852,544 B, 32 layers. The compute grows by at
-  // least that traffic at the H100's 3.35 TB/s (less a fifth for the small kernels' L2 reads)
-  // and by less than at half of it plus 10 µs a kernel. 16-bit runs do not change.
-  const auto stack =
-      (std::filesystem::temp_directory_path() / "meshsim_megatron_no_casts.json").string();
-  auto doc = json::parse(std::ifstream(source_path("workloads/stacks/megatron.json")));
-  doc.erase("fp8_casts");
-  std::ofstream(stack) << doc.dump();
-  const std::string job = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
-                          source_path("workloads/models/llama3.1-8b.json") +
-                          " --mesh tp=8 --seq 4096 --gbs 1 --json --dtype ";
+namespace {
+
+// A bundled stack without its `fp8_casts`, written to a temporary file.
+struct StackWithoutCasts {
+  std::string path;
+  json doc;
+};
+StackWithoutCasts stack_without_casts(const std::string& name) {
+  StackWithoutCasts s{
+      (std::filesystem::temp_directory_path() / ("meshsim_" + name + "_no_casts.json")).string(),
+      json::parse(std::ifstream(source_path("workloads/stacks/" + name + ".json")))};
+  s.doc.erase("fp8_casts");
+  std::ofstream(s.path) << s.doc.dump();
+  return s;
+}
+
+// `job` (ending in "--dtype ") in FP8 on the bundled stack `name` against the same stack without
+// its casts: the compute grows by at least `bytes` at the H100's 3.35 TB/s (less a fifth for
+// the smaller kernels' L2 reads) and by less than at half of it plus 10 µs for each of
+// `kernels`; a 16-bit run does not change.
+void check_cast_growth(const std::string& job, const std::string& name, const std::string& without,
+                       double bytes, double kernels) {
   const auto compute = [](const std::string& cmd) {
     const auto r = run_cli(cmd);
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     return json::parse(r.out)["compute_s"].get<double>();
   };
-  const double grown = compute(job + "fp8") - compute(job + "fp8 --stack " + stack);
-  const double bytes = 255852544.0 * 32;
+  const double grown =
+      compute(job + "fp8 --stack " + name) - compute(job + "fp8 --stack " + without);
   CHECK(grown > 0.8 * bytes / 3.35e12);
-  CHECK(grown < bytes / (0.5 * 3.35e12) + 14 * 32 * 10e-6);
-  CHECK(compute(job + "bf16") == compute(job + "bf16 --stack " + stack));
-  doc["fp8_casts"] = {{"out_proj", {{"input", "cast_transpose"}, {"output_grad", "twice"}}}};
-  std::ofstream(stack) << doc.dump();
-  const auto bad = run_cli(job + "fp8 --stack " + stack);
+  CHECK(grown < bytes / (0.5 * 3.35e12) + kernels * 10e-6);
+  CHECK(compute(job + "bf16 --stack " + name) == compute(job + "bf16 --stack " + without));
+}
+
+}  // namespace
+
+TEST_CASE("train: a stack file's fp8_casts add Transformer Engine's quantization kernels") {
+  // Llama 3.1 8B FP8 on TP 8 with SP, 4096 tokens: the bundled megatron stack quantizes around
+  // every GEMM; the same stack without `fp8_casts` does not. Per layer the casts move (bytes,
+  // derived in tests/stack): forward 2·4096·4096 (QKV), 4·4096·512 (out), 2·4096·4096 (FC1),
+  // 4·4096·1792 (FC2); dgrad 4·4096·768 (QKV), 3·512·4096 + 2·4096·4096 (out), 4·4096·3584
+  // (FC1), 3·512·4096 + 2·4096·4096 (FC2): 255,852,544 B in 14 kernels, 32 layers.
+  auto stack = stack_without_casts("megatron");
+  const std::string job = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                          source_path("workloads/models/llama3.1-8b.json") +
+                          " --mesh tp=8 --seq 4096 --gbs 1 --json --dtype ";
+  check_cast_growth(job, "megatron", stack.path, 255852544.0 * 32, 14 * 32);
+  stack.doc["fp8_casts"] = {{"out_proj", {{"input", "cast_transpose"}, {"output_grad", "twice"}}}};
+  std::ofstream(stack.path) << stack.doc.dump();
+  const auto bad = run_cli(job + "fp8 --stack " + stack.path);
   CHECK(bad.exit_code == 2);
-  CHECK(bad.err.starts_with("error: " + stack +
+  CHECK(bad.err.starts_with("error: " + stack.path +
                             ":/fp8_casts/out_proj/output_grad: unknown FP8 cast"));
   CHECK(bad.err.find('\n') == bad.err.size() - 1);
-  std::filesystem::remove(stack);
+  std::filesystem::remove(stack.path);
 }
 
 TEST_CASE("train: torchtitan's fp8_casts add torchao's dynamic-scaling kernels") {
@@ -622,30 +643,13 @@ TEST_CASE("train: torchtitan's fp8_casts add torchao's dynamic-scaling kernels")
   // elements) and input (4096 · (3·4096 + 14336) = 109,051,904) before the forward GEMM and its
   // output gradient (4096 · (6144 + 4096 + 28672 + 4096) = 176,160,768) before dgrad, each an
   // amax pass (2 B) and a cast writing the FP8 copy and its transpose (4 B): 6 B an element,
-  // 3,019,898,880 B a layer in 24 kernels, 32 layers. The compute grows by at least that traffic
-  // at the H100's 3.35 TB/s (less a fifth for the smaller kernels' L2 reads) and by less than at
-  // half of it plus 10 µs a kernel; 16-bit runs do not change.
-  const auto stack =
-      (std::filesystem::temp_directory_path() / "meshsim_torchtitan_no_casts.json").string();
-  auto doc = json::parse(std::ifstream(source_path("workloads/stacks/torchtitan-compile.json")));
-  doc.erase("fp8_casts");
-  std::ofstream(stack) << doc.dump();
-  const std::string job = "train --topology " + topology_path("dgx-h100.json") + " --workload " +
-                          source_path("workloads/models/llama3.1-8b.json") +
-                          " --mesh dp=8 --zero 3 --seq 4096 --gbs 8 --recompute none --json"
-                          " --dtype ";
-  const auto compute = [](const std::string& cmd) {
-    const auto r = run_cli(cmd);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    return json::parse(r.out)["compute_s"].get<double>();
-  };
-  const double grown =
-      compute(job + "fp8 --stack torchtitan-compile") - compute(job + "fp8 --stack " + stack);
-  const double bytes = 3019898880.0 * 32;
-  CHECK(grown > 0.8 * bytes / 3.35e12);
-  CHECK(grown < bytes / (0.5 * 3.35e12) + 24 * 32 * 10e-6);
-  CHECK(compute(job + "bf16 --stack torchtitan-compile") == compute(job + "bf16 --stack " + stack));
-  std::filesystem::remove(stack);
+  // 3,019,898,880 B a layer in 24 kernels, 32 layers.
+  const auto stack = stack_without_casts("torchtitan-compile");
+  check_cast_growth("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                        source_path("workloads/models/llama3.1-8b.json") +
+                        " --mesh dp=8 --zero 3 --seq 4096 --gbs 8 --recompute none --json --dtype ",
+                    "torchtitan-compile", stack.path, 3019898880.0 * 32, 24 * 32);
+  std::filesystem::remove(stack.path);
 }
 
 TEST_CASE("train: --ep-dispatch deepep sends a token across to each node once") {

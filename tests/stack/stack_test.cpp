@@ -47,6 +47,27 @@ ModelSpec model(const std::string& name) {
   return load_model(source_path("workloads/models/" + name + ".json"));
 }
 
+// Llama 3.1 8B's layer 0 at 4096 tokens with FP8 GEMMs, on `tp` ranks.
+std::vector<OpSpec> fp8_layer(std::int64_t tp, bool sp) {
+  LayerShape shape;
+  shape.seq = 4096;
+  shape.dtype = DType::fp8;
+  return layer_ops(model("llama3.1-8b"), 0, shape, {tp, sp, 1, 1});
+}
+
+// An op of the layer by name; a missing one fails the test instead of skipping its checks.
+OpSpec named(const std::vector<OpSpec>& layer, const std::string& name) {
+  const auto it = std::ranges::find(layer, name, &OpSpec::name);
+  REQUIRE_MESSAGE(it != layer.end(), "no op " << name);
+  return *it;
+}
+
+std::vector<double> bytes(const std::vector<Kernel>& ks) {
+  std::vector<double> out;
+  for (const auto& k : ks) out.push_back(k.bytes);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("every bundled stack loads and names what it assumes") {
@@ -350,19 +371,8 @@ TEST_CASE("FP8 quantization kernels around a layer's GEMMs (Transformer Engine)"
   LayerShape shape;
   shape.seq = 4096;
   shape.dtype = DType::fp8;
-  const auto ops = layer_ops(m, 0, shape, {2, true, 1, 1});
+  const auto ops = fp8_layer(2, true);
   const auto& mg = *bundled_stack("megatron");
-  const auto bytes = [](const std::vector<Kernel>& ks) {
-    std::vector<double> out;
-    for (const auto& k : ks) out.push_back(k.bytes);
-    return out;
-  };
-  // An op of the layer by name; a missing one fails the test instead of skipping its checks.
-  const auto named = [](const std::vector<OpSpec>& layer, const std::string& name) {
-    const auto it = std::ranges::find(layer, name, &OpSpec::name);
-    REQUIRE_MESSAGE(it != layer.end(), "no op " << name);
-    return *it;
-  };
   const auto of = [&](const char* name) { return fp8_cast_kernels(named(ops, name), mg, 2, true); };
   const double s = 4096;
   CHECK(bytes(of("qkv_proj").forward) == std::vector{2 * s * 4096});
@@ -419,37 +429,23 @@ TEST_CASE("FP8 quantization kernels with dynamic scaling (torchao Float8Linear, 
   // before dgrad. FC1 (K = 4096, N = 2·14336): weight 4096 × 28672, input 4096 × 4096, output
   // gradient 4096 × 28672. FC2: weight and output gradient 14336 × 4096 and 4096 × 4096, input
   // 4096 × 14336.
-  const auto m = model("llama3.1-8b");
-  LayerShape shape;
-  shape.seq = 4096;
-  shape.dtype = DType::fp8;
-  const auto ops = layer_ops(m, 0, shape, {1, false, 1, 1});
-  const auto named = [&](const std::string& name) {
-    const auto it = std::ranges::find(ops, name, &OpSpec::name);
-    REQUIRE_MESSAGE(it != ops.end(), "no op " << name);
-    return *it;
-  };
-  const auto bytes = [](const std::vector<Kernel>& ks) {
-    std::vector<double> out;
-    for (const auto& k : ks) out.push_back(k.bytes);
-    return out;
-  };
+  const auto ops = fp8_layer(1, false);
   const double s = 4096, f = 14336;
   for (const char* stack : {"torchtitan", "torchtitan-compile"}) {
     CAPTURE(stack);
     const auto& st = *bundled_stack(stack);
-    const auto out = fp8_cast_kernels(named("out_proj"), st, 1, false);
+    const auto out = fp8_cast_kernels(named(ops, "out_proj"), st, 1, false);
     CHECK(bytes(out.forward) ==
           std::vector{2 * 4096 * s, 4 * 4096 * s, 2 * s * 4096, 4 * s * 4096});
     CHECK(out.forward_labels ==
           std::vector<std::string_view>{"weight_amax", "weight_cast", "amax", "cast"});
     CHECK(bytes(out.dgrad) == std::vector{2 * s * 4096, 4 * s * 4096});
     CHECK(out.dgrad_labels == std::vector<std::string_view>{"amax", "cast"});
-    const auto up = fp8_cast_kernels(named("mlp_up"), st, 1, false);
+    const auto up = fp8_cast_kernels(named(ops, "mlp_up"), st, 1, false);
     CHECK(bytes(up.forward) ==
           std::vector{2 * 4096 * 2 * f, 4 * 4096 * 2 * f, 2 * s * 4096, 4 * s * 4096});
     CHECK(bytes(up.dgrad) == std::vector{2 * s * 2 * f, 4 * s * 2 * f});
-    const auto down = fp8_cast_kernels(named("mlp_down"), st, 1, false);
+    const auto down = fp8_cast_kernels(named(ops, "mlp_down"), st, 1, false);
     CHECK(bytes(down.forward) == std::vector{2 * f * 4096, 4 * f * 4096, 2 * s * f, 4 * s * f});
     CHECK(bytes(down.dgrad) == std::vector{2 * s * 4096, 4 * s * 4096});
     for (const auto& k : down.forward) CHECK(k.memory_class == MemoryClass::elementwise);
@@ -459,7 +455,7 @@ TEST_CASE("FP8 quantization kernels with dynamic scaling (torchao Float8Linear, 
   CHECK(kernel_bytes_per_element(Fp8Cast::cast_transpose) == std::vector<double>{4});
   CHECK(kernel_bytes_per_element(Fp8Cast::none).empty());
   // Transformer Engine keeps its FP8 weights across a step's micro-batches: no weight cast.
-  const auto te = fp8_cast_kernels(named("out_proj"), *bundled_stack("megatron"), 1, false);
+  const auto te = fp8_cast_kernels(named(ops, "out_proj"), *bundled_stack("megatron"), 1, false);
   CHECK(te.forward_labels == std::vector<std::string_view>{"cast"});
 }
 

@@ -240,8 +240,10 @@ struct Stack {
   CpComm cp_comm = CpComm::ring;
   // FP8 runs: the TP all-gathers of a linear's input move FP8 (Transformer Engine: the norm of a
   // LayerNormLinear writes FP8 and the sequence-parallel all-gather moves it; an output gradient
-  // is cast to FP8 before its all-gather; the saved FP8 input is what backward re-gathers).
-  // Reduce-scatters move the GEMMs' 16-bit outputs either way.
+  // is cast to FP8 before its all-gather; the saved FP8 input is what backward re-gathers.
+  // torchao's Float8 tensor parallelism, torchtitan's with tensorwise scaling: the input is cast
+  // before its gather, PrepareFloat8ModuleInput, and the output gradient before its gather,
+  // Float8RowwiseParallel). Reduce-scatters move the GEMMs' 16-bit outputs either way.
   bool fp8_tp_all_gathers = false;
   // FP8 runs: the quantization kernels around each GEMM op (empty: none are priced).
   std::map<std::string, Fp8Casts, std::less<>> fp8_casts;

@@ -147,21 +147,36 @@ Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64
            of_weight ? (amax ? "weight_amax" : "weight_cast") : (amax ? "amax" : "cast"));
     }
   };
+  // A tensor gathered by a sequence-parallel all-gather that moves FP8 is quantized on the
+  // local shard before the gather (its amax too: the scale's all-reduce of one value is not
+  // priced) and transposed once gathered. In an MoE layer (shared experts) that gather keeps 16
+  // bits (Stack::fp8_tp_all_gathers), so the gathered tensor is cast whole.
+  const bool fp8_gathered = sp && tp > 1 && stack.fp8_tp_all_gathers && op.block != "moe";
+  const auto quantize_gathered = [&](bool forward, Fp8Cast c, double elements) {
+    if (!fp8_gathered || (c != Fp8Cast::cast_transpose && c != Fp8Cast::amax_cast_transpose)) {
+      quantize(forward, c, elements, false);
+      return;
+    }
+    constexpr double kAmaxRead = 2, kCastOnly = 2 + 1;  // the FP8 copy alone, no transpose
+    const double shard = elements / static_cast<double>(tp);
+    if (c == Fp8Cast::amax_cast_transpose) cast(forward, kAmaxRead * shard, "amax");
+    cast(forward, kCastOnly * shard, "cast");
+    cast(forward, bytes_per_element(Fp8Cast::transpose) * elements, "cast");
+  };
   quantize(true, casts->weight, weight, true);
-  quantize(true, casts->input, input, false);
+  // A column-parallel GEMM's input arrives by that all-gather (torchao's
+  // PrepareFloat8ModuleInput); Transformer Engine's fused norm already wrote it in FP8, so
+  // megatron lists `transpose` for those inputs.
+  if (op.role == TpRole::column_parallel)
+    quantize_gathered(true, casts->input, input);
+  else
+    quantize(true, casts->input, input, false);
   if (op.backward_input.empty()) return out;
-  if (casts->output_grad == Fp8Cast::cast_transpose && op.role == TpRole::row_parallel && sp &&
-      tp > 1 && stack.fp8_tp_all_gathers && op.block != "moe") {
-    // A row-parallel GEMM's output gradient arrives by a sequence-parallel all-gather that moves
-    // FP8: it is cast on the local shard before the gather and transposed once gathered. In an
-    // MoE layer (shared experts) that gather keeps 16 bits (Stack::fp8_tp_all_gathers), so the
-    // gathered gradient is cast whole.
-    constexpr double kCastOnly = 2 + 1;  // reads 2 B, writes the 1 B FP8 copy (no transpose)
-    cast(false, kCastOnly * grad / static_cast<double>(tp), "cast");
-    cast(false, bytes_per_element(Fp8Cast::transpose) * grad, "cast");
-  } else {
+  // A row-parallel GEMM's output gradient arrives by that all-gather.
+  if (op.role == TpRole::row_parallel)
+    quantize_gathered(false, casts->output_grad, grad);
+  else
     quantize(false, casts->output_grad, grad, false);
-  }
   return out;
 }
 

@@ -125,9 +125,11 @@ TEST_CASE("the stacks' documented gradient dtypes and model-state bytes") {
   // Megatron's bucket: max(40 M, 1 M × DP) parameters in the reduction dtype.
   CHECK(stack_bucket_bytes(mg, 8, DType::bf16) == 40e6 * 4);
   CHECK(stack_bucket_bytes(mg, 64, DType::bf16) == 64e6 * 4);
-  // Transformer Engine gathers FP8 inputs in FP8 runs; the eager stacks gather 16 bits.
+  // Transformer Engine and torchao's Float8 tensor parallelism (torchtitan) gather FP8 inputs in
+  // FP8 runs; DeepSpeed's gathers 16 bits.
   CHECK(mg.fp8_tp_all_gathers);
-  CHECK(!bundled_stack("torchtitan")->fp8_tp_all_gathers);
+  CHECK(bundled_stack("torchtitan")->fp8_tp_all_gathers);
+  CHECK(bundled_stack("torchtitan-compile")->fp8_tp_all_gathers);
   CHECK(!bundled_stack("deepspeed")->fp8_tp_all_gathers);
 }
 
@@ -454,6 +456,26 @@ TEST_CASE("FP8 quantization kernels with dynamic scaling (torchao Float8Linear, 
   CHECK(kernel_bytes_per_element(Fp8Cast::amax_cast_transpose) == std::vector<double>{2, 4});
   CHECK(kernel_bytes_per_element(Fp8Cast::cast_transpose) == std::vector<double>{4});
   CHECK(kernel_bytes_per_element(Fp8Cast::none).empty());
+  // TP 2 with sequence parallelism (torchao's Float8 tensor parallelism): the column-parallel
+  // QKV's 4096 × 4096 input is quantized on its 2048-token shard before the FP8 all-gather (amax
+  // 2 B, cast 3 B an element of the shard) and transposed after it (2 B); the row-parallel
+  // output projection's 4096 × 4096 output gradient the same. Its input (4096 × 2048, local)
+  // and QKV's output gradient (4096 × 3072) are cast whole (2 then 4 B).
+  const auto tp2 = fp8_layer(2, true);
+  const auto& tt = *bundled_stack("torchtitan-compile");
+  const auto qkv = fp8_cast_kernels(named(tp2, "qkv_proj"), tt, 2, true);
+  CHECK(bytes(qkv.forward) == std::vector{2 * 4096 * 3072.0, 4 * 4096 * 3072.0, 2 * s / 2 * 4096,
+                                          3 * s / 2 * 4096, 2 * s * 4096});
+  CHECK(qkv.forward_labels ==
+        std::vector<std::string_view>{"weight_amax", "weight_cast", "amax", "cast", "cast"});
+  CHECK(bytes(qkv.dgrad) == std::vector{2 * s * 3072, 4 * s * 3072});
+  const auto out2 = fp8_cast_kernels(named(tp2, "out_proj"), tt, 2, true);
+  CHECK(bytes(out2.forward) ==
+        std::vector{2 * 2048 * 4096.0, 4 * 2048 * 4096.0, 2 * s * 2048, 4 * s * 2048});
+  CHECK(bytes(out2.dgrad) == std::vector{2 * s / 2 * 4096, 3 * s / 2 * 4096, 2 * s * 4096});
+  // Without SP the input and the gradient are whole on every rank: cast whole.
+  CHECK(bytes(fp8_cast_kernels(named(fp8_layer(2, false), "out_proj"), tt, 2, false).dgrad) ==
+        std::vector{2 * s * 4096, 4 * s * 4096});
   // Transformer Engine keeps its FP8 weights across a step's micro-batches: no weight cast.
   const auto te = fp8_cast_kernels(named(ops, "out_proj"), *bundled_stack("megatron"), 1, false);
   CHECK(te.forward_labels == std::vector<std::string_view>{"cast"});

@@ -88,9 +88,10 @@ TEST_CASE("training accuracy: stack deltas against published speedups") {
       "steps (s) |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     CHECK(r.group == "stack-deltas");
-    // No check that each variant simulates faster, as published: Llama 3 70B FP8 async TP
-    // (1.16× published) simulates 0.991× at the assumed local batch 1, FSDP-bound (README,
-    // Accuracy); a validation row reports what comes out.
+    // No check that each variant simulates faster, as published: Llama 3 8B FP8 async TP
+    // (1.10× published) simulates 0.998× at the assumed local batch 1, its short step losing to
+    // the chunked GEMMs what it hides (README, Accuracy); a validation row reports what comes
+    // out.
     CHECK(r.simulated > 0);
     mape += std::abs(r.error()) / static_cast<double>(rows.size());
     table += fmt::format("| {} | {} | {:.2f} | {:.3f} | {:+.1f}% | {} |\n", r.name,

@@ -157,9 +157,10 @@ Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64
       quantize(forward, c, elements, false);
       return;
     }
-    constexpr double kAmaxRead = 2, kCastOnly = 2 + 1;  // the FP8 copy alone, no transpose
+    constexpr double kCastOnly = 2 + 1;  // the FP8 copy alone, no transpose
     const double shard = elements / static_cast<double>(tp);
-    if (c == Fp8Cast::amax_cast_transpose) cast(forward, kAmaxRead * shard, "amax");
+    if (const auto per_kernel = kernel_bytes_per_element(c); per_kernel.size() > 1)
+      cast(forward, per_kernel.front() * shard, "amax");  // a dynamic scale's reduction
     cast(forward, kCastOnly * shard, "cast");
     cast(forward, bytes_per_element(Fp8Cast::transpose) * elements, "cast");
   };

@@ -82,7 +82,8 @@ PrecisionRecipe default_recipe(DType dtype) {
 PrecisionRecipe stack_recipe(const Stack& stack, DType dtype) {
   if (dtype == DType::fp32) return default_recipe(dtype);
   PrecisionRecipe r;
-  r.weight_bytes = stack.state.weight + (dtype == DType::fp8 ? 1.0 : 0.0);
+  r.weight_bytes =
+      stack.state.weight + (dtype == DType::fp8 && stack.keeps_fp8_weights() ? 1.0 : 0.0);
   r.grad_bytes = stack.state.grad;
   r.master_bytes = stack.state.master;
   r.optimizer_bytes = stack.state.optimizer;
@@ -238,11 +239,13 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
       // next one, plus the layer's unsharded gradients before their reduce-scatter (counted
       // with the gradients when they accumulate unsharded over the step). Without resharding
       // after forward, every layer's gathered weights stay until its backward.
+      // Gathered weights are 16-bit whatever the sharded state holds (FSDP2's param_dtype
+      // beside fp32 shards; an FP8 run's GEMMs quantize the gathered weights).
+      constexpr double kGatheredBytes = 2;
       const double n = as_double(mesh.shard_group());
-      const double gathered =
-          config.reshard_after_forward
-              ? 2.0 * max_layer_params * recipe.weight_bytes
-              : (params.dense + params.expert) * recipe.weight_bytes * (1.0 - 1.0 / n);
+      const double gathered = config.reshard_after_forward ? 2.0 * max_layer_params * kGatheredBytes
+                                                           : (params.dense + params.expert) *
+                                                                 kGatheredBytes * (1.0 - 1.0 / n);
       temporary +=
           gathered +
           (unsharded_over_step(config, recipe) ? 0.0 : max_layer_params * recipe.grad_bytes);

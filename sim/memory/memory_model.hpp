@@ -35,8 +35,9 @@ struct PrecisionRecipe {
 // bf16/fp16: the ZeRO paper's 2 + 2 + 12. fp8 (Transformer Engine): the same plus a 1-byte fp8
 // copy of each weight that the fp8 GEMMs read (TE keeps it between steps).
 PrecisionRecipe default_recipe(DType dtype);
-// A stack's model-state bytes per parameter (stack/stack.hpp), plus the fp8 weight copy for fp8;
-// pure fp32 training as default_recipe.
+// A stack's model-state bytes per parameter (stack/stack.hpp), plus the fp8 weight copy for fp8
+// where the stack keeps one (Stack::keeps_fp8_weights; torchao casts its weights every forward
+// and keeps none); pure fp32 training as default_recipe.
 PrecisionRecipe stack_recipe(const Stack& stack, DType dtype);
 
 struct MemoryBreakdown {

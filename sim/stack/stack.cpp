@@ -139,6 +139,11 @@ const OpKernels* Stack::kernels_of(std::string_view op) const {
   return it == op_kernels.end() ? nullptr : &it->second;
 }
 
+bool Stack::keeps_fp8_weights() const {
+  return std::ranges::none_of(
+      fp8_casts, [](const auto& entry) { return entry.second.weight != Fp8Cast::none; });
+}
+
 const Fp8Casts* Stack::fp8_casts_of(std::string_view op) const {
   const auto it = fp8_casts.find(op);
   return it == fp8_casts.end() ? nullptr : &it->second;

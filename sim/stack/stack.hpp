@@ -287,6 +287,10 @@ struct Stack {
   const RecomputePolicy* policy_for(Recompute mode) const;
   const OpKernels* kernels_of(std::string_view op) const;
   const Fp8Casts* fp8_casts_of(std::string_view op) const;
+  // FP8 runs: whether the stack keeps a persistent FP8 copy of its weights between steps
+  // (Transformer Engine) rather than casting them every forward from the 16-bit weights (a
+  // `weight` cast in `fp8_casts`: torchao, whose casts are temporaries).
+  bool keeps_fp8_weights() const;
   bool unfused(std::string_view gemm) const;
   double grad_reduce_bytes(DType training) const {
     return bytes_of(data_parallel.grad_reduce(training));

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "model/model_loader.hpp"
 #include "model/op_catalogue.hpp"
+#include "stack/stack.hpp"
 #include "test_paths.hpp"
 
 using namespace meshsim;
@@ -185,6 +186,34 @@ TEST_CASE("activations: Megatron's block and uniform recompute methods") {
                        "x: --recompute-num-layers must be from 1 to 65536", Error);
   CHECK_THROWS_WITH_AS(set_recompute_method(full, "chunked", 2, "x"),
                        "x: --recompute-method 'chunked': expected uniform or block", Error);
+}
+
+TEST_CASE("ZeRO-3's gathered weights are 16-bit whatever the shards hold (FSDP2, FP8)") {
+  // torchtitan keeps fp32 shards (4 B a parameter) and gathers bf16 (FSDP2's param_dtype): the
+  // current and the prefetched layer at 2 B a parameter, plus the layer's unsharded gradients in
+  // the stack's 4-byte grad state. An FP8 run gathers the same 16-bit weights, and torchao keeps
+  // no FP8 copy: its weight state is the bf16 run's.
+  const auto m = bundled("llama3.1-8b");
+  const double layer = 2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 3.0 * 4096 * 14336 + 2 * 4096;
+  const auto with_stack = [&](const char* stack, std::int32_t zero, DType dtype) {
+    ParallelConfig c;
+    c.mesh = parse_mesh("dp=8", "--mesh");
+    c.zero = zero;
+    MemoryOptions o;
+    o.recipe = stack_recipe(*bundled_stack(stack), dtype);
+    return worst_stage(
+        training_memory_per_stage(m, TrainingMemoryJob{4096, 8, 1, dtype, {}}, c, o));
+  };
+  const auto z3 = with_stack("torchtitan", 3, DType::bf16);
+  const auto z2 = with_stack("torchtitan", 2, DType::bf16);
+  CHECK(z3.temporary - z2.temporary == doctest::Approx(2 * layer * 2 + layer * 4));
+  const auto f8 = with_stack("torchtitan", 3, DType::fp8);
+  CHECK(f8.weights == doctest::Approx(z3.weights));
+  CHECK(f8.temporary - with_stack("torchtitan", 2, DType::fp8).temporary ==
+        doctest::Approx(2 * layer * 2 + layer * 4));
+  // Transformer Engine keeps a 1-byte FP8 copy of every weight (sharded with the rest).
+  const auto te = with_stack("megatron", 3, DType::fp8);
+  CHECK(te.weights == doctest::Approx(with_stack("megatron", 3, DType::bf16).weights * 3 / 2));
 }
 
 TEST_CASE("ZeRO-3 gathers layers; expert state shards over the expert data-parallel group") {

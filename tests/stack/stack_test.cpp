@@ -97,6 +97,12 @@ TEST_CASE("the stacks' documented gradient dtypes and model-state bytes") {
   CHECK(bundled_stack("torchtitan")->grad_reduce_bytes(DType::bf16) == 4);
   CHECK(bundled_stack("deepspeed")->grad_reduce_bytes(DType::bf16) == 2);
   CHECK(stack_recipe(*bundled_stack("torchtitan"), DType::bf16).per_param() == 16);
+  // torchao casts the weights every forward (a temporary): no persistent FP8 copy.
+  CHECK(mg.keeps_fp8_weights());
+  for (const auto* n : {"torchtitan", "torchtitan-compile"}) {
+    CHECK(!bundled_stack(n)->keeps_fp8_weights());
+    CHECK(stack_recipe(*bundled_stack(n), DType::fp8).per_param() == 16);
+  }
   // torch.distributed.pipelining syncs FSDP2 once per step; DeepSpeed's ZeRO-2 every micro-batch.
   for (const auto* n : {"torchtitan", "torchtitan-compile"}) {
     CHECK(bundled_stack(n)->data_parallel.sharded_with_pp == ShardedWithPp::once_per_step);

@@ -274,7 +274,16 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
   else
     throw Error("", where,
                 "mixed_precision_param '" + precision + "': expected bfloat16, float16 or float32");
-  if (k.literal("model.converters").find("float8") != std::string::npos) j.dtype = DType::fp8;
+  if (k.literal("model.converters").find("float8") != std::string::npos) {
+    j.dtype = DType::fp8;
+    // torchtitan's [float8] recipe_name (unset: tensorwise). The torchtitan stacks price
+    // torchao's tensorwise dynamic scaling (their fp8_casts); rowwise scales are not modelled.
+    const auto recipe = k.string("float8.recipe_name", "tensorwise");
+    if (recipe != "tensorwise")
+      k.fail("float8.recipe_name", "recipe_name '" + recipe +
+                                       "': meshsim models torchao's tensorwise Float8 only "
+                                       "(rowwise scaling has no stack form)");
+  }
 
   // The stack: torch.compile per block ([compile] enable, or [training] compile before torchtitan
   // moved it), whose components default to the model and the loss (a compiled loss is the

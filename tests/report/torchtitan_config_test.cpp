@@ -273,9 +273,29 @@ TEST_CASE("torchtitan configs meshsim cannot read are errors naming the line") {
         std::string::npos);
   CHECK(err("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"0\"\n") ==
         "c.toml: activation_checkpoint.selective_ac_option '0': expected op or a positive integer");
+  CHECK(err("[model]\nconverters = [\"float8\"]\n[float8]\nrecipe_name = \"rowwise\"\n") ==
+        "c.toml: line 4: recipe_name 'rowwise': meshsim models torchao's tensorwise Float8 only "
+        "(rowwise scaling has no stack form)");
   CHECK(err("[activation_checkpoint]\nselective_ac_option = \"often\"\n") ==
         "c.toml: activation_checkpoint.selective_ac_option 'often': expected op or a positive "
         "integer");
+}
+
+TEST_CASE("torchtitan's float8 converter: FP8 GEMMs with the tensorwise recipe") {
+  const std::string base = "[training]\nseq_len = 4096\nlocal_batch_size = 1\n";
+  const auto read = [&](const std::string& extra) {
+    return parse_torchtitan_toml(base + extra, 8, 32, "c.toml");
+  };
+  CHECK(read("").layout.job.dtype == DType::bf16);
+  CHECK(read("[model]\nconverters = [\"float8\"]\n").layout.job.dtype == DType::fp8);
+  const auto tensorwise =
+      read("[model]\nconverters = [\"float8\"]\n[float8]\nrecipe_name = \"tensorwise\"\n");
+  CHECK(tensorwise.layout.job.dtype == DType::fp8);
+  CHECK(std::ranges::find(tensorwise.ignored, "float8.recipe_name") == tensorwise.ignored.end());
+  // Without the converter the [float8] section does nothing: its keys are listed as ignored.
+  const auto unused = read("[float8]\nrecipe_name = \"rowwise\"\n");
+  CHECK(unused.layout.job.dtype == DType::bf16);
+  CHECK(std::ranges::find(unused.ignored, "float8.recipe_name") != unused.ignored.end());
 }
 
 TEST_CASE("a torchtitan config names its stack: compile, its loss, async TP") {

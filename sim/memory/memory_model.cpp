@@ -24,7 +24,6 @@ bool unsharded_over_step(const ParallelConfig& c, const PrecisionRecipe& r) {
 
 // Weights, gradients and optimizer state of `p` parameters sharded over `n` replicas at a ZeRO
 // stage.
-
 void add_model_state(MemoryBreakdown& b, double p, double n, const ParallelConfig& c,
                      const PrecisionRecipe& r) {
   const auto zero = c.zero;
@@ -238,14 +237,13 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
       // FSDP/ZeRO-3 gathers each layer's full weights: the current layer and the prefetched
       // next one, plus the layer's unsharded gradients before their reduce-scatter (counted
       // with the gradients when they accumulate unsharded over the step). Without resharding
-      // after forward, every layer's gathered weights stay until its backward.
-      // Gathered weights are 16-bit whatever the sharded state holds (FSDP2's param_dtype
-      // beside fp32 shards; an FP8 run's GEMMs quantize the gathered weights).
-      constexpr double kGatheredBytes = 2;
+      // after forward, every layer's gathered weights stay until its backward. Gathered weights
+      // are 16-bit (kGatheredBytesPerParam).
       const double n = as_double(mesh.shard_group());
-      const double gathered = config.reshard_after_forward ? 2.0 * max_layer_params * kGatheredBytes
-                                                           : (params.dense + params.expert) *
-                                                                 kGatheredBytes * (1.0 - 1.0 / n);
+      const double gathered =
+          config.reshard_after_forward
+              ? 2.0 * max_layer_params * kGatheredBytesPerParam
+              : (params.dense + params.expert) * kGatheredBytesPerParam * (1.0 - 1.0 / n);
       temporary +=
           gathered +
           (unsharded_over_step(config, recipe) ? 0.0 : max_layer_params * recipe.grad_bytes);

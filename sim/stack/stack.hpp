@@ -186,6 +186,13 @@ inline bool syncs_once_per_step(ShardedWithPp mode, std::int32_t zero, std::int6
 inline constexpr std::array<std::string_view, 6> kScheduleFamilies{
     "gpipe", "1f1b", "interleaved", "interleaved-overlap", "zb", "1f1b-overlap"};
 
+// Bytes a parameter of the weights ZeRO-3/FSDP gathers and of the unsharded gradients it
+// reduces, in every run: 16 bits, whatever the sharded state holds (FSDP2's param_dtype beside
+// fp32 shards) and in FP8 runs too (their GEMMs quantize the gathered weights and write 16-bit
+// gradients; no FP8 all-gather is modelled). The trace's collectives and copies and the memory
+// model's gathered layers use it.
+inline constexpr double kGatheredBytesPerParam = 2;
+
 struct DataParallel {
   // Gradient buckets of max(bucket_min_params, bucket_params_per_rank × dp) parameters
   // (Megatron-Core: max(40 M, 1 M × DP)).
@@ -269,8 +276,8 @@ struct Stack {
   // for the largest N that fits.
   bool recompute_layer_frequency = false;
   // The ZeRO stages the stack runs (ParallelConfig::zero), ascending: torchtitan replicates
-  // (DDP) or shards with FSDP2 (ZeRO-3), with no ZeRO-1/2. A search enumerates only these, and
-  // train and memory refuse --zero outside them.
+  // (DDP) or shards with FSDP2 (ZeRO-3), with no ZeRO-1/2. A search enumerates only these;
+  // train and memory simulate another as asked, with a note (unrun_notes).
   std::vector<std::int32_t> zero_stages{0, 1, 2, 3};
   // The pipeline schedules the stack runs, by family (kScheduleFamilies, parallel/
   // parallel_config.hpp schedule_family); always 1f1b, the schedule of a run without a pipeline.

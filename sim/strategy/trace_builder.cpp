@@ -971,9 +971,9 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
   if (rs.layer_done.size() >= 2) deps.push_back(rs.layer_done[rs.layer_done.size() - 2]);
   const std::string n = "L" + std::to_string(layer);
   const bool copies = opt_.stack.fsdp_copies.on;
-  // Weights are gathered in 16 bits in every run: an FP8 run's GEMMs quantize the gathered
-  // weights (no FP8 all-gather is modelled), so its copy kernels move 16-bit buffers too.
-  constexpr double gathered_bytes = 2;
+  // Weights are gathered in 16 bits in every run (kGatheredBytesPerParam), FP8 runs included, so
+  // the copy kernels move 16-bit buffers too.
+  constexpr double gathered_bytes = kGatheredBytesPerParam;
   const double state_bytes = opt_.stack.state.weight;
   double gathered = 0;  // parameters gathered for this layer
   auto gather = [&](const std::string& name, GroupKind g, double params, double group) {
@@ -1189,15 +1189,14 @@ void Builder::reduce_grads(RankState& rs, std::int64_t g, std::int64_t first, st
   }
   if (with_ends) dense += end_params(g) * grad_bytes_;
   const std::string n = "grads.c" + std::to_string(g) + ".L" + std::to_string(first);
-  // FSDP2's reduce-scatter copy-in (`_chunk_cat`): the unsharded gradients (16-bit, as the
-  // parameters: an FP8 run's wgrad GEMMs write 16-bit gradients too) read and written into the
-  // buffer in the reduction dtype.
+  // FSDP2's reduce-scatter copy-in (`_chunk_cat`): the unsharded 16-bit gradients
+  // (kGatheredBytesPerParam, FP8 runs included) read and written into the buffer in the
+  // reduction dtype.
   const auto grads_copied = [&](const std::string& name, GroupKind kind, double bytes) {
     if (!opt_.stack.fsdp_copies.on || op != CollectiveOp::reduce_scatter) return after;
-    constexpr double kUnshardedGradBytes = 2;
     const double params = bytes / grad_bytes_;
     return copy_kernel(rs, rs.dp, name + ".copy_in", kind,
-                       params * (kUnshardedGradBytes + grad_bytes_), {after});
+                       params * (kGatheredBytesPerParam + grad_bytes_), {after});
   };
   if (mesh_.dense_replicas() > 1 && dense > 0) {
     if (cfg_.zero >= 1 && mesh_.fsdp > 0) {

@@ -91,8 +91,9 @@ TEST_CASE("training accuracy: stack deltas against published speedups") {
     // No check that each variant simulates faster, as published: Llama 3 8B FP8 async TP
     // (1.10× published) simulates 0.998× at the assumed local batch 1, its short step losing to
     // the chunked GEMMs what it hides (README, Accuracy); a validation row reports what comes
-    // out.
-    CHECK(r.simulated > 0);
+    // out. Each row stays within 20 % (today's worst is −13.3 %), the MAPE below 10 %.
+    INFO(r.name);
+    CHECK(std::abs(r.error()) <= 0.20);
     mape += std::abs(r.error()) / static_cast<double>(rows.size());
     table += fmt::format("| {} | {} | {:.2f} | {:.3f} | {:+.1f}% | {} |\n", r.name,
                          r.detail.substr(0, r.detail.rfind(" | ")), r.measured, r.simulated,

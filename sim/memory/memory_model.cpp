@@ -87,6 +87,7 @@ PrecisionRecipe stack_recipe(const Stack& stack, DType dtype) {
   r.master_bytes = stack.state.master;
   r.optimizer_bytes = stack.state.optimizer;
   r.sharded_with_pp = stack.data_parallel.sharded_with_pp;
+  if (dtype == DType::fp8) r.fp8_fsdp_all_gather = stack.fp8_fsdp_all_gather;
   return r;
 }
 
@@ -148,6 +149,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
   struct LayerSummary {
     OpTotals t;
     double dense = 0, expert = 0;
+    double gathered_bytes = 0;     // the layer's weights as FSDP gathers them
     double checkpoint = 0;         // full recompute keeps the layer input
     double selective_dropped = 0;  // what the selective policy does not keep
   };
@@ -160,7 +162,12 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     const auto ops = layer_ops(model, layer, shape, sh);
     s.t = totals(ops);
     s.selective_dropped = resolve_recompute(ops, config.recompute_units).freed_bytes;
-    for (const auto& op : ops) (op.expert_weights ? s.expert : s.dense) += op.weight_params;
+    for (const auto& op : ops) {
+      (op.expert_weights ? s.expert : s.dense) += op.weight_params;
+      s.gathered_bytes += op.weight_params * (fsdp_gathers_fp8(recipe.fp8_fsdp_all_gather, op)
+                                                  ? bytes_of(DType::fp8)
+                                                  : kGatheredBytesPerParam);
+    }
     // Megatron checkpoints each layer's input (sharded over TP with SP): Korthikanti's 2·s·b·h.
     const double tokens = as_double(job.micro_batch) * as_double(job.seq) / as_double(mesh.cp);
     s.checkpoint = 2.0 * tokens * as_double(model.hidden) / (config.sp ? as_double(mesh.tp) : 1.0);
@@ -182,6 +189,8 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     b.stage = s;
     StageParams params;
     double act_per_mb = 0, max_layer_params = 0, max_layer_activation = 0, temporary = 0;
+    // The stage's layers' parameters and their bytes as FSDP gathers them.
+    double layer_params = 0, stage_gathered = 0, max_layer_gathered = 0;
     std::int64_t rebuilt_layers = 0;  // the most layers full recompute rebuilds at once
     for (std::int64_t c = s; c < chunks; c += mesh.pp) {
       const auto first = first_layer[static_cast<std::size_t>(c)];
@@ -193,6 +202,9 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
         params.dense += ls.dense;
         params.expert += ls.expert;
         max_layer_params = std::max(max_layer_params, ls.dense + ls.expert);
+        layer_params += ls.dense + ls.expert;
+        stage_gathered += ls.gathered_bytes;
+        max_layer_gathered = std::max(max_layer_gathered, ls.gathered_bytes);
         const double full = ls.t.saved_bytes + ls.t.score_bytes;
         max_layer_activation = std::max(max_layer_activation, full);
         switch (config.recompute) {
@@ -238,12 +250,14 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
       // next one, plus the layer's unsharded gradients before their reduce-scatter (counted
       // with the gradients when they accumulate unsharded over the step). Without resharding
       // after forward, every layer's gathered weights stay until its backward. Gathered weights
-      // are 16-bit (kGatheredBytesPerParam).
+      // are 16-bit (kGatheredBytesPerParam), the FP8 linears' one byte on a stack with an FP8
+      // FSDP all-gather; the ends (embedding, head) gather 16 bits.
       const double n = as_double(mesh.shard_group());
+      const double ends = params.dense + params.expert - layer_params;
       const double gathered =
           config.reshard_after_forward
-              ? 2.0 * max_layer_params * kGatheredBytesPerParam
-              : (params.dense + params.expert) * kGatheredBytesPerParam * (1.0 - 1.0 / n);
+              ? 2.0 * max_layer_gathered
+              : (stage_gathered + ends * kGatheredBytesPerParam) * (1.0 - 1.0 / n);
       temporary +=
           gathered +
           (unsharded_over_step(config, recipe) ? 0.0 : max_layer_params * recipe.grad_bytes);

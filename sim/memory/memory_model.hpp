@@ -29,6 +29,8 @@ struct PrecisionRecipe {
   // The stack's sharded data parallelism under a pipeline (stack/stack.hpp): `once_per_step`
   // keeps a stage's gradients unsharded, in `grad_bytes`, until the step's last backward.
   ShardedWithPp sharded_with_pp = ShardedWithPp::every_microbatch;
+  // FP8 runs: FSDP gathers the FP8 linears' weights in one byte (Stack::fp8_fsdp_all_gather).
+  Fp8FsdpAllGather fp8_fsdp_all_gather = Fp8FsdpAllGather::none;
   double per_param() const { return weight_bytes + grad_bytes + master_bytes + optimizer_bytes; }
 };
 

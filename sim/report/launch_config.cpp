@@ -272,6 +272,13 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
     s += "mode = \"selective\"\nselective_ac_option = \"op\"\n";
   else
     s += fmt::format("mode = \"{}\"\n", name_of(c.recompute));
+  // torchao's float8 all-gather under FSDP (torchtitan turns it on only where FSDP shards).
+  if (j.dtype == DType::fp8 && stack.fp8_fsdp_all_gather &&
+      *stack.fp8_fsdp_all_gather != Fp8FsdpAllGather::none)
+    s += fmt::format(
+        "\n[float8]\nenable_fsdp_float8_all_gather = true\n"
+        "precompute_float8_dynamic_scale_for_fsdp = {}\n",
+        *stack.fp8_fsdp_all_gather == Fp8FsdpAllGather::precomputed ? "true" : "false");
   // The torchtitan-compile stack compiles the blocks and leaves the loss eager (as torchtitan
   // did before compile.components, workloads/stacks/torchtitan-compile.json).
   if (compiled)

@@ -37,6 +37,10 @@ struct LaunchStack {
   // CP's K/V exchange: what a launch configuration says (or its framework's default, the
   // `megatron` and `torchtitan` stacks' own), or what to write into one. Unset: not said.
   std::optional<CpComm> cp_comm;
+  // FP8 runs: torchtitan's [float8] enable_fsdp_float8_all_gather and
+  // precompute_float8_dynamic_scale_for_fsdp (Stack::fp8_fsdp_all_gather). Unset: not said
+  // (the stack's own).
+  std::optional<Fp8FsdpAllGather> fp8_fsdp_all_gather;
 };
 
 // A launch configuration read back (report/megatron_line.hpp, report/torchtitan_config.hpp).

@@ -283,6 +283,18 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
       k.fail("float8.recipe_name", "recipe_name '" + recipe +
                                        "': meshsim models torchao's tensorwise Float8 only "
                                        "(rowwise scaling has no stack form)");
+    // torchao's float8 all-gather under FSDP, its scales computed per weight in each
+    // pre-all-gather hook or all at once after the optimizer (torchtitan's Float8 converter
+    // precomputes only with the float8 all-gather on). Said only where the config has the keys
+    // (unset: the stack's own, off in the torchtitan stacks as in torchtitan).
+    const std::string enable = "float8.enable_fsdp_float8_all_gather",
+                      precompute = "float8.precompute_float8_dynamic_scale_for_fsdp";
+    if (k.has(enable) || k.has(precompute)) {
+      const bool on = k.boolean(enable, false), precomputed = k.boolean(precompute, false);
+      out.layout.stack.fp8_fsdp_all_gather = !on           ? Fp8FsdpAllGather::none
+                                             : precomputed ? Fp8FsdpAllGather::precomputed
+                                                           : Fp8FsdpAllGather::dynamic;
+    }
   }
 
   // The stack: torch.compile per block ([compile] enable, or [training] compile before torchtitan

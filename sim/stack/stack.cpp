@@ -68,6 +68,18 @@ std::string_view name_of(CpComm c) {
   return "?";
 }
 
+std::string_view name_of(Fp8FsdpAllGather g) {
+  switch (g) {
+    case Fp8FsdpAllGather::none:
+      return "none";
+    case Fp8FsdpAllGather::dynamic:
+      return "dynamic";
+    case Fp8FsdpAllGather::precomputed:
+      return "precomputed";
+  }
+  return "?";
+}
+
 std::string_view name_of(TpOverlapMethod m) {
   switch (m) {
     case TpOverlapMethod::none:
@@ -363,6 +375,9 @@ Stack read_stack(const JsonRef& ref) {
     s.ep_dispatch = enum_value<EpDispatch>(*v, kAllEpDispatch, "ep_dispatch");
   if (auto v = r.optional("cp_comm")) s.cp_comm = enum_value<CpComm>(*v, kAllCpComm, "cp_comm");
   if (auto v = r.optional("fp8_tp_all_gathers")) s.fp8_tp_all_gathers = v->boolean();
+  if (auto v = r.optional("fp8_fsdp_all_gather"))
+    s.fp8_fsdp_all_gather =
+        enum_value<Fp8FsdpAllGather>(*v, kAllFp8FsdpAllGather, "FP8 FSDP all-gather");
   if (auto v = r.optional("fp8_casts")) {
     if (!v->raw().is_object()) v->fail("must be an object of catalogue GEMM op names");
     for (const auto& [key, value] : v->raw().items()) {
@@ -480,6 +495,29 @@ Stack resolve_stack(const std::string& name_or_file) {
   if (const auto* s = bundled_stack(name_or_file)) return *s;
   require_bundled_name_or_file(name_or_file, "stack", bundled_stack_names());
   return load_stack(name_or_file);
+}
+
+bool fsdp_gathers_fp8(Fp8FsdpAllGather gather, const OpSpec& op) {
+  return gather != Fp8FsdpAllGather::none && op.weight_params > 0 && !op.expert_weights &&
+         op.forward.kind == KernelKind::gemm && op.forward.dtype == DType::fp8;
+}
+
+bool fsdp_gathers_fp8(const Stack& stack, const OpSpec& op) {
+  return fsdp_gathers_fp8(stack.fp8_fsdp_all_gather, op);
+}
+
+double fsdp_gathered_bytes(const Stack& stack, const OpSpec& op) {
+  return fsdp_gathers_fp8(stack, op) ? bytes_of(DType::fp8) : kGatheredBytesPerParam;
+}
+
+Stack with_fp8_fsdp_all_gather(Stack stack, Fp8FsdpAllGather gather) {
+  if (stack.fp8_fsdp_all_gather != gather) {
+    stack.fp8_fsdp_all_gather = gather;
+    stack.name += gather == Fp8FsdpAllGather::none      ? " -fp8-fsdp-all-gather"
+                  : gather == Fp8FsdpAllGather::dynamic ? " +fp8-fsdp-all-gather"
+                                                        : " +fp8-fsdp-all-gather-precomputed";
+  }
+  return stack;
 }
 
 Stack with_fused_loss(Stack stack) {

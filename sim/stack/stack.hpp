@@ -15,6 +15,7 @@
 #include "compute/dtype.hpp"
 #include "compute/kernel.hpp"
 #include "core/json_reader.hpp"
+#include "model/op_catalogue.hpp"
 #include "model/recompute.hpp"
 
 namespace meshsim {
@@ -122,6 +123,20 @@ enum class CpComm : std::uint8_t { ring, allgather };
 inline constexpr std::array kAllCpComm{CpComm::ring, CpComm::allgather};
 std::string_view name_of(CpComm c);
 
+// FP8 runs under FSDP (ZeRO-3): how the sharded weights of the FP8 linears are gathered.
+// `none`: 16-bit, each rank casting the gathered weight (kGatheredBytesPerParam). `dynamic` and
+// `precomputed`: torchao's float8 all-gather (torchtitan `[float8] enable_fsdp_float8_all_gather`,
+// docs/float8.md: "cast Float8Linear.weight from high precision to float8 before FSDP
+// all-gather so we can communicate in float8 to save bandwidth"): each rank casts its shard and
+// the gather moves one byte a parameter. `dynamic` computes each weight's scale in its
+// pre-all-gather hook (an amax over the shard, then one all-reduce a weight); `precomputed`
+// (`precompute_float8_dynamic_scale_for_fsdp`: "communicate AMAX/scales efficiently in a single
+// all-reduce for all parameters") computes them all once a step after the optimizer.
+enum class Fp8FsdpAllGather : std::uint8_t { none, dynamic, precomputed };
+inline constexpr std::array kAllFp8FsdpAllGather{Fp8FsdpAllGather::none, Fp8FsdpAllGather::dynamic,
+                                                 Fp8FsdpAllGather::precomputed};
+std::string_view name_of(Fp8FsdpAllGather g);
+
 // How an FP8 GEMM's operands are made in training. On Hopper an FP8 GEMM takes both operands
 // K-major, so besides the forward and dgrad operands the wgrad GEMM needs the input and the
 // output gradient transposed (Transformer Engine keeps an FP8 copy and its transpose):
@@ -189,8 +204,9 @@ inline constexpr std::array<std::string_view, 6> kScheduleFamilies{
 // Bytes a parameter of the weights ZeRO-3/FSDP gathers and of the unsharded gradients it
 // reduces, in every run: 16 bits, whatever the sharded state holds (FSDP2's param_dtype beside
 // fp32 shards) and in FP8 runs too (their GEMMs quantize the gathered weights and write 16-bit
-// gradients; no FP8 all-gather is modelled). The trace's collectives and copies and the memory
-// model's gathered layers use it.
+// gradients), but for the FP8 linears' weights of a stack with an FP8 FSDP all-gather
+// (fsdp_gathered_bytes). The trace's collectives and copies and the memory model's gathered
+// layers use it.
 inline constexpr double kGatheredBytesPerParam = 2;
 
 struct DataParallel {
@@ -252,6 +268,7 @@ struct Stack {
   // before its gather, PrepareFloat8ModuleInput, and the output gradient before its gather,
   // Float8RowwiseParallel). Reduce-scatters move the GEMMs' 16-bit outputs either way.
   bool fp8_tp_all_gathers = false;
+  Fp8FsdpAllGather fp8_fsdp_all_gather = Fp8FsdpAllGather::none;
   // FP8 runs: the quantization kernels around each GEMM op (empty: none are priced).
   std::map<std::string, Fp8Casts, std::less<>> fp8_casts;
   DataParallel data_parallel;
@@ -303,6 +320,19 @@ struct Stack {
     return bytes_of(data_parallel.grad_reduce(training));
   }
 };
+
+// Whether FSDP gathers this op's weight in FP8 on `stack` (Stack::fp8_fsdp_all_gather): the
+// weight of a dense FP8 GEMM (torchao's float8 all-gather wraps the Float8Linear weights; the
+// experts' grouped weights, norms, the embedding and the 16-bit head gather 16 bits).
+bool fsdp_gathers_fp8(Fp8FsdpAllGather gather, const OpSpec& op);
+bool fsdp_gathers_fp8(const Stack& stack, const OpSpec& op);
+// Bytes a parameter of `op`'s weight moves in FSDP's all-gather and takes once gathered: 1 where
+// fsdp_gathers_fp8, else kGatheredBytesPerParam.
+double fsdp_gathered_bytes(const Stack& stack, const OpSpec& op);
+// The stack with its FP8 FSDP all-gather replaced (a torchtitan config's [float8] switches),
+// named "<name> +fp8-fsdp-all-gather" (or "+fp8-fsdp-all-gather-precomputed") when that changes
+// it.
+Stack with_fp8_fsdp_all_gather(Stack stack, Fp8FsdpAllGather gather);
 
 Stack read_stack(const JsonRef& ref);
 Stack load_stack(const std::string& path);

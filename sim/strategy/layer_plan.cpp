@@ -122,7 +122,8 @@ bool listed(const std::vector<std::string>& names, const std::string& n) {
 
 }  // namespace
 
-Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64_t tp, bool sp) {
+Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64_t tp, bool sp,
+                                bool fsdp) {
   Fp8CastKernels out;
   if (op.forward.kind != KernelKind::gemm || op.forward.dtype != DType::fp8) return out;
   const Fp8Casts* casts = stack.fp8_casts_of(op.name);
@@ -164,7 +165,15 @@ Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64
     cast(forward, kCastOnly * shard, "cast");
     cast(forward, bytes_per_element(Fp8Cast::transpose) * elements, "cast");
   };
-  quantize(true, casts->weight, weight, true);
+  if (fsdp && fsdp_gathers_fp8(stack, op)) {
+    // FSDP gathered the weight in FP8, cast on each shard before the gather (trace_builder's
+    // gather_layer prices that cast): forward's GEMM reads it as its column-major second
+    // operand, and dgrad's needs its transpose, a copy of one-byte elements in backward.
+    if (!op.backward_input.empty())
+      cast(false, bytes_per_element(Fp8Cast::transpose) * weight, "weight_transpose");
+  } else {
+    quantize(true, casts->weight, weight, true);
+  }
   // A column-parallel GEMM's input arrives by that all-gather (torchao's
   // PrepareFloat8ModuleInput); Transformer Engine's fused norm already wrote it in FP8, so
   // megatron lists `transpose` for those inputs.
@@ -186,7 +195,7 @@ OpKernelCost price_op(const OpSpec& op, const PlanPricing& p, double slowdown) {
   c.forward = pass_cost(op, op.forward, 0, p, slowdown);
   c.dgrad = pass_cost(op, op.backward_input, 1, p, slowdown);
   c.wgrad = pass_cost(op, op.backward_weight, 2, p, slowdown);
-  const auto casts = fp8_cast_kernels(op, p.stack, p.tp, p.sp);
+  const auto casts = fp8_cast_kernels(op, p.stack, p.tp, p.sp, p.fsdp);
   for (const auto& k : casts.forward) add_kernel(c.forward, k, p, slowdown);
   for (const auto& k : casts.dgrad) add_kernel(c.dgrad, k, p, slowdown);
   // Backward is twice the forward's model FLOPs: dgrad and wgrad halves for GEMMs with
@@ -248,6 +257,7 @@ LayerPlan plan_layer(const std::vector<OpSpec>& ops, const PlanPricing& pricing,
       p.tp_gemms[i].insert(p.tp_gemms[i].end(), as_run.begin(), as_run.end());
     }
     (op.expert_weights ? p.expert_params : p.dense_params) += op.weight_params;
+    if (fsdp_gathers_fp8(pricing.stack, op)) p.fp8_gathered_params += op.weight_params;
     p.saved_bytes += op.saved_bytes + op.score_bytes;
   }
   return p;

@@ -56,18 +56,23 @@ struct PlanPricing {
   // after its all-gather).
   std::int64_t tp = 1;
   bool sp = false;
+  // ZeRO-3/FSDP gathers the weights (a shard group of more than one): on a stack with an FP8
+  // FSDP all-gather, the FP8 linears' weights arrive in FP8 (fp8_cast_kernels).
+  bool fsdp = false;
 };
 
 // The FP8 quantization kernels around a GEMM op as the stack runs them (Stack::fp8_casts):
 // elementwise kernels over the GEMM's weight and input before its forward GEMM and over its
 // output gradient before its dgrad GEMM. Empty outside FP8 GEMMs and for ops the stack lists
 // none for. Each kernel has a label beside it: "cast", "amax" (a dynamic scale's reduction),
-// "weight_cast" or "weight_amax".
+// "weight_cast", "weight_amax" or "weight_transpose". `fsdp`: the weights are gathered by FSDP
+// (PlanPricing::fsdp).
 struct Fp8CastKernels {
   std::vector<Kernel> forward, dgrad;
   std::vector<std::string_view> forward_labels, dgrad_labels;
 };
-Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64_t tp, bool sp);
+Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64_t tp, bool sp,
+                                bool fsdp = false);
 
 struct LayerPlan {
   std::array<SegmentCost, kSegCount> forward, dgrad, wgrad;
@@ -82,6 +87,9 @@ struct LayerPlan {
   // The MoE dispatch's and combine's all-to-alls re-run with them (an MoE layer's checkpoint).
   bool recompute_dispatch = false, recompute_combine = false;
   double dense_params = 0, expert_params = 0;  // on this rank
+  // Of dense_params, those FSDP gathers in FP8 (fsdp_gathers_fp8): the all-gather moves them in
+  // one byte.
+  double fp8_gathered_params = 0;
   double saved_bytes = 0;
   bool moe = false;
   bool tp_reduce_after_mlp = true;  // dense MLP or MoE shared experts are TP-sharded

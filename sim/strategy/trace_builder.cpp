@@ -468,8 +468,9 @@ void Builder::compute_costs() {
   step_sync_ = syncs_once_per_step(st.data_parallel.sharded_with_pp, cfg_.zero, mesh_.pp);
   step_gather_ = step_sync_ && cfg_.zero >= 3 && !cfg_.reshard_after_forward;
   bucket_bytes_ = opt_.bucket_bytes.value_or(stack_bucket_bytes(st, mesh_.dp, job_.dtype));
-  const PlanPricing pricing{cm_,      st, cm_nccl_ ? &*cm_nccl_ : nullptr, cfg_.recompute_units,
-                            mesh_.tp, sp_};
+  const PlanPricing pricing{
+      cm_,      st,  cm_nccl_ ? &*cm_nccl_ : nullptr,          cfg_.recompute_units,
+      mesh_.tp, sp_, cfg_.zero >= 3 && mesh_.shard_group() > 1};
   const LayerShape shape{.micro_batch = job_.micro_batch,
                          .seq = job_.seq,
                          .dtype = job_.dtype,
@@ -971,31 +972,47 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
   if (rs.layer_done.size() >= 2) deps.push_back(rs.layer_done[rs.layer_done.size() - 2]);
   const std::string n = "L" + std::to_string(layer);
   const bool copies = opt_.stack.fsdp_copies.on;
-  // Weights are gathered in 16 bits in every run (kGatheredBytesPerParam), FP8 runs included, so
-  // the copy kernels move 16-bit buffers too.
+  // Weights are gathered in 16 bits (kGatheredBytesPerParam), FP8 runs included, so the copy
+  // kernels move 16-bit buffers too; but for the FP8 linears' weights on a stack with an FP8
+  // FSDP all-gather (LayerPlan::fp8_gathered_params), which move one byte.
   constexpr double gathered_bytes = kGatheredBytesPerParam;
+  const double fp8_bytes = bytes_of(DType::fp8);
   const double state_bytes = opt_.stack.state.weight;
-  double gathered = 0;  // parameters gathered for this layer
-  auto gather = [&](const std::string& name, GroupKind g, double params, double group) {
+  double gathered_buffer = 0;  // bytes of this layer's gathered buffers
+  auto gather = [&](const std::string& name, GroupKind g, double params, double fp8_params,
+                    double group) {
     auto after = deps;
+    const double wide = params - fp8_params;
     // FSDP2 copy-in: the local shards (in their stored dtype) cast into the all-gather buffer.
-    if (copies)
-      after = {copy_kernel(rs, rs.dpg, name + ".copy_in", g,
-                           params / group * (state_bytes + gathered_bytes), std::move(after))};
+    double shard_bytes = copies ? wide / group * (state_bytes + gathered_bytes) : 0.0;
+    // torchao's fsdp_pre_all_gather casts each FP8 linear's shard (read in its stored dtype,
+    // written in FP8), after an amax over the shard where the scale is not precomputed (its
+    // one-value all-reduce is not priced; precomputed scales cost one amax pass a step, not
+    // priced either), and FSDP2 copies the FP8 shard into the buffer. Assumption (README): one
+    // kernel for the shard's casts and copy, at the copy kernels' bandwidth.
+    if (fp8_params > 0) {
+      const bool own_amax = opt_.stack.fp8_fsdp_all_gather == Fp8FsdpAllGather::dynamic;
+      shard_bytes += fp8_params / group *
+                     ((own_amax ? state_bytes : 0.0) + state_bytes + fp8_bytes +
+                      (copies ? 2 * fp8_bytes : 0.0));
+    }
+    if (shard_bytes > 0)
+      after = {copy_kernel(rs, rs.dpg, name + ".copy_in", g, shard_bytes, std::move(after))};
+    const double bytes = wide * gathered_bytes + fp8_params * fp8_bytes;
     rs.pending.push_back(comm(rs, rs.dpg, name, g, CollectiveOp::all_gather, group_of(rs.rank, g),
-                              params * gathered_bytes, std::move(after), inst));
-    gathered += params;
+                              bytes, std::move(after), inst));
+    gathered_buffer += bytes;
   };
   if (mesh_.shard_group() > 1)
-    gather(n + ".fsdp_ag", shard_kind(), p.dense_params + ends,
+    gather(n + ".fsdp_ag", shard_kind(), p.dense_params + ends, p.fp8_gathered_params,
            static_cast<double>(mesh_.shard_group()));
   if (p.expert_params > 0 && mesh_.expert_replicas() > 1)
-    gather(n + ".fsdp_ag_experts", GroupKind::edp, p.expert_params,
+    gather(n + ".fsdp_ag_experts", GroupKind::edp, p.expert_params, 0.0,
            static_cast<double>(mesh_.expert_replicas()));
   // FSDP2 copy-out on the compute stream before the layer runs: the gathered buffer read and
   // written into the unsharded parameters.
-  if (copies && gathered > 0) {
-    const Kernel k = memory_kernel(MemoryClass::elementwise, gathered * 2 * gathered_bytes);
+  if (copies && gathered_buffer > 0) {
+    const Kernel k = memory_kernel(MemoryClass::elementwise, 2 * gathered_buffer);
     SegmentCost c;
     c.time = cm_.stream_time(k);
     c.interfered = c.time;

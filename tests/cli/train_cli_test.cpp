@@ -217,6 +217,34 @@ TEST_CASE("train: a launch configuration runs on the stack it names") {
   // --cp-comm wins over the configuration.
   CHECK(run(" --cp-comm allgather --from-torchtitan " + rotating)["cp_comm"] == "allgather");
   std::filesystem::remove(rotating);
+  // torchtitan's float8 all-gather under FSDP (8 shards): the stack says so in its name, FSDP
+  // moves fewer bytes, and memory holds smaller gathered layers; a stack file saying
+  // "fp8_fsdp_all_gather": "dynamic" runs the same step.
+  const auto f8 = (dir / "meshsim_f8.toml").string(), f8ag = (dir / "meshsim_f8ag.toml").string();
+  const std::string fp8_job =
+      "[model]\nconverters = [\"float8\"]\n[training]\nseq_len = 4096\nlocal_batch_size = 1\n"
+      "[activation_checkpoint]\nmode = \"none\"\n";
+  std::ofstream(f8) << fp8_job;
+  std::ofstream(f8ag) << fp8_job << "[float8]\nenable_fsdp_float8_all_gather = true\n";
+  const auto wide = run(" --from-torchtitan " + f8);
+  const auto narrow = run(" --from-torchtitan " + f8ag);
+  CHECK(wide["stack"] == "torchtitan");
+  CHECK(narrow["stack"] == "torchtitan +fp8-fsdp-all-gather");
+  CHECK(narrow["comm_bytes_per_gpu"]["dp"].get<double>() <
+        wide["comm_bytes_per_gpu"]["dp"].get<double>());
+  CHECK(narrow["memory"]["temporary"].get<double>() < wide["memory"]["temporary"].get<double>());
+  auto file = json::parse(std::ifstream(source_path("workloads/stacks/torchtitan.json")));
+  file["name"] = "torchtitan-fp8-gather";
+  file["fp8_fsdp_all_gather"] = "dynamic";
+  const auto stack_file = (dir / "meshsim_f8ag_stack.json").string();
+  std::ofstream(stack_file) << file.dump();
+  CHECK(run(" --stack " + stack_file + " --from-torchtitan " + f8)["step_time_s"] ==
+        narrow["step_time_s"]);
+  // A config that says the switch wins over the stack file.
+  std::ofstream(f8) << fp8_job << "[float8]\nenable_fsdp_float8_all_gather = false\n";
+  CHECK(run(" --stack " + stack_file + " --from-torchtitan " + f8)["step_time_s"] ==
+        wide["step_time_s"]);
+  for (const auto& f : {f8, f8ag, stack_file}) std::filesystem::remove(f);
 }
 
 TEST_CASE("train: text report and same bytes twice") {

@@ -188,7 +188,7 @@ TEST_CASE("activations: Megatron's block and uniform recompute methods") {
                        "x: --recompute-method 'chunked': expected uniform or block", Error);
 }
 
-TEST_CASE("ZeRO-3's gathered weights are 16-bit whatever the shards hold (FSDP2, FP8)") {
+TEST_CASE("ZeRO-3's gathered weights: 16-bit whatever the shards hold; FP8 float8 all-gather") {
   // torchtitan keeps fp32 shards (4 B a parameter) and gathers bf16 (FSDP2's param_dtype): the
   // current and the prefetched layer at 2 B a parameter, plus the layer's unsharded gradients in
   // the stack's 4-byte grad state. An FP8 run gathers the same 16-bit weights, and torchao keeps
@@ -214,6 +214,30 @@ TEST_CASE("ZeRO-3's gathered weights are 16-bit whatever the shards hold (FSDP2,
   // Transformer Engine keeps a 1-byte FP8 copy of every weight (sharded with the rest).
   const auto te = with_stack("megatron", 3, DType::fp8);
   CHECK(te.weights == doctest::Approx(with_stack("megatron", 3, DType::bf16).weights * 3 / 2));
+  // torchao's float8 all-gather: the linears' weights gather in one byte, the two norms' in
+  // two: both gathered layers shrink by a byte a linear parameter; a bf16 run is unchanged.
+  const double linears = layer - 2 * 4096;
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=8", "--mesh");
+  c.zero = 3;
+  const auto run = [&](const Stack& st, DType dtype, bool reshard) {
+    c.reshard_after_forward = reshard;
+    MemoryOptions o;
+    o.recipe = stack_recipe(st, dtype);
+    return worst_stage(
+        training_memory_per_stage(m, TrainingMemoryJob{4096, 8, 1, dtype, {}}, c, o));
+  };
+  const auto& plain = *bundled_stack("torchtitan");
+  for (const auto gather : {Fp8FsdpAllGather::dynamic, Fp8FsdpAllGather::precomputed}) {
+    const auto st = with_fp8_fsdp_all_gather(plain, gather);
+    CHECK(f8.temporary - run(st, DType::fp8, true).temporary == doctest::Approx(2 * linears));
+    CHECK(run(st, DType::fp8, true).weights == doctest::Approx(f8.weights));
+    CHECK(run(st, DType::bf16, true).temporary == doctest::Approx(z3.temporary));
+    // Without resharding every layer's gathered weights stay (but the local shard): 32 layers'
+    // linears a byte less, the embedding and head still 16-bit.
+    CHECK(run(plain, DType::fp8, false).temporary - run(st, DType::fp8, false).temporary ==
+          doctest::Approx(32 * linears * 7 / 8));
+  }
 }
 
 TEST_CASE("ZeRO-3 gathers layers; expert state shards over the expert data-parallel group") {

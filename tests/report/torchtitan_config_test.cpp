@@ -296,6 +296,44 @@ TEST_CASE("torchtitan's float8 converter: FP8 GEMMs with the tensorwise recipe")
   const auto unused = read("[float8]\nrecipe_name = \"rowwise\"\n");
   CHECK(unused.layout.job.dtype == DType::bf16);
   CHECK(std::ranges::find(unused.ignored, "float8.recipe_name") != unused.ignored.end());
+  CHECK(!unused.layout.stack.fp8_fsdp_all_gather);
+}
+
+TEST_CASE("torchtitan's float8 all-gather: [float8] switches name the stack's FSDP gather") {
+  const std::string base =
+      "[training]\nseq_len = 4096\nlocal_batch_size = 1\n[model]\nconverters = [\"float8\"]\n";
+  const auto gather = [&](const std::string& extra) {
+    return parse_torchtitan_toml(base + extra, 8, 32, "c.toml").layout.stack.fp8_fsdp_all_gather;
+  };
+  // Said by enable alone (scales per weight in each pre-all-gather hook) and by both; precompute
+  // alone does nothing in torchtitan's converter.
+  CHECK(!gather(""));  // not said: the stack's own
+  CHECK(gather("[float8]\nenable_fsdp_float8_all_gather = true\n") == Fp8FsdpAllGather::dynamic);
+  CHECK(gather("[float8]\nenable_fsdp_float8_all_gather = true\n"
+               "precompute_float8_dynamic_scale_for_fsdp = true\n") ==
+        Fp8FsdpAllGather::precomputed);
+  CHECK(gather("[float8]\nprecompute_float8_dynamic_scale_for_fsdp = true\n") ==
+        Fp8FsdpAllGather::none);
+  CHECK(error_of([&] { gather("[float8]\nenable_fsdp_float8_all_gather = \"yes\"\n"); }) ==
+        "c.toml: line 7: float8.enable_fsdp_float8_all_gather = yes is not true or false");
+  // Written back by the emitter for an FP8 job (and only then), and read back the same.
+  const auto model = load_model(model_path("llama3.1-8b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=8", "--mesh");
+  c.zero = 3;
+  LaunchJob job{4096, 8, 1, DType::fp8};
+  for (const auto g : kAllFp8FsdpAllGather) {
+    CAPTURE(std::string(name_of(g)));
+    LaunchStack st;
+    st.name = "torchtitan-compile";
+    st.fp8_fsdp_all_gather = g;
+    const auto text = launch_config("torchtitan", model, c, job, st);
+    const auto back = parse_torchtitan_toml(text, 8, 32, "e.toml").layout.stack;
+    CHECK(back.fp8_fsdp_all_gather.value_or(Fp8FsdpAllGather::none) == g);
+    job.dtype = DType::bf16;
+    CHECK(launch_config("torchtitan", model, c, job, st).find("[float8]") == std::string::npos);
+    job.dtype = DType::fp8;
+  }
 }
 
 TEST_CASE("a torchtitan config names its stack: compile, its loss, async TP") {

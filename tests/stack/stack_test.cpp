@@ -137,6 +137,9 @@ TEST_CASE("the stacks' documented gradient dtypes and model-state bytes") {
   CHECK(bundled_stack("torchtitan")->fp8_tp_all_gathers);
   CHECK(bundled_stack("torchtitan-compile")->fp8_tp_all_gathers);
   CHECK(!bundled_stack("deepspeed")->fp8_tp_all_gathers);
+  // torchtitan's float8 all-gather is off by default (its [float8] config).
+  for (const char* n : {"torchtitan", "torchtitan-compile"})
+    CHECK(bundled_stack(n)->fp8_fsdp_all_gather == Fp8FsdpAllGather::none);
 }
 
 TEST_CASE("the stack loader is strict: one error naming the file and the field") {
@@ -225,7 +228,19 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
     CHECK(error_of(sched(R"(["gpipe"])")) ==
           "s.json:/schedules: must include 1f1b (the schedule of a run without a pipeline)");
   }
-  CHECK(!stack_from(t).fp8_tp_all_gathers);  // absent: 16-bit gathers
+  CHECK(!stack_from(t).fp8_tp_all_gathers);                            // absent: 16-bit gathers
+  CHECK(stack_from(t).fp8_fsdp_all_gather == Fp8FsdpAllGather::none);  // absent: 16-bit
+  CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_fsdp_all_gather": true,)")
+            .starts_with("s.json:/fp8_fsdp_all_gather: "));
+  CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_fsdp_all_gather": "rowwise",)") ==
+        "s.json:/fp8_fsdp_all_gather: unknown FP8 FSDP all-gather 'rowwise' (known: none, "
+        "dynamic, precomputed)");
+  {
+    std::string d = t;
+    const std::string from = R"("name": "x",)";
+    d.replace(d.find(from), from.size(), R"("name": "x", "fp8_fsdp_all_gather": "precomputed",)");
+    CHECK(stack_from(d).fp8_fsdp_all_gather == Fp8FsdpAllGather::precomputed);
+  }
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")
             .starts_with("s.json:/fp8_tp_all_gathers: "));
   CHECK(stack_from(t).fp8_casts.empty());  // absent: no quantization kernels priced
@@ -485,6 +500,50 @@ TEST_CASE("FP8 quantization kernels with dynamic scaling (torchao Float8Linear, 
   // Transformer Engine keeps its FP8 weights across a step's micro-batches: no weight cast.
   const auto te = fp8_cast_kernels(named(ops, "out_proj"), *bundled_stack("megatron"), 1, false);
   CHECK(te.forward_labels == std::vector<std::string_view>{"cast"});
+}
+
+TEST_CASE("torchao's float8 all-gather: FSDP gathers the FP8 linears' weights in one byte") {
+  // Llama 3.1 8B at 4096 tokens, TP 1, FP8 GEMMs, torchtitan-compile with the float8 all-gather
+  // on. The block linears' weights arrive from FSDP in FP8, cast on each shard (trace_builder's
+  // gather_layer): the forward GEMM needs no weight cast, and dgrad's transposed weight is a
+  // copy of one-byte elements (2 B an element: the output projection's 4096 × 4096, FC1's
+  // 4096 × 28672). Inputs and output gradients are cast as without it.
+  const auto ops = fp8_layer(1, false);
+  const double s = 4096, f = 14336;
+  const auto st =
+      with_fp8_fsdp_all_gather(*bundled_stack("torchtitan-compile"), Fp8FsdpAllGather::dynamic);
+  CHECK(st.name == "torchtitan-compile +fp8-fsdp-all-gather");
+  CHECK(with_fp8_fsdp_all_gather(st, Fp8FsdpAllGather::dynamic).name == st.name);
+  const auto out = fp8_cast_kernels(named(ops, "out_proj"), st, 1, false, true);
+  CHECK(bytes(out.forward) == std::vector{2 * s * 4096, 4 * s * 4096});
+  CHECK(out.forward_labels == std::vector<std::string_view>{"amax", "cast"});
+  CHECK(bytes(out.dgrad) == std::vector{2 * 4096 * s, 2 * s * 4096, 4 * s * 4096});
+  CHECK(out.dgrad_labels == std::vector<std::string_view>{"weight_transpose", "amax", "cast"});
+  CHECK(bytes(fp8_cast_kernels(named(ops, "mlp_up"), st, 1, false, true).dgrad) ==
+        std::vector{2 * 4096 * 2 * f, 2 * s * 2 * f, 4 * s * 2 * f});
+  // Without FSDP gathering the weights (no shard group) each forward casts them as before.
+  CHECK(fp8_cast_kernels(named(ops, "out_proj"), st, 1, false, false).forward_labels ==
+        std::vector<std::string_view>{"weight_amax", "weight_cast", "amax", "cast"});
+  // Which weights gather in FP8: the dense FP8 GEMMs'. Norms, the 16-bit head, a 16-bit run's
+  // GEMMs and an MoE's routed experts (their grouped weights) gather 16 bits.
+  for (const auto& op : ops) {
+    CAPTURE(op.name);
+    const bool linear = op.forward.kind == KernelKind::gemm && op.weight_params > 0;
+    CHECK(fsdp_gathers_fp8(st, op) == linear);
+    CHECK(fsdp_gathered_bytes(st, op) == (linear ? 1.0 : 2.0));
+    CHECK(!fsdp_gathers_fp8(*bundled_stack("torchtitan-compile"), op));
+  }
+  LayerShape shape;
+  shape.seq = 4096;
+  shape.dtype = DType::fp8;
+  const auto m = model("llama3.1-8b");
+  for (const auto& op : head_ops(m, shape, {})) CHECK(fsdp_gathered_bytes(st, op) == 2.0);
+  shape.dtype = DType::bf16;
+  CHECK(!fsdp_gathers_fp8(st, named(layer_ops(m, 0, shape, {}), "mlp_up")));
+  shape.dtype = DType::fp8;
+  const auto mx = model("mixtral-8x7b");
+  CHECK(!fsdp_gathers_fp8(st, named(layer_ops(mx, 0, shape, {}), "expert_up")));
+  CHECK(fsdp_gathers_fp8(st, named(layer_ops(mx, 0, shape, {}), "qkv_proj")));
 }
 
 TEST_CASE("fp8_casts names exactly the catalogue's GEMM ops with weights") {

@@ -829,6 +829,58 @@ TEST_CASE("FSDP2's copy-in and copy-out kernels around its collectives (torchtit
   CHECK(r.step_time_s > 0);
 }
 
+TEST_CASE("torchao's float8 all-gather: FSDP moves the FP8 linears' weights in one byte") {
+  // Llama 3.1 8B, FSDP over 8 GPUs, FP8 on torchtitan. A layer's 4 attention and 3 MLP matrices
+  // gather in FP8, its 2 norm weights in bf16 (the embedding and head too).
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  const ComputeModel cm(topo.gpu);
+  const double norms = 2 * 4096.0;
+  const double linears = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3 * 4096.0 * 14336;
+  auto s = setup("dp=8", 4096, 8, 3, "torchtitan");
+  s.job.dtype = DType::fp8;
+  const auto plain = simulate_training(topo, m, s);
+  const auto op_of = [](const TrainingResult& run, const std::string& name) {
+    for (std::uint32_t i = 0; i < run.trace.graph.op_count(); ++i)
+      if (run.trace.graph.op(OpId{i}).name == name) return run.trace.graph.op(OpId{i}).duration;
+    FAIL("no op " << name);
+    return Time{};
+  };
+  const auto elementwise = [&](double bytes) {
+    return Time::from_seconds_ceil(cm.seconds(memory_kernel(MemoryClass::elementwise, bytes)));
+  };
+  int gathers = 0;  // layer all-gathers in the step (forward, and backward's re-gathers)
+  for (std::uint32_t i = 0; i < plain.trace.graph.op_count(); ++i)
+    gathers += plain.trace.graph.op(OpId{i}).name.ends_with(".fsdp_ag");
+  CHECK(gathers > 32);
+  for (const auto gather : {Fp8FsdpAllGather::dynamic, Fp8FsdpAllGather::precomputed}) {
+    CAPTURE(std::string(name_of(gather)));
+    auto g = s;
+    g.strategy.stack = with_fp8_fsdp_all_gather(g.strategy.stack, gather);
+    const auto r = simulate_training(topo, m, g);
+    // Each gather sends 7/8 of its linears' weights at 1 B instead of 2.
+    CHECK(plain.comm_bytes_per_gpu.at("dp") - r.comm_bytes_per_gpu.at("dp") ==
+          doctest::Approx(gathers * 7.0 / 8 * linears));
+    // Copy-in on each rank's eighth: the norms' fp32 shard cast into the bf16 buffer (6 B); the
+    // linears' fp32 shard read for its amax (dynamic scales only, 4 B), read again and written
+    // in FP8 (5 B), then copied into the buffer (2 B).
+    const double amax = gather == Fp8FsdpAllGather::dynamic ? 4 : 0;
+    CHECK(op_of(r, "L5.fsdp_ag.copy_in") ==
+          elementwise(norms / 8 * 6 + linears / 8 * (amax + 5 + 2)));
+    // Copy-out: the gathered buffer read and written, 2 B a norm weight and 1 B a linear's.
+    CHECK(op_of(r, "L5.fsdp_copy_out") == elementwise(2 * (norms * 2 + linears)));
+    // Gradients reduce as before (the same fp32 reduce-scatter copy-in); the forward casts no
+    // weight, so the step is shorter.
+    CHECK(op_of(r, "grads.c0.L5.copy_in") == op_of(plain, "grads.c0.L5.copy_in"));
+    CHECK(r.step_time_s < plain.step_time_s);
+    // A bf16 run on the same stack gathers 16 bits.
+    auto b = g, b0 = s;
+    b.job.dtype = b0.job.dtype = DType::bf16;
+    CHECK(simulate_training(topo, m, b).comm_bytes_per_gpu.at("dp") ==
+          doctest::Approx(simulate_training(topo, m, b0).comm_bytes_per_gpu.at("dp")));
+  }
+}
+
 TEST_CASE("FSDP under torch.distributed.pipelining: one gather and one reduction per step") {
   // Llama 3.1 8B on one DGX H100, dp=4 × pp=2, ZeRO-3, 4 micro-batches a step. torchtitan's
   // stage turns FSDP2's gradient sync off for all but a stage's last backward and keeps the

@@ -194,6 +194,8 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     if (m.stack.deepep && ep_dispatch.empty())
       r.stack = with_ep_dispatch(std::move(r.stack), EpDispatch::deepep);
     if (m.stack.cp_comm) r.stack = with_cp_comm(std::move(r.stack), *m.stack.cp_comm);
+    if (m.stack.fp8_fsdp_all_gather)
+      r.stack = with_fp8_fsdp_all_gather(std::move(r.stack), *m.stack.fp8_fsdp_all_gather);
     cfg = m.config;
     recompute_name = name_of(m.config.recompute);  // the stack's policy of that name
     // torchtitan's layer SAC: the stack's full policy of that period, or on a stack whose layer

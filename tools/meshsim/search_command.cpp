@@ -317,6 +317,7 @@ int run_search_command(const SearchArgs& a) {
     ls.fused_loss = runs_fused_loss(strategy.stack);
     ls.deepep = strategy.stack.ep_dispatch == EpDispatch::deepep;
     ls.cp_comm = strategy.stack.cp_comm;
+    ls.fp8_fsdp_all_gather = strategy.stack.fp8_fsdp_all_gather;
     launch = launch_config(a.emit, model, best.candidate.config, lj, ls);
   }
   if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {

@@ -154,6 +154,9 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     double selective_dropped = 0;  // what the selective policy does not keep
   };
   std::map<bool, LayerSummary> cache;
+  // torchao's float8 all-gather runs only where FSDP shards (torchtitan: dp_shard enabled).
+  const auto fp8_gather =
+      mesh.shard_group() > 1 ? recipe.fp8_fsdp_all_gather : Fp8FsdpAllGather::none;
   auto summary = [&](std::int64_t layer) -> const LayerSummary& {
     const bool moe = model.is_moe_layer(layer);
     auto it = cache.find(moe);
@@ -164,9 +167,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     s.selective_dropped = resolve_recompute(ops, config.recompute_units).freed_bytes;
     for (const auto& op : ops) {
       (op.expert_weights ? s.expert : s.dense) += op.weight_params;
-      s.gathered_bytes += op.weight_params * (fsdp_gathers_fp8(recipe.fp8_fsdp_all_gather, op)
-                                                  ? bytes_of(DType::fp8)
-                                                  : kGatheredBytesPerParam);
+      s.gathered_bytes += op.weight_params * fsdp_gathered_bytes(fp8_gather, op);
     }
     // Megatron checkpoints each layer's input (sharded over TP with SP): Korthikanti's 2·s·b·h.
     const double tokens = as_double(job.micro_batch) * as_double(job.seq) / as_double(mesh.cp);

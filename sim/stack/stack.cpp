@@ -506,8 +506,8 @@ bool fsdp_gathers_fp8(const Stack& stack, const OpSpec& op) {
   return fsdp_gathers_fp8(stack.fp8_fsdp_all_gather, op);
 }
 
-double fsdp_gathered_bytes(const Stack& stack, const OpSpec& op) {
-  return fsdp_gathers_fp8(stack, op) ? bytes_of(DType::fp8) : kGatheredBytesPerParam;
+double fsdp_gathered_bytes(Fp8FsdpAllGather gather, const OpSpec& op) {
+  return fsdp_gathers_fp8(gather, op) ? bytes_of(DType::fp8) : kGatheredBytesPerParam;
 }
 
 Stack with_fp8_fsdp_all_gather(Stack stack, Fp8FsdpAllGather gather) {

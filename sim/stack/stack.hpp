@@ -328,7 +328,7 @@ bool fsdp_gathers_fp8(Fp8FsdpAllGather gather, const OpSpec& op);
 bool fsdp_gathers_fp8(const Stack& stack, const OpSpec& op);
 // Bytes a parameter of `op`'s weight moves in FSDP's all-gather and takes once gathered: 1 where
 // fsdp_gathers_fp8, else kGatheredBytesPerParam.
-double fsdp_gathered_bytes(const Stack& stack, const OpSpec& op);
+double fsdp_gathered_bytes(Fp8FsdpAllGather gather, const OpSpec& op);
 // The stack with its FP8 FSDP all-gather replaced (a torchtitan config's [float8] switches),
 // named "<name> +fp8-fsdp-all-gather" (or "+fp8-fsdp-all-gather-precomputed") when that changes
 // it.

@@ -238,6 +238,11 @@ TEST_CASE("ZeRO-3's gathered weights: 16-bit whatever the shards hold; FP8 float
     CHECK(run(plain, DType::fp8, false).temporary - run(st, DType::fp8, false).temporary ==
           doctest::Approx(32 * linears * 7 / 8));
   }
+  // Without a shard group FSDP gathers nothing, and the switch changes nothing.
+  c.mesh = parse_mesh("tp=8", "--mesh");
+  const auto on = with_fp8_fsdp_all_gather(plain, Fp8FsdpAllGather::dynamic);
+  CHECK(run(on, DType::fp8, true).temporary ==
+        doctest::Approx(run(plain, DType::fp8, true).temporary));
 }
 
 TEST_CASE("ZeRO-3 gathers layers; expert state shards over the expert data-parallel group") {

@@ -530,14 +530,15 @@ TEST_CASE("torchao's float8 all-gather: FSDP gathers the FP8 linears' weights in
     CAPTURE(op.name);
     const bool linear = op.forward.kind == KernelKind::gemm && op.weight_params > 0;
     CHECK(fsdp_gathers_fp8(st, op) == linear);
-    CHECK(fsdp_gathered_bytes(st, op) == (linear ? 1.0 : 2.0));
+    CHECK(fsdp_gathered_bytes(st.fp8_fsdp_all_gather, op) == (linear ? 1.0 : 2.0));
     CHECK(!fsdp_gathers_fp8(*bundled_stack("torchtitan-compile"), op));
   }
   LayerShape shape;
   shape.seq = 4096;
   shape.dtype = DType::fp8;
   const auto m = model("llama3.1-8b");
-  for (const auto& op : head_ops(m, shape, {})) CHECK(fsdp_gathered_bytes(st, op) == 2.0);
+  for (const auto& op : head_ops(m, shape, {}))
+    CHECK(fsdp_gathered_bytes(st.fp8_fsdp_all_gather, op) == 2.0);
   shape.dtype = DType::bf16;
   CHECK(!fsdp_gathers_fp8(st, named(layer_ops(m, 0, shape, {}), "mlp_up")));
   shape.dtype = DType::fp8;

@@ -162,8 +162,8 @@ void JobArgs::add_to(CLI::App* cmd) {
                         "batch, sequence, recompute and precision flags set the job (dp fills "
                         "the cluster)"),
         cmd->add_option("--from-torchtitan", from_torchtitan,
-                        "A torchtitan job config (TOML): its [parallelism], [training] and "
-                        "[activation_checkpoint] set the job")})
+                        "A torchtitan job config (TOML): its [parallelism], [training], "
+                        "[activation_checkpoint] and [float8] set the job")})
     for (auto* o : {mesh_opt, zero_opt, recompute_opt, modules_opt, method_opt, layers_opt, seq_opt,
                     gbs_opt, mbs_opt, dtype_opt, sp_opt, schedule_opt, steps_opt})
       from->excludes(o);

@@ -87,7 +87,10 @@ PrecisionRecipe stack_recipe(const Stack& stack, DType dtype) {
   r.master_bytes = stack.state.master;
   r.optimizer_bytes = stack.state.optimizer;
   r.sharded_with_pp = stack.data_parallel.sharded_with_pp;
-  if (dtype == DType::fp8) r.fp8_fsdp_all_gather = stack.fp8_fsdp_all_gather;
+  if (dtype == DType::fp8) {
+    r.fp8_gathered_weights = gathers_fp8_weights(stack);
+    r.fp8_param_weights = stack.fp8_params;
+  }
   return r;
 }
 
@@ -150,13 +153,14 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     OpTotals t;
     double dense = 0, expert = 0;
     double gathered_bytes = 0;     // the layer's weights as FSDP gathers them
+    double fp8_linear = 0;         // of `dense`, the FP8 linears' (is_fp8_linear)
     double checkpoint = 0;         // full recompute keeps the layer input
     double selective_dropped = 0;  // what the selective policy does not keep
   };
   std::map<bool, LayerSummary> cache;
-  // torchao's float8 all-gather runs only where FSDP shards (torchtitan: dp_shard enabled).
-  const auto fp8_gather =
-      mesh.shard_group() > 1 ? recipe.fp8_fsdp_all_gather : Fp8FsdpAllGather::none;
+  // An FP8 gather runs only where the state is sharded (torchtitan turns torchao's float8
+  // all-gather on only with dp_shard enabled).
+  const bool fp8_gather = recipe.fp8_gathered_weights && mesh.shard_group() > 1;
   auto summary = [&](std::int64_t layer) -> const LayerSummary& {
     const bool moe = model.is_moe_layer(layer);
     auto it = cache.find(moe);
@@ -168,6 +172,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     for (const auto& op : ops) {
       (op.expert_weights ? s.expert : s.dense) += op.weight_params;
       s.gathered_bytes += op.weight_params * fsdp_gathered_bytes(fp8_gather, op);
+      if (is_fp8_linear(op)) s.fp8_linear += op.weight_params;
     }
     // Megatron checkpoints each layer's input (sharded over TP with SP): Korthikanti's 2·s·b·h.
     const double tokens = as_double(job.micro_batch) * as_double(job.seq) / as_double(mesh.cp);
@@ -191,7 +196,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     StageParams params;
     double act_per_mb = 0, max_layer_params = 0, max_layer_activation = 0, temporary = 0;
     // The stage's layers' parameters and their bytes as FSDP gathers them.
-    double layer_params = 0, stage_gathered = 0, max_layer_gathered = 0;
+    double layer_params = 0, stage_gathered = 0, max_layer_gathered = 0, fp8_linear = 0;
     std::int64_t rebuilt_layers = 0;  // the most layers full recompute rebuilds at once
     for (std::int64_t c = s; c < chunks; c += mesh.pp) {
       const auto first = first_layer[static_cast<std::size_t>(c)];
@@ -205,6 +210,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
         max_layer_params = std::max(max_layer_params, ls.dense + ls.expert);
         layer_params += ls.dense + ls.expert;
         stage_gathered += ls.gathered_bytes;
+        fp8_linear += ls.fp8_linear;
         max_layer_gathered = std::max(max_layer_gathered, ls.gathered_bytes);
         const double full = ls.t.saved_bytes + ls.t.score_bytes;
         max_layer_activation = std::max(max_layer_activation, full);
@@ -243,6 +249,10 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     }
     // Dense state is sharded over the shard group (all DP × CP ranks, or an HSDP sub-group).
     add_model_state(b, params.dense, as_double(mesh.shard_group()), config, recipe);
+    // FP8 parameters: the FP8 linears' working weights are one byte (sharded as the rest).
+    if (recipe.fp8_param_weights)
+      b.weights -= fp8_linear * (recipe.weight_bytes - bytes_of(DType::fp8)) /
+                   (config.zero >= 3 ? as_double(mesh.shard_group()) : 1.0);
     add_model_state(b, params.expert, as_double(mesh.expert_replicas()), config, recipe);
 
     b.activations = act_per_mb * microbatches_in_flight(config.schedule, mesh.pp, s, microbatches);

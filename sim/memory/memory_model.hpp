@@ -29,8 +29,9 @@ struct PrecisionRecipe {
   // The stack's sharded data parallelism under a pipeline (stack/stack.hpp): `once_per_step`
   // keeps a stage's gradients unsharded, in `grad_bytes`, until the step's last backward.
   ShardedWithPp sharded_with_pp = ShardedWithPp::every_microbatch;
-  // FP8 runs: FSDP gathers the FP8 linears' weights in one byte (Stack::fp8_fsdp_all_gather).
-  Fp8FsdpAllGather fp8_fsdp_all_gather = Fp8FsdpAllGather::none;
+  // FP8 runs: a data-parallel gather moves the FP8 linears' weights in one byte
+  // (gathers_fp8_weights), and they are held in one byte, not `weight_bytes` (Stack::fp8_params).
+  bool fp8_gathered_weights = false, fp8_param_weights = false;
   double per_param() const { return weight_bytes + grad_bytes + master_bytes + optimizer_bytes; }
 };
 

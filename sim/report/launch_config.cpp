@@ -166,6 +166,7 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
     s += fmt::format(" --recompute-modules {}", fmt::join(c.recompute_modules, " "));
   s += j.dtype == DType::fp16 ? " --fp16" : " --bf16";
   if (j.dtype == DType::fp8) s += " --fp8-format hybrid";
+  if (j.dtype == DType::fp8 && stack.fp8_params) s += " --fp8-param-gather";
   return s;
 }
 

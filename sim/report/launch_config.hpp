@@ -41,6 +41,8 @@ struct LaunchStack {
   // precompute_float8_dynamic_scale_for_fsdp (Stack::fp8_fsdp_all_gather). Unset: not said
   // (the stack's own).
   std::optional<Fp8FsdpAllGather> fp8_fsdp_all_gather;
+  // FP8 runs: Megatron-LM's --fp8-param-gather (Stack::fp8_params).
+  bool fp8_params = false;
 };
 
 // A launch configuration read back (report/megatron_line.hpp, report/torchtitan_config.hpp).

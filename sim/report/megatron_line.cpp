@@ -94,6 +94,7 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
       {"--bf16", false},
       {"--fp16", false},
       {"--fp8-format", true},
+      {"--fp8-param-gather", false},
       // architecture (checked against the model)
       {"--num-layers", true},
       {"--hidden-size", true},
@@ -358,6 +359,13 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
     out.stack.tp_overlap = true;
   }
   out.stack.fused_loss = has(line, "--cross-entropy-loss-fusion");
+  // FP8 parameters, gathered in FP8 by the distributed optimizer (Stack::fp8_params).
+  if (has(line, "--fp8-param-gather")) {
+    if (j.dtype != DType::fp8)
+      throw Error("", where,
+                  "--fp8-param-gather needs --fp8-format (FP8 parameters are an FP8 recipe's)");
+    out.stack.fp8_params = true;
+  }
   // DeepEP: --moe-enable-deepep (Megatron-Core 0.12–0.14) or, later,
   // --moe-flex-dispatcher-backend deepep; either with --moe-token-dispatcher-type flex.
   const auto backend = line.flags.find("--moe-flex-dispatcher-backend");

@@ -378,6 +378,11 @@ Stack read_stack(const JsonRef& ref) {
   if (auto v = r.optional("fp8_fsdp_all_gather"))
     s.fp8_fsdp_all_gather =
         enum_value<Fp8FsdpAllGather>(*v, kAllFp8FsdpAllGather, "FP8 FSDP all-gather");
+  if (auto v = r.optional("fp8_params")) {
+    s.fp8_params = v->boolean();
+    if (s.fp8_params && s.fp8_fsdp_all_gather != Fp8FsdpAllGather::none)
+      v->fail("FP8 parameters are gathered in FP8 already: fp8_fsdp_all_gather must be none");
+  }
   if (auto v = r.optional("fp8_casts")) {
     if (!v->raw().is_object()) v->fail("must be an object of catalogue GEMM op names");
     for (const auto& [key, value] : v->raw().items()) {
@@ -497,22 +502,36 @@ Stack resolve_stack(const std::string& name_or_file) {
   return load_stack(name_or_file);
 }
 
-bool fsdp_gathers_fp8(Fp8FsdpAllGather gather, const OpSpec& op) {
-  return gather != Fp8FsdpAllGather::none && op.weight_params > 0 && !op.expert_weights &&
-         op.forward.kind == KernelKind::gemm && op.forward.dtype == DType::fp8;
+bool is_fp8_linear(const OpSpec& op) {
+  return op.weight_params > 0 && !op.expert_weights && op.forward.kind == KernelKind::gemm &&
+         op.forward.dtype == DType::fp8;
+}
+
+bool gathers_fp8_weights(const Stack& stack) {
+  return stack.fp8_params || stack.fp8_fsdp_all_gather != Fp8FsdpAllGather::none;
 }
 
 bool fsdp_gathers_fp8(const Stack& stack, const OpSpec& op) {
-  return fsdp_gathers_fp8(stack.fp8_fsdp_all_gather, op);
+  return gathers_fp8_weights(stack) && is_fp8_linear(op);
 }
 
-double fsdp_gathered_bytes(Fp8FsdpAllGather gather, const OpSpec& op) {
-  return fsdp_gathers_fp8(gather, op) ? bytes_of(DType::fp8) : kGatheredBytesPerParam;
+double fsdp_gathered_bytes(bool fp8_gather, const OpSpec& op) {
+  return fp8_gather && is_fp8_linear(op) ? bytes_of(DType::fp8) : kGatheredBytesPerParam;
+}
+
+Stack with_fp8_params(Stack stack) {
+  if (!stack.fp8_params) {
+    stack.fp8_params = true;
+    stack.fp8_fsdp_all_gather = Fp8FsdpAllGather::none;  // exclusive
+    stack.name += " +fp8-params";
+  }
+  return stack;
 }
 
 Stack with_fp8_fsdp_all_gather(Stack stack, Fp8FsdpAllGather gather) {
   if (stack.fp8_fsdp_all_gather != gather) {
     stack.fp8_fsdp_all_gather = gather;
+    if (gather != Fp8FsdpAllGather::none) stack.fp8_params = false;  // exclusive
     stack.name += gather == Fp8FsdpAllGather::none      ? " -fp8-fsdp-all-gather"
                   : gather == Fp8FsdpAllGather::dynamic ? " +fp8-fsdp-all-gather"
                                                         : " +fp8-fsdp-all-gather-precomputed";

@@ -269,6 +269,13 @@ struct Stack {
   // Float8RowwiseParallel). Reduce-scatters move the GEMMs' 16-bit outputs either way.
   bool fp8_tp_all_gathers = false;
   Fp8FsdpAllGather fp8_fsdp_all_gather = Fp8FsdpAllGather::none;
+  // FP8 runs: the FP8 linears' working weights are FP8 parameters (Megatron-LM
+  // `--fp8-param-gather`: "Keep the compute param in fp8 (do not use any other intermediate
+  // dtype) and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init): cast
+  // from the fp32 main weights once a step, held in one byte instead of the 16-bit weight and its
+  // FP8 copy, and gathered in one byte by the distributed optimizer's parameter all-gather
+  // (ZeRO-1/2) or by FSDP (ZeRO-3). Exclusive with fp8_fsdp_all_gather.
+  bool fp8_params = false;
   // FP8 runs: the quantization kernels around each GEMM op (empty: none are priced).
   std::map<std::string, Fp8Casts, std::less<>> fp8_casts;
   DataParallel data_parallel;
@@ -321,15 +328,23 @@ struct Stack {
   }
 };
 
-// Whether FSDP gathers this op's weight in FP8 on `stack` (Stack::fp8_fsdp_all_gather): the
-// weight of a dense FP8 GEMM (torchao's float8 all-gather wraps the Float8Linear weights; the
-// experts' grouped weights, norms, the embedding and the 16-bit head gather 16 bits).
-bool fsdp_gathers_fp8(Fp8FsdpAllGather gather, const OpSpec& op);
+// A dense FP8 GEMM with weights: the linears whose weights an FP8 weight gather moves in one
+// byte (torchao's float8 all-gather wraps the Float8Linear weights, TE's FP8 parameters are its
+// linears'; the experts' grouped weights, norms, the embedding and the 16-bit head stay 16-bit).
+bool is_fp8_linear(const OpSpec& op);
+// Whether the stack gathers the FP8 linears' weights in FP8 (Stack::fp8_fsdp_all_gather or
+// Stack::fp8_params).
+bool gathers_fp8_weights(const Stack& stack);
+// Whether a data-parallel gather of the weights moves this op's in FP8 on `stack`.
 bool fsdp_gathers_fp8(const Stack& stack, const OpSpec& op);
-// Bytes a parameter of `op`'s weight moves in FSDP's all-gather and takes once gathered: 1 where
-// fsdp_gathers_fp8, else kGatheredBytesPerParam.
-double fsdp_gathered_bytes(Fp8FsdpAllGather gather, const OpSpec& op);
-// The stack with its FP8 FSDP all-gather replaced (a torchtitan config's [float8] switches),
+// Bytes a parameter of `op`'s weight moves in a data-parallel gather and takes once gathered: 1
+// for an FP8 linear where `fp8_gather`, else kGatheredBytesPerParam.
+double fsdp_gathered_bytes(bool fp8_gather, const OpSpec& op);
+// The stack with FP8 parameters (Megatron's --fp8-param-gather, which replaces an FP8 FSDP
+// all-gather), named "<name> +fp8-params" when that changes it.
+Stack with_fp8_params(Stack stack);
+// The stack with its FP8 FSDP all-gather replaced (a torchtitan config's [float8] switches; one
+// that is not none replaces FP8 parameters),
 // named "<name> +fp8-fsdp-all-gather" (or "+fp8-fsdp-all-gather-precomputed") when that changes
 // it.
 Stack with_fp8_fsdp_all_gather(Stack stack, Fp8FsdpAllGather gather);

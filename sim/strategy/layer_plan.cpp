@@ -165,10 +165,12 @@ Fp8CastKernels fp8_cast_kernels(const OpSpec& op, const Stack& stack, std::int64
     cast(forward, kCastOnly * shard, "cast");
     cast(forward, bytes_per_element(Fp8Cast::transpose) * elements, "cast");
   };
-  if (fsdp && fsdp_gathers_fp8(stack, op)) {
-    // FSDP gathered the weight in FP8, cast on each shard before the gather (trace_builder's
-    // gather_layer prices that cast): forward's GEMM reads it as its column-major second
-    // operand, and dgrad's needs its transpose, a copy of one-byte elements in backward.
+  if (fsdp && stack.fp8_fsdp_all_gather != Fp8FsdpAllGather::none && is_fp8_linear(op)) {
+    // torchao's float8 all-gather: FSDP gathered the weight in FP8, cast on each shard before
+    // the gather (trace_builder's gather_layer prices that cast): forward's GEMM reads it as its
+    // column-major second operand, and dgrad's needs its transpose, a copy of one-byte elements
+    // in backward. (FP8 parameters, Stack::fp8_params, keep the stack's listed weight casts:
+    // Transformer Engine's once a step, not priced.)
     if (!op.backward_input.empty())
       cast(false, bytes_per_element(Fp8Cast::transpose) * weight, "weight_transpose");
   } else {

@@ -989,12 +989,15 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
     // written in FP8), after an amax over the shard where the scale is not precomputed (its
     // one-value all-reduce is not priced; precomputed scales cost one amax pass a step, not
     // priced either), and FSDP2 copies the FP8 shard into the buffer. Assumption (README): one
-    // kernel for the shard's casts and copy, at the copy kernels' bandwidth.
+    // kernel for the shard's casts and copy, at the copy kernels' bandwidth. FP8 parameters
+    // (Stack::fp8_params) are FP8 already: the copy alone.
     if (fp8_params > 0) {
-      const bool own_amax = opt_.stack.fp8_fsdp_all_gather == Fp8FsdpAllGather::dynamic;
-      shard_bytes += fp8_params / group *
-                     ((own_amax ? state_bytes : 0.0) + state_bytes + fp8_bytes +
-                      (copies ? 2 * fp8_bytes : 0.0));
+      const auto mode = opt_.stack.fp8_fsdp_all_gather;
+      const double cast = mode == Fp8FsdpAllGather::none ? 0.0
+                          : mode == Fp8FsdpAllGather::dynamic
+                              ? 2 * state_bytes + fp8_bytes  // amax read, cast read and write
+                              : state_bytes + fp8_bytes;
+      shard_bytes += fp8_params / group * (cast + (copies ? 2 * fp8_bytes : 0.0));
     }
     if (shard_bytes > 0)
       after = {copy_kernel(rs, rs.dpg, name + ".copy_in", g, shard_bytes, std::move(after))};
@@ -1765,8 +1768,13 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
         const std::int64_t gc = k * mesh_.pp + rs.coord.pp;
         for (std::int64_t l = first_layer(gc);
              l < first_layer(gc) + chunk_layers_[static_cast<std::size_t>(gc)]; ++l) {
+          // 16-bit weights (kGatheredBytesPerParam), but FP8 parameters' one byte
+          // (Stack::fp8_params: Megatron's --fp8-param-gather).
+          const double fp8 = opt_.stack.fp8_params ? plan(l).fp8_gathered_params : 0.0;
           const double bytes =
-              (plan(l).dense_params + (l == first_layer(gc) ? end_params(gc) : 0)) * 2;
+              (plan(l).dense_params - fp8 + (l == first_layer(gc) ? end_params(gc) : 0)) *
+                  kGatheredBytesPerParam +
+              fp8 * bytes_of(DType::fp8);
           rs.param_gather[l] = comm(rs, rs.dpg, "params.L" + std::to_string(l), shard_kind(),
                                     CollectiveOp::all_gather, group_of(r, shard_kind()), bytes, {},
                                     instance(-3, l, 0));

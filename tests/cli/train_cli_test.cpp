@@ -197,6 +197,19 @@ TEST_CASE("train: a launch configuration runs on the stack it names") {
   const auto fused = run(line + " --cross-entropy-loss-fusion\"");
   CHECK(fused["stack"] == "megatron +fused-loss");
   CHECK(fused["step_time_s"].get<double>() < plain["step_time_s"].get<double>());
+  // --fp8-param-gather: FP8 parameters, one byte of weights a linear parameter instead of three
+  // (TE's bf16 weight and FP8 copy), gathered in FP8 by the distributed optimizer.
+  const std::string fp8_line =
+      " --from-megatron \"--tensor-model-parallel-size 2 --sequence-parallel --seq-length 4096 "
+      "--micro-batch-size 1 --global-batch-size 8 --fp8-format hybrid "
+      "--use-distributed-optimizer";
+  const auto te = run(fp8_line + "\"");
+  const auto fp8_params = run(fp8_line + " --fp8-param-gather\"");
+  CHECK(fp8_params["stack"] == "megatron +fp8-params");
+  CHECK(fp8_params["memory"]["weights"].get<double>() <
+        te["memory"]["weights"].get<double>() * 0.5);
+  CHECK(fp8_params["comm_bytes_per_gpu"]["dp"].get<double>() <
+        te["comm_bytes_per_gpu"]["dp"].get<double>());
   // CP's exchange from either configuration: Megatron's --cp-comm-type all_gather and
   // torchtitan's rotate method alltoall (a ring) give the steps the flags give.
   const auto gathered =

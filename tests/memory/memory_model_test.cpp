@@ -243,6 +243,21 @@ TEST_CASE("ZeRO-3's gathered weights: 16-bit whatever the shards hold; FP8 float
   const auto on = with_fp8_fsdp_all_gather(plain, Fp8FsdpAllGather::dynamic);
   CHECK(run(on, DType::fp8, true).temporary ==
         doctest::Approx(run(plain, DType::fp8, true).temporary));
+  // Megatron's FP8 parameters (--fp8-param-gather): the linears' working weights are one byte
+  // instead of TE's bf16 weight and its FP8 copy (3 B); under ZeRO-1 every rank holds them all.
+  const auto& mg = *bundled_stack("megatron");
+  const auto fp8_params = with_fp8_params(mg);
+  c.mesh = parse_mesh("dp=8", "--mesh");
+  c.zero = 1;
+  CHECK(run(mg, DType::fp8, true).weights - run(fp8_params, DType::fp8, true).weights ==
+        doctest::Approx(32 * linears * 2));
+  CHECK(run(fp8_params, DType::bf16, true).weights ==
+        doctest::Approx(run(mg, DType::bf16, true).weights));
+  // ZeRO-3 shards them over 8, and the two gathered layers take a byte a linear parameter less.
+  c.zero = 3;
+  const auto sixteen = run(mg, DType::fp8, true), eight = run(fp8_params, DType::fp8, true);
+  CHECK(sixteen.weights - eight.weights == doctest::Approx(32 * linears * 2 / 8));
+  CHECK(sixteen.temporary - eight.temporary == doctest::Approx(2 * linears));
 }
 
 TEST_CASE("ZeRO-3 gathers layers; expert state shards over the expert data-parallel group") {

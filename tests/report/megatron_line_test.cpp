@@ -297,6 +297,26 @@ TEST_CASE("a Megatron line's stack switches: --tp-comm-overlap, --cross-entropy-
   // Megatron-LM asserts sequence parallelism for the userbuffers overlap.
   CHECK(error_of([&] { job_of("--tensor-model-parallel-size 2 --tp-comm-overlap"); }) ==
         "x: --tp-comm-overlap needs --sequence-parallel (Megatron-LM asserts it)");
+  // FP8 parameters gathered in FP8 (--fp8-param-gather), an FP8 recipe's switch.
+  CHECK(!plain.stack.fp8_params);
+  CHECK(job_of("--fp8-format hybrid --fp8-param-gather").stack.fp8_params);
+  CHECK(parse_megatron_line("--fp8-format hybrid --fp8-param-gather", "x").ignored.empty());
+  CHECK(error_of([&] { job_of("--bf16 --fp8-param-gather"); }) ==
+        "x: --fp8-param-gather needs --fp8-format (FP8 parameters are an FP8 recipe's)");
+  // Written back for an FP8 job whose stack runs it (and only then), and read back the same.
+  const auto model = load_model(model_path("llama3.1-8b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=8", "--mesh");
+  c.zero = 1;
+  LaunchStack st;
+  st.name = "megatron";
+  st.fp8_params = true;
+  for (const auto dtype : {DType::fp8, DType::bf16}) {
+    const auto text = launch_config("megatron", model, c, LaunchJob{4096, 8, 1, dtype}, st);
+    CHECK((text.find("--fp8-param-gather") != std::string::npos) == (dtype == DType::fp8));
+    CHECK(megatron_job(parse_megatron_line(text, "e"), 8, 32, "e").stack.fp8_params ==
+          (dtype == DType::fp8));
+  }
 }
 
 TEST_CASE("a Megatron flag takes every word up to the next flag; --recompute-modules is read") {

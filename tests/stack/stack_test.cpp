@@ -137,9 +137,14 @@ TEST_CASE("the stacks' documented gradient dtypes and model-state bytes") {
   CHECK(bundled_stack("torchtitan")->fp8_tp_all_gathers);
   CHECK(bundled_stack("torchtitan-compile")->fp8_tp_all_gathers);
   CHECK(!bundled_stack("deepspeed")->fp8_tp_all_gathers);
-  // torchtitan's float8 all-gather is off by default (its [float8] config).
+  // torchtitan's float8 all-gather and Megatron's --fp8-param-gather are off by default.
   for (const char* n : {"torchtitan", "torchtitan-compile"})
     CHECK(bundled_stack(n)->fp8_fsdp_all_gather == Fp8FsdpAllGather::none);
+  for (const auto& n : bundled_stack_names()) {
+    CAPTURE(n);
+    CHECK(!bundled_stack(n)->fp8_params);
+    CHECK(!gathers_fp8_weights(*bundled_stack(n)));
+  }
 }
 
 TEST_CASE("the stack loader is strict: one error naming the file and the field") {
@@ -240,7 +245,15 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
     const std::string from = R"("name": "x",)";
     d.replace(d.find(from), from.size(), R"("name": "x", "fp8_fsdp_all_gather": "precomputed",)");
     CHECK(stack_from(d).fp8_fsdp_all_gather == Fp8FsdpAllGather::precomputed);
+    // FP8 parameters gather in FP8 already: not beside an FP8 FSDP all-gather.
+    const std::string both = R"("name": "x", "fp8_params": true,)";
+    CHECK(error_of(d.replace(d.find(from), from.size(), both)) ==
+          "s.json:/fp8_params: FP8 parameters are gathered in FP8 already: fp8_fsdp_all_gather "
+          "must be none");
   }
+  CHECK(!stack_from(t).fp8_params);  // absent: 16-bit working weights
+  CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_params": 1,)")
+            .starts_with("s.json:/fp8_params: "));
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")
             .starts_with("s.json:/fp8_tp_all_gathers: "));
   CHECK(stack_from(t).fp8_casts.empty());  // absent: no quantization kernels priced
@@ -514,6 +527,21 @@ TEST_CASE("torchao's float8 all-gather: FSDP gathers the FP8 linears' weights in
       with_fp8_fsdp_all_gather(*bundled_stack("torchtitan-compile"), Fp8FsdpAllGather::dynamic);
   CHECK(st.name == "torchtitan-compile +fp8-fsdp-all-gather");
   CHECK(with_fp8_fsdp_all_gather(st, Fp8FsdpAllGather::dynamic).name == st.name);
+  // Megatron's FP8 parameters (--fp8-param-gather) gather the same linears in FP8, and replace
+  // an FP8 FSDP all-gather (the two are exclusive); they keep the stack's listed weight casts
+  // (Transformer Engine: none, its FP8 weights are cast once a step).
+  const auto mg = with_fp8_params(*bundled_stack("megatron"));
+  CHECK(mg.name == "megatron +fp8-params");
+  CHECK(with_fp8_params(mg).name == mg.name);
+  CHECK(with_fp8_params(st).fp8_fsdp_all_gather == Fp8FsdpAllGather::none);
+  CHECK(!with_fp8_fsdp_all_gather(mg, Fp8FsdpAllGather::dynamic).fp8_params);
+  CHECK(fsdp_gathers_fp8(mg, named(ops, "out_proj")));
+  CHECK(!fsdp_gathers_fp8(mg, named(ops, "input_norm")));
+  CHECK(fp8_cast_kernels(named(ops, "out_proj"), mg, 1, false, true).forward_labels ==
+        fp8_cast_kernels(named(ops, "out_proj"), *bundled_stack("megatron"), 1, false, false)
+            .forward_labels);
+  CHECK(fp8_cast_kernels(named(ops, "out_proj"), mg, 1, false, true).dgrad_labels ==
+        std::vector<std::string_view>{"cast"});
   const auto out = fp8_cast_kernels(named(ops, "out_proj"), st, 1, false, true);
   CHECK(bytes(out.forward) == std::vector{2 * s * 4096, 4 * s * 4096});
   CHECK(out.forward_labels == std::vector<std::string_view>{"amax", "cast"});
@@ -530,7 +558,7 @@ TEST_CASE("torchao's float8 all-gather: FSDP gathers the FP8 linears' weights in
     CAPTURE(op.name);
     const bool linear = op.forward.kind == KernelKind::gemm && op.weight_params > 0;
     CHECK(fsdp_gathers_fp8(st, op) == linear);
-    CHECK(fsdp_gathered_bytes(st.fp8_fsdp_all_gather, op) == (linear ? 1.0 : 2.0));
+    CHECK(fsdp_gathered_bytes(gathers_fp8_weights(st), op) == (linear ? 1.0 : 2.0));
     CHECK(!fsdp_gathers_fp8(*bundled_stack("torchtitan-compile"), op));
   }
   LayerShape shape;
@@ -538,7 +566,7 @@ TEST_CASE("torchao's float8 all-gather: FSDP gathers the FP8 linears' weights in
   shape.dtype = DType::fp8;
   const auto m = model("llama3.1-8b");
   for (const auto& op : head_ops(m, shape, {}))
-    CHECK(fsdp_gathered_bytes(st.fp8_fsdp_all_gather, op) == 2.0);
+    CHECK(fsdp_gathered_bytes(gathers_fp8_weights(st), op) == 2.0);
   shape.dtype = DType::bf16;
   CHECK(!fsdp_gathers_fp8(st, named(layer_ops(m, 0, shape, {}), "mlp_up")));
   shape.dtype = DType::fp8;

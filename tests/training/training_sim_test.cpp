@@ -881,6 +881,33 @@ TEST_CASE("torchao's float8 all-gather: FSDP moves the FP8 linears' weights in o
   }
 }
 
+TEST_CASE("Megatron's FP8 parameters: the distributed optimizer gathers the linears in FP8") {
+  // Llama 3.1 8B, ZeRO-1 over 8 GPUs, FP8 on Megatron with --fp8-param-gather: each layer's
+  // parameter all-gather after the optimizer moves its 4 attention and 3 MLP matrices in one
+  // byte, its norms (and the embedding and head) in two.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  const double linears = 4096.0 * (4096 + 1024 + 1024 + 4096) + 3 * 4096.0 * 14336;
+  auto s = setup("dp=8", 4096, 8, 1, "megatron");
+  s.job.dtype = DType::fp8;
+  const auto plain = simulate_training(topo, m, s);
+  int gathers = 0;
+  for (std::uint32_t i = 0; i < plain.trace.graph.op_count(); ++i)
+    gathers += plain.trace.graph.op(OpId{i}).name.starts_with("params.L");
+  CHECK(gathers == 32);
+  auto f = s;
+  f.strategy.stack = with_fp8_params(f.strategy.stack);
+  const auto r = simulate_training(topo, m, f);
+  CHECK(plain.comm_bytes_per_gpu.at("dp") - r.comm_bytes_per_gpu.at("dp") ==
+        doctest::Approx(gathers * 7.0 / 8 * linears));
+  CHECK(r.step_time_s <= plain.step_time_s);
+  // A bf16 run keeps 16-bit parameters.
+  auto b = f, b0 = s;
+  b.job.dtype = b0.job.dtype = DType::bf16;
+  CHECK(simulate_training(topo, m, b).comm_bytes_per_gpu.at("dp") ==
+        doctest::Approx(simulate_training(topo, m, b0).comm_bytes_per_gpu.at("dp")));
+}
+
 TEST_CASE("FSDP under torch.distributed.pipelining: one gather and one reduction per step") {
   // Llama 3.1 8B on one DGX H100, dp=4 × pp=2, ZeRO-3, 4 micro-batches a step. torchtitan's
   // stage turns FSDP2's gradient sync off for all but a stage's last backward and keeps the

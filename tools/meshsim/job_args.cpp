@@ -194,6 +194,7 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     if (m.stack.deepep && ep_dispatch.empty())
       r.stack = with_ep_dispatch(std::move(r.stack), EpDispatch::deepep);
     if (m.stack.cp_comm) r.stack = with_cp_comm(std::move(r.stack), *m.stack.cp_comm);
+    if (m.stack.fp8_params) r.stack = with_fp8_params(std::move(r.stack));
     if (m.stack.fp8_fsdp_all_gather)
       r.stack = with_fp8_fsdp_all_gather(std::move(r.stack), *m.stack.fp8_fsdp_all_gather);
     cfg = m.config;

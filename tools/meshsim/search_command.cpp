@@ -318,6 +318,7 @@ int run_search_command(const SearchArgs& a) {
     ls.deepep = strategy.stack.ep_dispatch == EpDispatch::deepep;
     ls.cp_comm = strategy.stack.cp_comm;
     ls.fp8_fsdp_all_gather = strategy.stack.fp8_fsdp_all_gather;
+    ls.fp8_params = strategy.stack.fp8_params;
     launch = launch_config(a.emit, model, best.candidate.config, lj, ls);
   }
   if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {

@@ -395,6 +395,11 @@ Stack read_stack(const JsonRef& ref) {
   }
   s.data_parallel = read_data_parallel(r.required("data_parallel"));
   s.state = read_state(r.required("state_bytes_per_param"));
+  // Megatron's FP8 parameters are cast from the fp32 main weights its optimizer keeps.
+  if (s.fp8_params && s.state.master <= 0)
+    ref.child("fp8_params")
+        .fail(
+            "FP8 parameters need fp32 main weights beside them (state_bytes_per_param.master > 0)");
   {
     const auto v = r.required("optimizer_bytes_per_param");
     s.optimizer_bytes_per_param = v.positive_number();
@@ -520,6 +525,11 @@ double fsdp_gathered_bytes(bool fp8_gather, const OpSpec& op) {
 }
 
 Stack with_fp8_params(Stack stack) {
+  if (stack.state.master <= 0)
+    throw Error("", "--fp8-param-gather",
+                "stack '" + stack.name +
+                    "' keeps no fp32 main weights beside its working weights, which FP8 "
+                    "parameters are cast from");
   if (!stack.fp8_params) {
     stack.fp8_params = true;
     stack.fp8_fsdp_all_gather = Fp8FsdpAllGather::none;  // exclusive

@@ -341,12 +341,12 @@ bool fsdp_gathers_fp8(const Stack& stack, const OpSpec& op);
 // for an FP8 linear where `fp8_gather`, else kGatheredBytesPerParam.
 double fsdp_gathered_bytes(bool fp8_gather, const OpSpec& op);
 // The stack with FP8 parameters (Megatron's --fp8-param-gather, which replaces an FP8 FSDP
-// all-gather), named "<name> +fp8-params" when that changes it.
+// all-gather), named "<name> +fp8-params" when that changes it; an Error for a stack without
+// fp32 main weights (StateBytes::master 0), which FP8 parameters are cast from.
 Stack with_fp8_params(Stack stack);
 // The stack with its FP8 FSDP all-gather replaced (a torchtitan config's [float8] switches; one
-// that is not none replaces FP8 parameters),
-// named "<name> +fp8-fsdp-all-gather" (or "+fp8-fsdp-all-gather-precomputed") when that changes
-// it.
+// that is not none replaces FP8 parameters), named "<name> +fp8-fsdp-all-gather" (or
+// "+fp8-fsdp-all-gather-precomputed") when that changes it.
 Stack with_fp8_fsdp_all_gather(Stack stack, Fp8FsdpAllGather gather);
 
 Stack read_stack(const JsonRef& ref);

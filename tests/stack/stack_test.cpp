@@ -252,6 +252,19 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
           "must be none");
   }
   CHECK(!stack_from(t).fp8_params);  // absent: 16-bit working weights
+  CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_params": true,)").empty());
+  {
+    // FP8 parameters are cast from fp32 main weights: a stack without them cannot have them.
+    std::string d = t;
+    d.replace(d.find(R"("master": 4)"), 11, R"("master": 0)");
+    d.replace(d.find(R"("name": "x",)"), 12, R"("name": "x", "fp8_params": true,)");
+    CHECK(error_of(d) ==
+          "s.json:/fp8_params: FP8 parameters need fp32 main weights beside them "
+          "(state_bytes_per_param.master > 0)");
+    CHECK(meshsim::test::error_of([] { with_fp8_params(*bundled_stack("torchtitan")); }) ==
+          "--fp8-param-gather: stack 'torchtitan' keeps no fp32 main weights beside its working "
+          "weights, which FP8 parameters are cast from");
+  }
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_params": 1,)")
             .starts_with("s.json:/fp8_params: "));
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")
@@ -533,7 +546,9 @@ TEST_CASE("torchao's float8 all-gather: FSDP gathers the FP8 linears' weights in
   const auto mg = with_fp8_params(*bundled_stack("megatron"));
   CHECK(mg.name == "megatron +fp8-params");
   CHECK(with_fp8_params(mg).name == mg.name);
-  CHECK(with_fp8_params(st).fp8_fsdp_all_gather == Fp8FsdpAllGather::none);
+  CHECK(with_fp8_params(
+            with_fp8_fsdp_all_gather(*bundled_stack("megatron"), Fp8FsdpAllGather::dynamic))
+            .fp8_fsdp_all_gather == Fp8FsdpAllGather::none);
   CHECK(!with_fp8_fsdp_all_gather(mg, Fp8FsdpAllGather::dynamic).fp8_params);
   CHECK(fsdp_gathers_fp8(mg, named(ops, "out_proj")));
   CHECK(!fsdp_gathers_fp8(mg, named(ops, "input_norm")));

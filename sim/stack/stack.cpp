@@ -524,6 +524,10 @@ double fsdp_gathered_bytes(bool fp8_gather, const OpSpec& op) {
   return fp8_gather && is_fp8_linear(op) ? bytes_of(DType::fp8) : kGatheredBytesPerParam;
 }
 
+double gathered_weight_bytes(double params, double fp8_params) {
+  return (params - fp8_params) * kGatheredBytesPerParam + fp8_params * bytes_of(DType::fp8);
+}
+
 Stack with_fp8_params(Stack stack) {
   if (stack.state.master <= 0)
     throw Error("", "--fp8-param-gather",

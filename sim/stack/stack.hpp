@@ -204,9 +204,9 @@ inline constexpr std::array<std::string_view, 6> kScheduleFamilies{
 // Bytes a parameter of the weights ZeRO-3/FSDP gathers and of the unsharded gradients it
 // reduces, in every run: 16 bits, whatever the sharded state holds (FSDP2's param_dtype beside
 // fp32 shards) and in FP8 runs too (their GEMMs quantize the gathered weights and write 16-bit
-// gradients), but for the FP8 linears' weights of a stack with an FP8 FSDP all-gather
-// (fsdp_gathered_bytes). The trace's collectives and copies and the memory model's gathered
-// layers use it.
+// gradients), but for the FP8 linears' weights of a stack that gathers them in FP8
+// (gathers_fp8_weights: an FP8 FSDP all-gather or FP8 parameters; fsdp_gathered_bytes). The
+// trace's collectives and copies and the memory model's gathered layers use it.
 inline constexpr double kGatheredBytesPerParam = 2;
 
 struct DataParallel {
@@ -340,6 +340,9 @@ bool fsdp_gathers_fp8(const Stack& stack, const OpSpec& op);
 // Bytes a parameter of `op`'s weight moves in a data-parallel gather and takes once gathered: 1
 // for an FP8 linear where `fp8_gather`, else kGatheredBytesPerParam.
 double fsdp_gathered_bytes(bool fp8_gather, const OpSpec& op);
+// Bytes of `params` weights gathered, `fp8_params` of them (FP8 linears' on a stack that
+// gathers them in FP8) in one byte and the rest in kGatheredBytesPerParam.
+double gathered_weight_bytes(double params, double fp8_params);
 // The stack with FP8 parameters (Megatron's --fp8-param-gather, which replaces an FP8 FSDP
 // all-gather), named "<name> +fp8-params" when that changes it; an Error for a stack without
 // fp32 main weights (StateBytes::master 0), which FP8 parameters are cast from.

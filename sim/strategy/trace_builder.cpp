@@ -973,8 +973,8 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
   const std::string n = "L" + std::to_string(layer);
   const bool copies = opt_.stack.fsdp_copies.on;
   // Weights are gathered in 16 bits (kGatheredBytesPerParam), FP8 runs included, so the copy
-  // kernels move 16-bit buffers too; but for the FP8 linears' weights on a stack with an FP8
-  // FSDP all-gather (LayerPlan::fp8_gathered_params), which move one byte.
+  // kernels move 16-bit buffers too; but for the FP8 linears' weights on a stack that gathers
+  // them in FP8 (LayerPlan::fp8_gathered_params), which move one byte.
   constexpr double gathered_bytes = kGatheredBytesPerParam;
   const double fp8_bytes = bytes_of(DType::fp8);
   const double state_bytes = opt_.stack.state.weight;
@@ -1001,7 +1001,7 @@ void Builder::gather_layer(RankState& rs, std::int64_t layer, std::uint64_t inst
     }
     if (shard_bytes > 0)
       after = {copy_kernel(rs, rs.dpg, name + ".copy_in", g, shard_bytes, std::move(after))};
-    const double bytes = wide * gathered_bytes + fp8_params * fp8_bytes;
+    const double bytes = gathered_weight_bytes(params, fp8_params);
     rs.pending.push_back(comm(rs, rs.dpg, name, g, CollectiveOp::all_gather, group_of(rs.rank, g),
                               bytes, std::move(after), inst));
     gathered_buffer += bytes;
@@ -1771,10 +1771,8 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
           // 16-bit weights (kGatheredBytesPerParam), but FP8 parameters' one byte
           // (Stack::fp8_params: Megatron's --fp8-param-gather).
           const double fp8 = opt_.stack.fp8_params ? plan(l).fp8_gathered_params : 0.0;
-          const double bytes =
-              (plan(l).dense_params - fp8 + (l == first_layer(gc) ? end_params(gc) : 0)) *
-                  kGatheredBytesPerParam +
-              fp8 * bytes_of(DType::fp8);
+          const double bytes = gathered_weight_bytes(
+              plan(l).dense_params + (l == first_layer(gc) ? end_params(gc) : 0), fp8);
           rs.param_gather[l] = comm(rs, rs.dpg, "params.L" + std::to_string(l), shard_kind(),
                                     CollectiveOp::all_gather, group_of(r, shard_kind()), bytes, {},
                                     instance(-3, l, 0));

@@ -540,6 +540,8 @@ TEST_CASE("torchao's float8 all-gather: FSDP gathers the FP8 linears' weights in
       with_fp8_fsdp_all_gather(*bundled_stack("torchtitan-compile"), Fp8FsdpAllGather::dynamic);
   CHECK(st.name == "torchtitan-compile +fp8-fsdp-all-gather");
   CHECK(with_fp8_fsdp_all_gather(st, Fp8FsdpAllGather::dynamic).name == st.name);
+  CHECK(gathered_weight_bytes(10, 4) == 6 * 2 + 4 * 1);  // 16-bit rest, one-byte FP8 linears
+  CHECK(gathered_weight_bytes(10, 0) == 20);
   // Megatron's FP8 parameters (--fp8-param-gather) gather the same linears in FP8, and replace
   // an FP8 FSDP all-gather (the two are exclusive); they keep the stack's listed weight casts
   // (Transformer Engine: none, its FP8 weights are cast once a step).

@@ -18,8 +18,14 @@ std::string merged_note(const Schedule& s, std::string_view how) {
       to_string(s), how);
 }
 
+// The split a launch configuration is written for: the stack's (an even split when not said).
+PipelineSplit launch_split(const LaunchStack& stack) {
+  return stack.pipeline_split.value_or(PipelineSplit{PipelineSplitMethod::even, 0, 0});
+}
+
 // What a Megatron line cannot say, as "# " lines printed before it.
-std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j) {
+std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j,
+                             const LaunchStack& stack) {
   std::string s;
   if (j.pipeline_steps > 1)
     s += fmt::format(
@@ -49,15 +55,24 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const 
         c.recompute_every);
   if (!m.has_architecture())
     s += "# the model is known by its parameter count only: no architecture flags\n";
+  // The split: Megatron's is even (the ends weighed with --account-for-*); meshsim simulated the
+  // stack's (pipeline_split).
+  const auto split = launch_split(stack);
   const auto chunks =
       c.mesh.pp *
       (c.schedule.kind == ScheduleKind::interleaved ? c.schedule.virtual_stages : std::int64_t{1});
-  if (m.layers % chunks != 0)
+  const std::int64_t units = m.layers + split.embedding_layers + split.loss_layers;
+  if (c.mesh.pp > 1 && split.method != PipelineSplitMethod::even)
     s += fmt::format(
-        "# {} layers do not split evenly into {} pipeline chunks: meshsim gave the extra layers "
-        "to the middle chunks; Megatron needs --decoder-first-pipeline-num-layers / "
+        "# meshsim split the layers by {} (the stack's split); Megatron splits them evenly\n",
+        split.method == PipelineSplitMethod::balanced ? "estimated time" : "parameters");
+  else if (c.mesh.pp > 1 && units % chunks != 0)
+    s += fmt::format(
+        "# {} layers{} do not split evenly into {} pipeline chunks: meshsim gave the first {} one "
+        "more; Megatron needs --decoder-first-pipeline-num-layers / "
         "--decoder-last-pipeline-num-layers for an uneven split\n",
-        m.layers, chunks);
+        m.layers, units != m.layers ? " (with the embedding and loss counted)" : "", chunks,
+        units % chunks);
   return s;
 }
 
@@ -127,10 +142,16 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   // Megatron's default is p2p (ring attention): only the all-gather is written.
   if (mesh.cp > 1 && stack.cp_comm == CpComm::allgather)
     s += fmt::format(" --cp-comm-type {}", megatron_cp_comm_type(CpComm::allgather));
+  const auto split = launch_split(stack);
+  const bool weighed = mesh.pp > 1 && split.method == PipelineSplitMethod::even;
+  if (weighed && split.embedding_layers > 0) s += " --account-for-embedding-in-pipeline-split";
+  if (weighed && split.loss_layers > 0) s += " --account-for-loss-in-pipeline-split";
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
     const auto chunks = mesh.pp * c.schedule.virtual_stages;
-    if (m.layers % chunks == 0)
-      s += fmt::format(" --num-layers-per-virtual-pipeline-stage {}", m.layers / chunks);
+    const auto units =
+        m.layers + (weighed ? split.embedding_layers + split.loss_layers : std::int32_t{0});
+    if (units % chunks == 0)
+      s += fmt::format(" --num-layers-per-virtual-pipeline-stage {}", units / chunks);
     else
       s += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", c.schedule.virtual_stages);
   }
@@ -241,10 +262,31 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
       "pipeline_parallel_microbatch_size = {}\n",
       shard ? mesh.dp / shard_degree : mesh.dp, shard ? shard_degree : 1,
       reshard ? "always" : "never", mesh.tp, mesh.pp, mesh.cp, mesh.ep, schedule, j.micro_batch);
+  // The split (parse_torchtitan_toml reads it back): the ends' weights, and the stages per rank
+  // through pipeline_parallel_layers_per_stage (ceil(units / per) stages) where it is not the
+  // default two of an interleaved schedule.
+  const auto split = launch_split(stack);
+  if (mesh.pp > 1 && split.method == PipelineSplitMethod::even)
+    s += fmt::format(
+        "pipeline_parallel_first_stage_less_layers = {}\n"
+        "pipeline_parallel_last_stage_less_layers = {}\n",
+        split.embedding_layers, split.loss_layers);
   if (c.schedule.kind == ScheduleKind::interleaved && mesh.pp > 1 &&
-      m.layers % (mesh.pp * c.schedule.virtual_stages) == 0)
-    s += fmt::format("pipeline_parallel_layers_per_stage = {}\n",
-                     m.layers / (mesh.pp * c.schedule.virtual_stages));
+      c.schedule.virtual_stages != 2) {
+    const std::int64_t stages = mesh.pp * c.schedule.virtual_stages;
+    const std::int64_t units = m.layers + (split.method == PipelineSplitMethod::even
+                                               ? split.embedding_layers + split.loss_layers
+                                               : std::int32_t{0});
+    std::int64_t per = 1;
+    while (per < units && (units + per - 1) / per > stages) ++per;
+    if ((units + per - 1) / per == stages)
+      s += fmt::format("pipeline_parallel_layers_per_stage = {}\n", per);
+    else
+      s += fmt::format(
+          "# no pipeline_parallel_layers_per_stage makes {} stages of {} layers (with the ends' "
+          "weights): list them in module_fqns_per_model_part\n",
+          stages, units);
+  }
   if (mesh.cp > 1 && stack.cp_comm)
     s += fmt::format("context_parallel_rotate_method = \"{}\"\n",
                      torchtitan_rotate_method(*stack.cp_comm));
@@ -364,12 +406,12 @@ std::string launch_config(const std::string& format, const ModelSpec& model,
                           const ParallelConfig& config, const LaunchJob& job,
                           const LaunchStack& stack) {
   if (format == "megatron")
-    return megatron_caveats(model, config, job) + "pretrain_gpt.py " +
+    return megatron_caveats(model, config, job, stack) + "pretrain_gpt.py " +
            megatron_args(model, config, job, stack) + "\n";
   if (format == "torchtitan") return torchtitan_toml(model, config, job, stack);
   if (format == "accelerate") return accelerate_yaml(model, config, job);
   if (format == "torchrun")
-    return megatron_caveats(model, config, job) +
+    return megatron_caveats(model, config, job, stack) +
            fmt::format(
                "torchrun --nnodes {} --nproc-per-node {} --rdzv-backend c10d "
                "--rdzv-endpoint $MASTER_ADDR:29500 pretrain_gpt.py {}\n",

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "compute/dtype.hpp"
 #include "model/model_spec.hpp"
@@ -43,6 +44,10 @@ struct LaunchStack {
   std::optional<Fp8FsdpAllGather> fp8_fsdp_all_gather;
   // FP8 runs: Megatron-LM's --fp8-param-gather (Stack::fp8_params).
   bool fp8_params = false;
+  // How the framework splits the layers (Stack::pipeline_split): Megatron's
+  // --account-for-embedding/loss-in-pipeline-split, torchtitan's
+  // pipeline_parallel_first/last_stage_less_layers. Unset: not said (the stack's own).
+  std::optional<PipelineSplit> pipeline_split;
 };
 
 // A launch configuration read back (report/megatron_line.hpp, report/torchtitan_config.hpp).
@@ -50,6 +55,9 @@ struct LaunchLayout {
   ParallelConfig config;
   LaunchJob job;  // seq 0 / global_batch 0: not given (the job file's or dp × mbs)
   LaunchStack stack;
+  // Layers per global model chunk the configuration fixes (Megatron's
+  // --decoder-first/last-pipeline-num-layers); empty: the stack's split.
+  std::vector<std::int64_t> chunk_layers;
 };
 
 // torchtitan's (model name, flavor) of a bundled model ({"llama3", "70B"}), or empty ones.

@@ -72,6 +72,10 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
       {"--num-layers-per-virtual-pipeline-stage", true},
       {"--num-virtual-stages-per-pipeline-rank", true},
       {"--microbatch-group-size-per-virtual-pipeline-stage", true},
+      {"--decoder-first-pipeline-num-layers", true},
+      {"--decoder-last-pipeline-num-layers", true},
+      {"--account-for-embedding-in-pipeline-split", false},
+      {"--account-for-loss-in-pipeline-split", false},
       // sharding of model state
       {"--use-distributed-optimizer", false},
       {"--use-megatron-fsdp", false},
@@ -162,6 +166,44 @@ std::int64_t int_flag(const MegatronLine& line, std::string_view flag, std::int6
 
 bool has(const MegatronLine& line, std::string_view flag) {
   return line.flags.contains(flag);
+}
+
+// Layers per global chunk of Megatron's uneven split: the first pipeline stage takes
+// --decoder-first-pipeline-num-layers, the last --decoder-last-pipeline-num-layers, the middle
+// stages the rest evenly (megatron/core/transformer/transformer_block.py
+// get_num_layers_to_build), each stage's layers spread evenly over its `v` virtual chunks; chunk
+// g is stage g mod pp's. Refused where the layers do not divide, as Megatron-LM refuses them.
+std::vector<std::int64_t> megatron_uneven_chunks(const MegatronLine& line, std::int64_t layers,
+                                                 std::int64_t pp, std::int64_t v,
+                                                 const std::string& where) {
+  if (pp < 2)
+    throw Error("", where,
+                "--decoder-first/last-pipeline-num-layers need a pipeline "
+                "(--pipeline-model-parallel-size > 1)");
+  const bool has_first = has(line, "--decoder-first-pipeline-num-layers");
+  const bool has_last = has(line, "--decoder-last-pipeline-num-layers");
+  const auto first = int_flag(line, "--decoder-first-pipeline-num-layers", 0, where);
+  const auto last = int_flag(line, "--decoder-last-pipeline-num-layers", 0, where);
+  const std::int64_t middle = pp - (has_first ? 1 : 0) - (has_last ? 1 : 0);
+  const std::int64_t rest = layers - first - last;
+  if (rest < 0 || (middle == 0 && rest != 0) || (middle > 0 && (rest < middle || rest % middle)))
+    throw Error("", where,
+                fmt::format("{} layers less the first and last stage's ({} and {}) do not divide "
+                            "into the {} middle pipeline stages",
+                            layers, has_first ? std::to_string(first) : "not given",
+                            has_last ? std::to_string(last) : "not given", middle));
+  std::vector<std::int64_t> stage(static_cast<std::size_t>(pp), middle > 0 ? rest / middle : 0);
+  if (has_first) stage.front() = first;
+  if (has_last) stage.back() = last;
+  for (std::size_t p = 0; p < stage.size(); ++p)
+    if (stage[p] % v != 0)
+      throw Error("", where,
+                  fmt::format("pipeline stage {}'s {} layers do not divide into {} virtual stages",
+                              p, stage[p], v));
+  std::vector<std::int64_t> chunks(static_cast<std::size_t>(pp * v));
+  for (std::size_t g = 0; g < chunks.size(); ++g)
+    chunks[g] = stage[g % static_cast<std::size_t>(pp)] / v;
+  return chunks;
 }
 
 }  // namespace
@@ -294,18 +336,42 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
     throw Error("", where,
                 "give --num-virtual-stages-per-pipeline-rank or "
                 "--num-layers-per-virtual-pipeline-stage, not both");
+  // The pipeline split (Megatron-Core get_num_layers_to_build): even over pp × vp chunks, the
+  // embedding and the loss counted as a layer each when asked (--account-for-*), or the first
+  // and last stage's layers given, the rest even over the middle stages.
+  const bool uneven = has(line, "--decoder-first-pipeline-num-layers") ||
+                      has(line, "--decoder-last-pipeline-num-layers");
+  PipelineSplit split{PipelineSplitMethod::even,
+                      has(line, "--account-for-embedding-in-pipeline-split") ? 1 : 0,
+                      has(line, "--account-for-loss-in-pipeline-split") ? 1 : 0};
+  if (uneven && split.embedding_layers + split.loss_layers > 0)
+    throw Error("", where,
+                "--decoder-first/last-pipeline-num-layers and --account-for-*-in-pipeline-split "
+                "do not go together (the first fix the ends' layers, the second weigh them)");
+  if (split.embedding_layers + split.loss_layers > 0) out.stack.pipeline_split = split;
+  const auto model_layers = int_flag(line, "--num-layers", layers, where);
+  const std::int64_t units = model_layers + split.embedding_layers + split.loss_layers;
   std::int64_t virtual_stages = int_flag(line, "--num-virtual-stages-per-pipeline-rank", 1, where);
   if (has(line, "--num-layers-per-virtual-pipeline-stage")) {
+    if (uneven)
+      throw Error("", where,
+                  "meshsim reads an uneven pipeline split with "
+                  "--num-virtual-stages-per-pipeline-rank, not "
+                  "--num-layers-per-virtual-pipeline-stage");
     const auto per = int_flag(line, "--num-layers-per-virtual-pipeline-stage", 1, where);
-    const auto model_layers = int_flag(line, "--num-layers", layers, where);
-    if (model_layers % (pp * per) != 0)
+    if (units % (pp * per) != 0)
       throw Error("", where,
                   fmt::format("--num-layers-per-virtual-pipeline-stage {} × pp {} does not divide "
-                              "the {} layers",
-                              per, pp, model_layers));
-    virtual_stages = model_layers / (pp * per);
+                              "the {} layers{}",
+                              per, pp, units, units != model_layers ? " (with the ends')" : ""));
+    virtual_stages = units / (pp * per);
   }
   if (virtual_stages > 1) c.schedule = {ScheduleKind::interleaved, virtual_stages};
+  // Without the uneven flags Megatron-LM asserts that the layers divide (arguments.py); a line
+  // whose layers do not is still simulated, with the stack's split and its note
+  // (framework_split_note), so that what `--emit megatron` wrote for such a layout reads back.
+  if (uneven)
+    out.chunk_layers = megatron_uneven_chunks(line, model_layers, pp, virtual_stages, where);
   if (has(line, "--microbatch-group-size-per-virtual-pipeline-stage")) {
     if (virtual_stages == 1)
       throw Error("", where,

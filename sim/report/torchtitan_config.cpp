@@ -191,19 +191,41 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
                 "pipeline_parallel_schedule '" + schedule +
                     "': meshsim models GPipe, 1F1B, Interleaved1F1B and the zero-bubble ones");
   c.schedule.kind = sk->second;
-  if (sk->second == ScheduleKind::interleaved) {
-    // torchtitan's default for interleaved schedules: two stages per rank.
-    std::int64_t v = 2;
-    if (k.has("parallelism.pipeline_parallel_layers_per_stage")) {
-      const auto per = k.integer("parallelism.pipeline_parallel_layers_per_stage", 1, 1);
-      if (layers % (per * pp) != 0)
-        throw Error("", where,
-                    fmt::format("pipeline_parallel_layers_per_stage {} × pp {} does not divide "
-                                "the {} layers",
-                                per, pp, layers));
-      v = layers / (per * pp);
-    }
-    c.schedule.virtual_stages = v;
+  // The stage split (torchtitan/distributed/pipeline_parallel.py): the layers plus the first
+  // and last stage's weights (pipeline_parallel_first/last_stage_less_layers, 1 by default) split
+  // evenly over the stages, generate_llm_fqn_per_model_part. pipeline_parallel_layers_per_stage
+  // sets the stages: ceil(units / per), a multiple of pp; one a rank on single-stage schedules
+  // (GPipe, 1F1B), at least two on Interleaved1F1B, whose default is two.
+  const bool weights_given = k.has("parallelism.pipeline_parallel_first_stage_less_layers") ||
+                             k.has("parallelism.pipeline_parallel_last_stage_less_layers");
+  const auto less_layers = [&](const std::string& key) {
+    const auto v = k.integer(key, 1, 0);
+    if (v > 8) k.fail(key, fmt::format("{} = {}: meshsim weighs an end at most 8 layers", key, v));
+    return static_cast<std::int32_t>(v);
+  };
+  const PipelineSplit split{PipelineSplitMethod::even,
+                            less_layers("parallelism.pipeline_parallel_first_stage_less_layers"),
+                            less_layers("parallelism.pipeline_parallel_last_stage_less_layers")};
+  if (weights_given) out.layout.stack.pipeline_split = split;
+  if (pp > 1 && k.has("parallelism.pipeline_parallel_layers_per_stage")) {
+    const auto per = k.integer("parallelism.pipeline_parallel_layers_per_stage", 1, 1);
+    const std::int64_t units = layers + split.embedding_layers + split.loss_layers;
+    const std::int64_t stages = (units + per - 1) / per;
+    if (stages % pp != 0)
+      throw Error("", where,
+                  fmt::format("pipeline_parallel_layers_per_stage {} makes {} stages of {} layers "
+                              "(with the ends' weights), not a multiple of pp {}",
+                              per, stages, units, pp));
+    const std::int64_t per_rank = stages / pp;
+    const bool multi = sk->second == ScheduleKind::interleaved;
+    if (sk->second != ScheduleKind::zero_bubble && (multi ? per_rank < 2 : per_rank != 1))
+      throw Error("", where,
+                  fmt::format("pipeline_parallel_layers_per_stage {} gives {} stages a rank; {} "
+                              "runs {}",
+                              per, per_rank, schedule, multi ? "at least two" : "one"));
+    if (multi) c.schedule.virtual_stages = per_rank;
+  } else if (sk->second == ScheduleKind::interleaved) {
+    c.schedule.virtual_stages = 2;  // torchtitan's default for interleaved schedules
   }
   const auto mode = k.string("activation_checkpoint.mode", "selective");  // torchtitan's default
   if (auto r = parse_recompute(mode))

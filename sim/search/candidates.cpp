@@ -8,6 +8,7 @@
 #include "model/recompute.hpp"
 #include "parallel/mesh_rules.hpp"
 #include "strategy/pipeline_schedule.hpp"
+#include "strategy/pipeline_split.hpp"
 
 namespace meshsim {
 
@@ -192,7 +193,9 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     continue;
                   }
                   apply_stack_policy(c, stack);
-                  TrainingMemoryJob mj{job.seq, job.global_batch, mbs, job.dtype, {}};
+                  TrainingMemoryJob mj{
+                      job.seq, job.global_batch, mbs, job.dtype,
+                      framework_chunk_layers(stack.pipeline_split, model, model_chunks(cfg))};
                   MemoryOptions mo = memory;
                   mo.flash_attention = job.flash_attention;
                   const auto stages = training_memory_per_stage(model, mj, cfg, mo);

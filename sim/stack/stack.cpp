@@ -68,6 +68,35 @@ std::string_view name_of(CpComm c) {
   return "?";
 }
 
+std::string_view name_of(PipelineSplitMethod m) {
+  switch (m) {
+    case PipelineSplitMethod::balanced:
+      return "balanced";
+    case PipelineSplitMethod::even:
+      return "even";
+    case PipelineSplitMethod::parameters:
+      return "parameters";
+  }
+  return "?";
+}
+
+std::vector<std::int64_t> even_chunk_layers(std::int64_t layers, std::int64_t chunks,
+                                            std::int32_t embedding_layers,
+                                            std::int32_t loss_layers) {
+  if (chunks < 1 || chunks > layers)
+    throw Error("", "pipeline split",
+                fmt::format("{} chunks for {} layers (every chunk needs one)", chunks, layers));
+  const std::int64_t first = chunks == 1 ? embedding_layers + loss_layers : embedding_layers;
+  const std::int64_t last = chunks == 1 ? 0 : loss_layers;
+  const std::int64_t units = layers + first + last;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), units / chunks);
+  for (std::int64_t c = 0; c < units % chunks; ++c) ++out[static_cast<std::size_t>(c)];
+  out.front() -= first;
+  out.back() -= last;
+  if (out.front() < 1 || out.back() < 1) return even_chunk_layers(layers, chunks, 0, 0);
+  return out;
+}
+
 std::string_view name_of(Fp8FsdpAllGather g) {
   switch (g) {
     case Fp8FsdpAllGather::none:
@@ -237,6 +266,30 @@ TpBackward read_tp_backward(const JsonRef& ref) {
   t.overlap_with_wgrad = r.required("overlap_with_wgrad").boolean();
   r.finish();
   return t;
+}
+
+PipelineSplit read_pipeline_split(const JsonRef& ref) {
+  ObjectReader r(ref);
+  PipelineSplit p;
+  p.method = enum_value<PipelineSplitMethod>(r.required("method"), kAllPipelineSplitMethods,
+                                             "pipeline split method");
+  const auto even_only = [&](const JsonRef& v) {
+    if (p.method != PipelineSplitMethod::even)
+      v.fail("only an even split takes it (method is " + std::string(name_of(p.method)) + ")");
+  };
+  for (auto [key, field] : {std::pair{"embedding_layers", &p.embedding_layers},
+                            std::pair{"loss_layers", &p.loss_layers}}) {
+    if (auto v = r.optional(key)) {
+      even_only(*v);
+      *field = small_count(*v, 0, 8);
+    }
+  }
+  if (auto v = r.optional("must_divide")) {
+    even_only(*v);
+    p.must_divide = v->boolean();
+  }
+  r.finish();
+  return p;
 }
 
 FsdpCopies read_fsdp_copies(const JsonRef& ref) {
@@ -448,6 +501,7 @@ Stack read_stack(const JsonRef& ref) {
       v->fail("must include 1f1b (the schedule of a run without a pipeline)");
     s.schedules = std::move(families);
   }
+  if (auto v = r.optional("pipeline_split")) s.pipeline_split = read_pipeline_split(*v);
   if (auto v = r.optional("recompute_modules")) {
     if (!v->raw().is_object() || v->raw().empty())
       v->fail("must be an object of module names, each a list of regions");
@@ -567,6 +621,11 @@ Stack with_ep_dispatch(Stack stack, EpDispatch dispatch) {
     stack.ep_dispatch = dispatch;
     stack.name += " +" + std::string(name_of(dispatch));
   }
+  return stack;
+}
+
+Stack with_pipeline_split(Stack stack, PipelineSplit split) {
+  stack.pipeline_split = split;
   return stack;
 }
 

@@ -123,6 +123,42 @@ enum class CpComm : std::uint8_t { ring, allgather };
 inline constexpr std::array kAllCpComm{CpComm::ring, CpComm::allgather};
 std::string_view name_of(CpComm c);
 
+// How the stack's framework cuts the layers into pipeline chunks when the run gives no split
+// (train --stage-layers, a Megatron line's --decoder-first/last-pipeline-num-layers).
+// `balanced`: meshsim's own split, contiguous chunks minimising the slowest one by estimated
+// time (no framework does this; the ideal stack). `even`: the same number of units in every
+// chunk, the first chunk's embedding counting as `embedding_layers` layers and the last chunk's
+// output layer and loss as `loss_layers`, the remainder one more to each of the first chunks
+// (torchtitan generate_llm_fqn_per_model_part with pipeline_parallel_first/last_stage_less_layers,
+// 1 and 1 by default; Megatron-Core's uniform split, --account-for-embedding-in-pipeline-split and
+// --account-for-loss-in-pipeline-split off by default, needs the units to divide).
+// `parameters`: contiguous chunks minimising the most parameters on one (DeepSpeed
+// PipelineModule's default partition_method "parameters"; the embedding and the head count
+// with their tables).
+enum class PipelineSplitMethod : std::uint8_t { balanced, even, parameters };
+inline constexpr std::array kAllPipelineSplitMethods{
+    PipelineSplitMethod::balanced, PipelineSplitMethod::even, PipelineSplitMethod::parameters};
+std::string_view name_of(PipelineSplitMethod m);
+
+struct PipelineSplit {
+  PipelineSplitMethod method = PipelineSplitMethod::balanced;
+  std::int32_t embedding_layers = 0, loss_layers = 0;  // `even` only
+  // `even` only: the framework refuses units that do not divide into the chunks (Megatron-LM's
+  // arguments.py asserts it unless the ends' layers are given); meshsim still simulates them,
+  // the first chunks one more, with a note (framework_split_note).
+  bool must_divide = false;
+  bool operator==(const PipelineSplit&) const = default;
+};
+
+// Layers per chunk of an `even` split of `layers` over `chunks` (chunks ≤ layers): units =
+// layers + embedding_layers + loss_layers, each chunk units / chunks and the first units % chunks
+// one more, less the ends' weights. When a weighted end would keep no layer, the weights are
+// dropped (a plain even split). Hand examples: 126 layers, 16 chunks, 1 + 1 → 7, 8 × 14, 7
+// (Llama 3 405B); 32 layers, 3 chunks, 1 + 1 → 11, 11, 10.
+std::vector<std::int64_t> even_chunk_layers(std::int64_t layers, std::int64_t chunks,
+                                            std::int32_t embedding_layers,
+                                            std::int32_t loss_layers);
+
 // FP8 runs under FSDP (ZeRO-3): how the sharded weights of the FP8 linears are gathered.
 // `none`: 16-bit, each rank casting the gathered weight (kGatheredBytesPerParam). `dynamic` and
 // `precomputed`: torchao's float8 all-gather (torchtitan `[float8] enable_fsdp_float8_all_gather`,
@@ -308,6 +344,8 @@ struct Stack {
   // Megatron-LM has no GPipe or zero-bubble schedule in its main line; DeepSpeed's pipeline
   // engine runs its 1F1B-style TrainSchedule only. A search tries only these.
   std::vector<std::string> schedules{kScheduleFamilies.begin(), kScheduleFamilies.end()};
+  // How the framework splits the layers into pipeline chunks (strategy/stack_split.hpp applies it).
+  PipelineSplit pipeline_split;
 
   const RecomputePolicy* policy(std::string_view name) const;
   bool runs_zero(std::int32_t zero) const;
@@ -376,6 +414,9 @@ Stack with_ep_dispatch(Stack stack, EpDispatch dispatch);
 // `--cp-comm-type` or `context_parallel_rotate_method`); the name is kept, since the step's
 // header names the exchange beside the stack whenever CP > 1.
 Stack with_cp_comm(Stack stack, CpComm comm);
+// The stack with its pipeline split replaced (a launch configuration's split switches); the name
+// is kept, since the step's report lists the layers of every stage.
+Stack with_pipeline_split(Stack stack, PipelineSplit split);
 
 // The policy a user's --recompute names (the stack's names, or none/selective/full mapped to the
 // stack's policy of that mode); an Error lists the stack's names.

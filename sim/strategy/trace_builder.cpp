@@ -12,6 +12,7 @@
 #include "model/op_catalogue.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/pipeline_schedule.hpp"
+#include "strategy/pipeline_split.hpp"
 #include "strategy/ring_attention.hpp"
 #include "topology/topology.hpp"
 
@@ -19,40 +20,6 @@ namespace meshsim {
 
 std::int64_t microbatches_per_step(const TrainingJob& job, const Mesh& mesh) {
   return std::max<std::int64_t>(job.global_batch / (mesh.dp * job.micro_batch), 1);
-}
-
-std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chunks, double layer_s,
-                                          double first_extra_s, double last_extra_s) {
-  // Smallest bound B such that a greedy contiguous fill stays within it; the ends carry their
-  // extra time. Layers are identical here (dense or MoE with dense first layers aside), so a
-  // binary search over the layer count of the slowest chunk is exact.
-  auto fits = [&](double bound, std::vector<std::int64_t>* out) {
-    std::int64_t left = layers;
-    std::vector<std::int64_t> v(static_cast<std::size_t>(chunks), 0);
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      double extra = (c == 0 ? first_extra_s : 0.0) + (c == chunks - 1 ? last_extra_s : 0.0);
-      const auto room =
-          layer_s > 0 ? static_cast<std::int64_t>(std::floor((bound - extra) / layer_s + 1e-9))
-                      : left;
-      const std::int64_t remaining_chunks = chunks - c - 1;
-      // Every chunk needs at least one layer.
-      std::int64_t take = std::min(std::max<std::int64_t>(room, 1), left - remaining_chunks);
-      if (take < 1) return false;
-      v[static_cast<std::size_t>(c)] = take;
-      left -= take;
-    }
-    if (left != 0) return false;
-    if (out) *out = v;
-    return true;
-  };
-  double lo = 0, hi = static_cast<double>(layers) * layer_s + first_extra_s + last_extra_s + 1;
-  for (int i = 0; i < 100; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (fits(mid, nullptr) ? hi : lo) = mid;
-  }
-  std::vector<std::int64_t> out;
-  if (!fits(hi, &out)) out = split_layers(layers, chunks);
-  return out;
 }
 
 bool tp_overlap_active(const StrategyOptions& options, const ParallelConfig& config) {
@@ -1511,6 +1478,9 @@ std::vector<std::int64_t> Builder::split() const {
       throw Error("", "--stage-layers",
                   "sums to " + std::to_string(sum) + " layers; " + m_.name + " has " +
                       std::to_string(m_.layers));
+  } else if (auto framework = framework_chunk_layers(opt_.stack.pipeline_split, m_, G);
+             !framework.empty()) {
+    chunk_layers = std::move(framework);
   } else {
     const auto& lp = m_.moe ? costs_.moe : costs_.dense;
     double layer_s = 0;
@@ -1868,7 +1838,8 @@ double Builder::bound_entry(DeferredComm* chains, bool full) {
   const auto balanced = split();
   double bound = lower_bound_s(balanced);
   // simulate_training falls back to an even split when the balanced one does not fit memory.
-  if (opt_.chunk_layers.empty() && balanced.size() > 1) {
+  if (opt_.chunk_layers.empty() && balanced.size() > 1 &&
+      opt_.stack.pipeline_split.method == PipelineSplitMethod::balanced) {
     const auto even = split_layers(m_.layers, static_cast<std::int64_t>(balanced.size()));
     bound = std::min(bound, lower_bound_s(even));
   }

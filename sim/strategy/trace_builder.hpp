@@ -12,6 +12,7 @@
 #include "parallel/placement.hpp"
 #include "stack/stack.hpp"
 #include "strategy/comm_model.hpp"
+#include "strategy/pipeline_split.hpp"
 #include "strategy/trace.hpp"
 
 namespace meshsim {
@@ -40,18 +41,13 @@ struct StrategyOptions {
   // A straggler: compute on this rank runs `factor` times slower.
   std::optional<std::int32_t> straggler_rank;
   double straggler_factor = 1.0;
-  // Layers per global model chunk (pp × virtual stages entries); empty: balanced by time.
+  // Layers per global model chunk (pp × virtual stages entries); empty: the stack's split
+  // (framework_chunk_layers), balanced by time on a `balanced` stack.
   std::vector<std::int64_t> chunk_layers;
 };
 
 // Micro-batches per step: global batch / (dp × micro-batch).
 std::int64_t microbatches_per_step(const TrainingJob& job, const Mesh& mesh);
-
-// Layers per chunk balancing estimated compute time: the first chunk also runs the embedding,
-// the last the logits and loss (Narayanan et al. note the unequal ends; the seed guide advises
-// balancing stages by time and memory). Contiguous chunks minimising the slowest one.
-std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chunks, double layer_s,
-                                          double first_extra_s, double last_extra_s);
 
 // Whether TP communication overlap runs: the stack has a method, it is on (by the stack or
 // --tp-overlap), and sequence parallelism is on with tp > 1 (only AG/RS are overlapped).

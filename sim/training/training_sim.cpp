@@ -260,6 +260,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   // micro-batches in flight); when they do and an even split fits, the even split is used.
   const double capacity = topo.gpu.hbm_bytes.as_double();
   if (setup.strategy.chunk_layers.empty() && r.trace.chunk_layers.size() > 1 &&
+      setup.strategy.stack.pipeline_split.method == PipelineSplitMethod::balanced &&
       worst_stage(r.memory_per_stage).total() > capacity) {
     const auto even =
         split_layers(model.layers, static_cast<std::int64_t>(r.trace.chunk_layers.size()));
@@ -274,6 +275,9 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   }
   r.memory = worst_stage(r.memory_per_stage);
   r.chunk_layers = r.trace.chunk_layers;
+  if (setup.strategy.chunk_layers.empty())
+    if (auto n = framework_split_note(setup.strategy.stack, model, model_chunks(cfg)); !n.empty())
+      r.notes.push_back(std::move(n));
   r.notes.insert(r.notes.end(), r.trace.notes.begin(), r.trace.notes.end());
   r.microbatches = r.trace.microbatches;
   r.simulated_ranks = ranks.size();

@@ -153,14 +153,21 @@ TEST_CASE("train and memory: torchtitan's layer AC, from the flag and from its c
         "error: --from-torchtitan: stack 'megatron' has no policy recomputing one layer in 2\n");
 }
 
+namespace {
+
+// `train` of Llama 3.1 8B on one DGX H100 with `flags`, its JSON document (exit 0 required).
+json train_8b_json(const std::string& flags) {
+  const auto r =
+      run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+              source_path("workloads/models/llama3.1-8b.json") + " --json --allow-oom" + flags);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
 TEST_CASE("train: a launch configuration runs on the stack it names") {
-  const std::string base = " --topology " + topology_path("dgx-h100.json") + " --workload " +
-                           source_path("workloads/models/llama3.1-8b.json") + " --json --allow-oom";
-  auto run = [&](const std::string& flags) {
-    const auto r = run_cli("train" + base + flags);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    return json::parse(r.out);
-  };
+  const auto run = train_8b_json;
   // A torchtitan config without --stack runs on torchtitan's stack: eager, or compiled with
   // async TP when it says so (the same step as the flags).
   const auto dir = std::filesystem::temp_directory_path();
@@ -258,6 +265,41 @@ TEST_CASE("train: a launch configuration runs on the stack it names") {
   CHECK(run(" --stack " + stack_file + " --from-torchtitan " + f8)["step_time_s"] ==
         wide["step_time_s"]);
   for (const auto& f : {f8, f8ag, stack_file}) std::filesystem::remove(f);
+}
+
+TEST_CASE("train and memory: the layers split as the framework splits them") {
+  const auto run = train_8b_json;
+  using V = std::vector<std::int64_t>;
+  const std::string flags = " --mesh pp=4 --seq 4096 --gbs 8 --recompute full";
+  // Megatron even, torchtitan 34 units less the ends, DeepSpeed by parameters.
+  CHECK(run(flags)["stage_layers"].get<V>() == V{8, 8, 8, 8});
+  CHECK(run(flags + " --stack torchtitan")["stage_layers"].get<V>() == V{8, 9, 8, 7});
+  CHECK(run(flags + " --stack deepspeed")["stage_layers"].get<V>() == V{7, 9, 9, 7});
+  // A Megatron line's ends: the middle stages share the rest; the step is --stage-layers'.
+  const auto uneven = run(
+      " --from-megatron \"--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 7 "
+      "--decoder-last-pipeline-num-layers 7 --seq-length 4096 --micro-batch-size 1 "
+      "--global-batch-size 8 --bf16 --recompute-granularity full --recompute-method uniform "
+      "--recompute-num-layers 1\"");
+  CHECK(uneven["stage_layers"].get<V>() == V{7, 9, 9, 7});
+  CHECK(uneven["step_time_s"] == run(flags + " --stage-layers 7,9,9,7")["step_time_s"]);
+  // A torchtitan config's first-stage weight: 33 units, 9, 8, 8, 8, less the output's 1.
+  const auto toml = (std::filesystem::temp_directory_path() / "meshsim_split.toml").string();
+  std::ofstream(toml) << "[parallelism]\npipeline_parallel_degree = 4\n"
+                         "pipeline_parallel_first_stage_less_layers = 0\n"
+                         "pipeline_parallel_microbatch_size = 1\n"
+                         "[training]\nseq_len = 4096\nlocal_batch_size = 8\n"
+                         "[activation_checkpoint]\nmode = \"full\"\n";
+  CHECK(run(" --from-torchtitan " + toml)["stage_layers"].get<V>() == V{9, 8, 8, 7});
+  // The memory of the same stages, and the note where Megatron would need the ends given.
+  const auto mem = run_cli("memory --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                           " --gpu H100-SXM5-80GB --mesh pp=5 --seq 4096 --gbs 5");
+  REQUIRE_MESSAGE(mem.exit_code == 0, mem.err);
+  CHECK(mem.out.find("note: stack 'megatron' splits the layers evenly, and 32 do not divide into "
+                     "5 pipeline chunks") != std::string::npos);
+  CHECK(run_cli("memory --workload " + source_path("workloads/models/llama3.1-8b.json") +
+                " --gpu H100-SXM5-80GB --mesh pp=5 --seq 4096 --gbs 5 --stack torchtitan")
+            .out.find("note:") == std::string::npos);
 }
 
 TEST_CASE("train: text report and same bytes twice") {

@@ -39,6 +39,20 @@ void check(const meshsim::LaunchLayout& l) {
   if (steps < 1 || (steps > 1 && l.config.mesh.pp == 1)) __builtin_trap();
   if (steps > 1 && l.job.global_batch % (l.config.mesh.dp * l.job.micro_batch * steps) != 0)
     __builtin_trap();
+  // A split given is one positive layer count per pipeline chunk; a stack split is an even one
+  // with ends weighed within the loader's bounds.
+  if (!l.chunk_layers.empty()) {
+    const auto chunks =
+        l.config.mesh.pp *
+        (s.kind == meshsim::ScheduleKind::interleaved ? s.virtual_stages : std::int64_t{1});
+    if (static_cast<std::int64_t>(l.chunk_layers.size()) != chunks) __builtin_trap();
+    for (const auto n : l.chunk_layers)
+      if (n < 1) __builtin_trap();
+  }
+  if (const auto& p = l.stack.pipeline_split;
+      p && (p->method != meshsim::PipelineSplitMethod::even || p->embedding_layers < 0 ||
+            p->embedding_layers > 8 || p->loss_layers < 0 || p->loss_layers > 8))
+    __builtin_trap();
 }
 
 }  // namespace

@@ -387,3 +387,71 @@ TEST_CASE("Megatron's recompute methods: block and uniform groups read and writt
   CHECK(plain.config.recompute_block == 0);
   CHECK(plain.config.recompute_group == 1);
 }
+
+TEST_CASE("a Megatron line's pipeline split: the ends weighed, or the ends' layers given") {
+  const auto job_of = [](const std::string& text, std::int64_t world) {
+    return megatron_job(parse_megatron_line(text, "x"), world, 126, "x");
+  };
+  // Megatron-Core's --account-for-*: the embedding and the loss each count as a layer; the
+  // virtual stages come from the 128 units (126 + 2) / (16 × 4).
+  const auto weighed = job_of(
+      "--pipeline-model-parallel-size 16 --account-for-embedding-in-pipeline-split "
+      "--account-for-loss-in-pipeline-split --num-layers-per-virtual-pipeline-stage 4",
+      16);
+  CHECK(weighed.stack.pipeline_split == PipelineSplit{PipelineSplitMethod::even, 1, 1, false});
+  CHECK(to_string(weighed.config.schedule) == "interleaved:2");
+  CHECK(weighed.chunk_layers.empty());
+  CHECK(!job_of("--pipeline-model-parallel-size 2", 2).stack.pipeline_split);  // the stack's
+  // --decoder-first/last-pipeline-num-layers: the first and last stage's layers, the rest even
+  // over the middle stages, each stage's spread over its virtual chunks (chunk g on stage g mod
+  // pp): 62 layers, stages 14, 16, 16, 16, two chunks each.
+  using V = std::vector<std::int64_t>;
+  CHECK(job_of("--num-layers 62 --pipeline-model-parallel-size 4 "
+               "--num-virtual-stages-per-pipeline-rank 2 --decoder-first-pipeline-num-layers 14 "
+               "--decoder-last-pipeline-num-layers 16",
+               4)
+            .chunk_layers == V{7, 8, 8, 8, 7, 8, 8, 8});
+  // DeepSeek-V3's 61 layers on 8 stages: the first 5, the other seven 8 each.
+  CHECK(job_of("--num-layers 61 --pipeline-model-parallel-size 8 "
+               "--decoder-first-pipeline-num-layers 5",
+               8)
+            .chunk_layers == V{5, 8, 8, 8, 8, 8, 8, 8});
+  const auto error = [&](const std::string& text, std::int64_t world) {
+    return error_of([&] { job_of(text, world); });
+  };
+  CHECK(error("--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 30 "
+              "--account-for-loss-in-pipeline-split",
+              4) ==
+        "x: --decoder-first/last-pipeline-num-layers and --account-for-*-in-pipeline-split do "
+        "not go together (the first fix the ends' layers, the second weigh them)");
+  CHECK(error("--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 31", 4) ==
+        "x: 126 layers less the first and last stage's (31 and not given) do not divide into the "
+        "3 middle pipeline stages");
+  CHECK(error("--pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 63 "
+              "--num-virtual-stages-per-pipeline-rank 2",
+              2) == "x: pipeline stage 0's 63 layers do not divide into 2 virtual stages");
+  CHECK(error("--decoder-last-pipeline-num-layers 2", 1) ==
+        "x: --decoder-first/last-pipeline-num-layers need a pipeline "
+        "(--pipeline-model-parallel-size > 1)");
+  CHECK(error("--pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 62 "
+              "--num-layers-per-virtual-pipeline-stage 2",
+              2) ==
+        "x: meshsim reads an uneven pipeline split with --num-virtual-stages-per-pipeline-rank, "
+        "not --num-layers-per-virtual-pipeline-stage");
+  // What --emit megatron writes for a stack that weighs the ends reads back the same.
+  const auto model = load_model(model_path("llama3.1-405b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=2,tp=8,pp=16", "--mesh");
+  c.sp = true;
+  c.schedule = {ScheduleKind::interleaved, 2};
+  LaunchStack st;
+  st.pipeline_split = PipelineSplit{PipelineSplitMethod::even, 1, 1, false};
+  const auto text = launch_config("megatron", model, c, LaunchJob{8192, 64, 1}, st);
+  INFO(text);
+  CHECK(text.find("--account-for-embedding-in-pipeline-split "
+                  "--account-for-loss-in-pipeline-split") != std::string::npos);
+  CHECK(text.find("--num-layers-per-virtual-pipeline-stage 4") != std::string::npos);
+  const auto back = megatron_job(parse_megatron_line(text, "e"), 256, model.layers, "e");
+  CHECK(back.stack.pipeline_split == st.pipeline_split);
+  CHECK(back.config.schedule == c.schedule);
+}

@@ -386,3 +386,59 @@ TEST_CASE("a torchtitan config names its stack: compile, its loss, async TP") {
   CHECK(error_of([&] { stack_of("[compile]\nenable = \"yes\"\n"); }) ==
         "c.toml: line 8: compile.enable = yes is not true or false");
 }
+
+TEST_CASE("torchtitan's stage split: the ends' weights and pipeline_parallel_layers_per_stage") {
+  const std::string base =
+      "[training]\nseq_len = 4096\nlocal_batch_size = 8\n[parallelism]\n"
+      "pipeline_parallel_degree = 2\n";
+  const auto layout_of = [&](const std::string& extra) {
+    return parse_torchtitan_toml(base + extra, 2, 32, "c.toml").layout;
+  };
+  CHECK(!layout_of("").stack.pipeline_split);  // not said: the stack's own (1 and 1)
+  CHECK(layout_of("pipeline_parallel_first_stage_less_layers = 0\n").stack.pipeline_split ==
+        PipelineSplit{PipelineSplitMethod::even, 0, 1, false});
+  // 32 layers + 2 = 34 units; 6 a stage make ceil(34 / 6) = 6 stages, 3 a rank.
+  CHECK(to_string(layout_of("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+                            "pipeline_parallel_layers_per_stage = 6\n")
+                      .config.schedule) == "interleaved:3");
+  CHECK(
+      to_string(layout_of("pipeline_parallel_schedule = \"Interleaved1F1B\"\n").config.schedule) ==
+      "interleaved:2");
+  // 17 a stage: 2 stages, one a rank, as 1F1B runs.
+  CHECK(to_string(layout_of("pipeline_parallel_layers_per_stage = 17\n").config.schedule) ==
+        "1f1b");
+  CHECK(error_of([&] {
+          layout_of(
+              "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+              "pipeline_parallel_layers_per_stage = 4\n");
+        }) ==
+        "c.toml: pipeline_parallel_layers_per_stage 4 makes 9 stages of 34 layers (with the "
+        "ends' weights), not a multiple of pp 2");
+  CHECK(error_of([&] { layout_of("pipeline_parallel_layers_per_stage = 9\n"); }) ==
+        "c.toml: pipeline_parallel_layers_per_stage 9 gives 2 stages a rank; 1F1B runs one");
+  CHECK(error_of([&] { layout_of("pipeline_parallel_last_stage_less_layers = 9\n"); }) ==
+        "c.toml: line 6: parallelism.pipeline_parallel_last_stage_less_layers = 9: meshsim "
+        "weighs an end at most 8 layers");
+  // Written back by the emitter with the stack's weights, and the stages per rank where they
+  // are not the default two; read back the same.
+  const auto model = load_model(model_path("llama3.1-8b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("pp=2", "--mesh");
+  c.schedule = {ScheduleKind::interleaved, 3};
+  LaunchStack st;
+  st.name = "torchtitan";
+  st.pipeline_split = PipelineSplit{PipelineSplitMethod::even, 1, 1, false};
+  const LaunchJob job{4096, 8, 1};
+  const auto text = launch_config("torchtitan", model, c, job, st);
+  INFO(text);
+  CHECK(text.find("pipeline_parallel_layers_per_stage = 6\n") != std::string::npos);
+  const auto back = parse_torchtitan_toml(text, 2, 32, "e.toml").layout;
+  CHECK(back.stack.pipeline_split == st.pipeline_split);
+  CHECK(back.config.schedule.virtual_stages == 3);
+  // 34 units cannot make 16 stages of whole layers a stage: said, not written.
+  c.mesh = parse_mesh("pp=4", "--mesh");
+  c.schedule = {ScheduleKind::interleaved, 4};
+  CHECK(launch_config("torchtitan", model, c, LaunchJob{4096, 16, 1}, st)
+            .find("# no pipeline_parallel_layers_per_stage makes 16 stages of 34 layers") !=
+        std::string::npos);
+}

@@ -83,14 +83,17 @@ TEST_CASE(
   const auto model = load_workload(model_path("llama3.1-70b")).model;
   const SearchJob job{4096, 64, DType::bf16, true};
   const double capacity = topo.gpu.hbm_bytes.as_double();
-  // The worst stage's bytes of candidate `c` on `stack` with `edit` applied to its config.
+  // The worst stage's bytes of candidate `c` on `stack` with `edit` applied to its config, the
+  // layers split as the stack's framework splits them.
   const auto worst = [&](const Candidate& c, const Stack& stack, auto edit) {
     MemoryOptions mo;
     mo.recipe = stack_recipe(stack, job.dtype);
     mo.flash_attention = true;
     auto cfg = c.config;
     edit(cfg);
-    const TrainingMemoryJob mj{job.seq, job.global_batch, c.micro_batch, job.dtype, {}};
+    const TrainingMemoryJob mj{
+        job.seq, job.global_batch, c.micro_batch, job.dtype,
+        framework_chunk_layers(stack.pipeline_split, model, model_chunks(cfg))};
     return worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total();
   };
   const auto& mg = *bundled_stack("megatron");

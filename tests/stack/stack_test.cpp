@@ -852,3 +852,61 @@ TEST_CASE("recompute modules: Megatron's --recompute-modules as regions, strictl
   CHECK(error_of(with_modules("[]")) ==
         "s.json:/recompute_modules: must be an object of module names, each a list of regions");
 }
+
+TEST_CASE("pipeline split: the frameworks' splits as data, strictly loaded") {
+  std::string t = kMinimal;
+  auto with_split = [&](const std::string& split) {
+    std::string s = t;
+    const std::string from = R"("name": "x",)";
+    s.replace(s.find(from), from.size(), R"("name": "x", "pipeline_split": )" + split + ",");
+    return s;
+  };
+  // Absent: meshsim's own split balanced by time (the ideal stack's).
+  CHECK(stack_from(t).pipeline_split == PipelineSplit{});
+  const auto tt =
+      stack_from(with_split(R"({"method": "even", "embedding_layers": 1, "loss_layers": 1})"))
+          .pipeline_split;
+  CHECK(tt == PipelineSplit{PipelineSplitMethod::even, 1, 1, false});
+  CHECK(stack_from(with_split(R"({"method": "even", "must_divide": true})")).pipeline_split ==
+        PipelineSplit{PipelineSplitMethod::even, 0, 0, true});
+  CHECK(error_of(with_split(R"({"method": "balanced", "loss_layers": 1})")) ==
+        "s.json:/pipeline_split/loss_layers: only an even split takes it (method is balanced)");
+  CHECK(error_of(with_split(R"({"method": "parameters", "must_divide": true})")) ==
+        "s.json:/pipeline_split/must_divide: only an even split takes it (method is parameters)");
+  CHECK(error_of(with_split(R"({"method": "by-hand"})"))
+            .starts_with("s.json:/pipeline_split/method: unknown pipeline split method 'by-hand'"));
+  CHECK(error_of(with_split(R"({"method": "even", "embedding_layers": 9})"))
+            .starts_with("s.json:/pipeline_split/embedding_layers:"));
+  CHECK(error_of(with_split(R"({"method": "even", "stages": 4})"))
+            .starts_with("s.json:/pipeline_split/stages: unknown key 'stages'"));
+  // The bundled stacks say what their frameworks run.
+  CHECK(bundled_stack("megatron")->pipeline_split ==
+        PipelineSplit{PipelineSplitMethod::even, 0, 0, true});
+  CHECK(bundled_stack("torchtitan")->pipeline_split ==
+        PipelineSplit{PipelineSplitMethod::even, 1, 1, false});
+  CHECK(bundled_stack("torchtitan-compile")->pipeline_split ==
+        bundled_stack("torchtitan")->pipeline_split);
+  CHECK(bundled_stack("deepspeed")->pipeline_split.method == PipelineSplitMethod::parameters);
+  CHECK(bundled_stack("ideal")->pipeline_split.method == PipelineSplitMethod::balanced);
+}
+
+TEST_CASE("pipeline split: an even split with weighed ends, by hand") {
+  using V = std::vector<std::int64_t>;
+  // Llama 3 405B (2407.21783 §3.3.2): 126 layers + 2 = 128 units on 16 stages of 8, the first
+  // and last one layer fewer.
+  V llama(16, 8);
+  llama.front() = llama.back() = 7;
+  CHECK(even_chunk_layers(126, 16, 1, 1) == llama);
+  // torchtitan's generate_llm_fqn_per_model_part: 34 units on 3 stages → 12, 11, 11 units; less
+  // the embedding on the first and the output on the last: 11, 11, 10.
+  CHECK(even_chunk_layers(32, 3, 1, 1) == V{11, 11, 10});
+  // Megatron's plain even split, and its remainder given to the first chunks: 61 on 8 → 5 × 8,
+  // 3 × 7.
+  CHECK(even_chunk_layers(64, 8, 0, 0) == V(8, 8));
+  CHECK(even_chunk_layers(61, 8, 0, 0) == V{8, 8, 8, 8, 8, 7, 7, 7});
+  // One chunk holds everything; an end that would keep no layer drops the weights: 4 layers +
+  // 2 on 4 chunks would be 2 − 1, 2, 1, 1 − 1.
+  CHECK(even_chunk_layers(32, 1, 1, 1) == V{32});
+  CHECK(even_chunk_layers(4, 4, 1, 1) == V{1, 1, 1, 1});
+  CHECK_THROWS_AS(even_chunk_layers(4, 5, 0, 0), Error);
+}

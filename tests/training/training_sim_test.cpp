@@ -1414,3 +1414,23 @@ TEST_CASE("1f1b-overlap: each forward runs merged with the backward before it, h
   CHECK_THROWS_WITH_AS(simulate_training(topo, bundled("llama3.1-8b"), piped),
                        doctest::Contains("--schedule: 1f1b-overlap needs pp = 1"), Error);
 }
+
+TEST_CASE("the trace splits the layers as the stack's framework does unless a split is given") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  const auto layers_on = [&](const std::string& stack, std::vector<std::int64_t> given = {}) {
+    auto s = setup("pp=4,dp=2", 2048, 8, 0, stack);
+    s.strategy.chunk_layers = std::move(given);
+    return simulate_training(topo, m, s).chunk_layers;
+  };
+  using V = std::vector<std::int64_t>;
+  CHECK(layers_on("megatron") == V{8, 8, 8, 8});
+  CHECK(layers_on("torchtitan") == V{8, 9, 8, 7});  // 34 units: 9, 9, 8, 8 less the ends
+  CHECK(layers_on("deepspeed") == V{7, 9, 9, 7});   // by parameters (tests/strategy)
+  // The ideal stack balances by time: the head and loss of a 128K vocabulary weigh on the last.
+  const auto ideal = layers_on("ideal");
+  CHECK(ideal.back() < 8);
+  CHECK(ideal != V{8, 8, 8, 8});
+  // --stage-layers (a Megatron line's uneven split) wins over any stack's.
+  CHECK(layers_on("torchtitan", {9, 8, 8, 7}) == V{9, 8, 8, 7});
+}

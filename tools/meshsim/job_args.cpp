@@ -197,6 +197,9 @@ JobArgs::Resolved JobArgs::resolve(std::int64_t world) const {
     if (m.stack.fp8_params) r.stack = with_fp8_params(std::move(r.stack));
     if (m.stack.fp8_fsdp_all_gather)
       r.stack = with_fp8_fsdp_all_gather(std::move(r.stack), *m.stack.fp8_fsdp_all_gather);
+    if (m.stack.pipeline_split)
+      r.stack = with_pipeline_split(std::move(r.stack), *m.stack.pipeline_split);
+    r.chunk_layers = m.chunk_layers;
     cfg = m.config;
     recompute_name = name_of(m.config.recompute);  // the stack's policy of that name
     // torchtitan's layer SAC: the stack's full policy of that period, or on a stack whose layer
@@ -352,6 +355,7 @@ TrainingSetup training_setup(const JobArgs::Resolved& job) {
   setup.memory.recipe = stack_recipe(job.stack, job.dtype);
   setup.strategy.stack = job.stack;
   setup.strategy.tp_overlap = job.tp_overlap;
+  setup.strategy.chunk_layers = job.chunk_layers;
   return setup;
 }
 

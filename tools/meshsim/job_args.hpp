@@ -89,6 +89,8 @@ struct JobArgs {
     bool flash_attention = true;
     Stack stack;
     std::optional<bool> tp_overlap;
+    // Layers per pipeline chunk a launch configuration fixes; empty: the stack's split.
+    std::vector<std::int64_t> chunk_layers;
   };
   // Loads the workload and applies the flags over the job file's values. The global batch
   // defaults to dp × micro-batch (one micro-batch per replica) when neither gives it. A mesh

@@ -13,6 +13,7 @@
 #include "model/workload.hpp"
 #include "parallel/mesh_rules.hpp"
 #include "report/memory_report.hpp"
+#include "strategy/pipeline_split.hpp"
 #include "topology/topology_loader.hpp"
 
 namespace meshsim::cli {
@@ -104,6 +105,15 @@ int run_memory(const MemoryArgs& a) {
                {training.seq, training.global_batch, training.micro_batch, true,
                 job_flags.batch_from, training.pipeline_steps});
     run.training = &training;
+    // The launch configuration's split, else the stack's framework split of the layers (the
+    // trace builder's when it simulates).
+    training.chunk_layers = job_flags.chunk_layers;
+    if (training.chunk_layers.empty()) {
+      training.chunk_layers =
+          framework_chunk_layers(job_flags.stack.pipeline_split, model, model_chunks(cfg));
+      if (auto n = framework_split_note(job_flags.stack, model, model_chunks(cfg)); !n.empty())
+        run.notes.push_back(std::move(n));
+    }
     run.stages = training_memory_per_stage(model, training, cfg, opt);
   }
   cli_out() << (a.json ? json_text(memory_run_json(run)) + "\n" : memory_text(run));

@@ -319,6 +319,7 @@ int run_search_command(const SearchArgs& a) {
     ls.cp_comm = strategy.stack.cp_comm;
     ls.fp8_fsdp_all_gather = strategy.stack.fp8_fsdp_all_gather;
     ls.fp8_params = strategy.stack.fp8_params;
+    ls.pipeline_split = strategy.stack.pipeline_split;
     launch = launch_config(a.emit, model, best.candidate.config, lj, ls);
   }
   if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {

@@ -1,0 +1,97 @@
+#include "strategy/pipeline_split.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/param_count.hpp"
+
+namespace meshsim {
+
+std::int64_t model_chunks(const ParallelConfig& config) {
+  return config.mesh.pp *
+         (config.schedule.kind == ScheduleKind::interleaved ? config.schedule.virtual_stages : 1);
+}
+
+std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chunks, double layer_s,
+                                          double first_extra_s, double last_extra_s) {
+  // Smallest bound B such that a greedy contiguous fill stays within it; the ends carry their
+  // extra time. Layers are identical here (dense or MoE with dense first layers aside), so a
+  // binary search over the layer count of the slowest chunk is exact.
+  auto fits = [&](double bound, std::vector<std::int64_t>* out) {
+    std::int64_t left = layers;
+    std::vector<std::int64_t> v(static_cast<std::size_t>(chunks), 0);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      double extra = (c == 0 ? first_extra_s : 0.0) + (c == chunks - 1 ? last_extra_s : 0.0);
+      const auto room =
+          layer_s > 0 ? static_cast<std::int64_t>(std::floor((bound - extra) / layer_s + 1e-9))
+                      : left;
+      const std::int64_t remaining_chunks = chunks - c - 1;
+      // Every chunk needs at least one layer.
+      std::int64_t take = std::min(std::max<std::int64_t>(room, 1), left - remaining_chunks);
+      if (take < 1) return false;
+      v[static_cast<std::size_t>(c)] = take;
+      left -= take;
+    }
+    if (left != 0) return false;
+    if (out) *out = v;
+    return true;
+  };
+  double lo = 0, hi = static_cast<double>(layers) * layer_s + first_extra_s + last_extra_s + 1;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (fits(mid, nullptr) ? hi : lo) = mid;
+  }
+  std::vector<std::int64_t> out;
+  if (!fits(hi, &out)) out = split_layers(layers, chunks);
+  return out;
+}
+
+std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
+                                                 std::int64_t chunks) {
+  if (chunks < 1 || chunks > model.layers) return {};  // the mesh checks say why
+  switch (split.method) {
+    case PipelineSplitMethod::balanced:
+      return {};
+    case PipelineSplitMethod::even:
+      return even_chunk_layers(model.layers, chunks, split.embedding_layers, split.loss_layers);
+    case PipelineSplitMethod::parameters: {
+      if (!model.has_architecture()) return split_layers(model.layers, chunks);
+      const auto p = count_params(model);
+      // The head: its own matrix, or the embedding's when tied (DeepSpeed's TiedLayerSpec
+      // keeps a copy on each end); the final norm beside it.
+      const double head = (p.output > 0 ? p.output : p.embedding) + norm_params(model);
+      return balanced_chunks(model.layers, chunks, layer_params(model, model.layers - 1),
+                             p.embedding, head);
+    }
+  }
+  return {};
+}
+
+std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks) {
+  const auto& s = stack.pipeline_split;
+  if (s.method != PipelineSplitMethod::even || chunks < 2 || chunks > model.layers) return "";
+  const std::int64_t units = model.layers + s.embedding_layers + s.loss_layers;
+  const std::int64_t per = units / chunks, rem = units % chunks;
+  const std::string weights = s.embedding_layers + s.loss_layers > 0
+                                  ? fmt::format(" (the embedding counted as {} and the loss as {})",
+                                                s.embedding_layers, s.loss_layers)
+                                  : "";
+  // even_chunk_layers drops the ends' weights when an end would keep no layer (the last chunk
+  // never takes one of the remainder).
+  if (per + (rem > 0 ? 1 : 0) - s.embedding_layers < 1 || per - s.loss_layers < 1)
+    return fmt::format(
+        "stack '{}' splits {} layers{} into {} pipeline chunks; that leaves an end chunk no "
+        "layer, so the layers were split evenly",
+        stack.name, model.layers, weights, chunks);
+  if (rem != 0 && s.must_divide)
+    return fmt::format(
+        "stack '{}' splits the layers evenly, and {}{} do not divide into {} pipeline chunks: its "
+        "framework needs them to or the split given (--stage-layers; Megatron-LM's "
+        "--decoder-first/last-pipeline-num-layers); simulated with the first {} one layer more",
+        stack.name, model.layers, weights, chunks, rem);
+  return "";
+}
+
+}  // namespace meshsim

@@ -1,0 +1,38 @@
+#pragma once
+// How a run's layers are cut into pipeline chunks: meshsim's split balanced by estimated time,
+// and the split the stack's framework runs (Stack::pipeline_split).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.hpp"
+#include "parallel/parallel_config.hpp"
+#include "stack/stack.hpp"
+
+namespace meshsim {
+
+// Global model chunks of a layout: pp × virtual stages of an interleaved schedule.
+std::int64_t model_chunks(const ParallelConfig& config);
+
+// Layers per chunk balancing a per-layer cost: the first chunk also carries `first_extra`, the
+// last `last_extra` (time: Narayanan et al. note the unequal ends, the seed guide advises
+// balancing stages by time and memory; parameters: DeepSpeed's partition by parameters).
+// Contiguous chunks minimising the largest one; every chunk keeps a layer.
+std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chunks, double layer_s,
+                                          double first_extra_s, double last_extra_s);
+
+// The layers per chunk the framework of `split` runs for `model` in `chunks` chunks; empty for a
+// `balanced` split (the trace builder balances by the layers' estimated time) and for more
+// chunks than layers (the mesh checks' error). `parameters`
+// weighs a middle layer's parameters against the embedding table (first chunk) and the head
+// with the final norm (last chunk; the head's matrix even when tied, as each end holds it).
+std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
+                                                 std::int64_t chunks);
+
+// A note when the framework could not run the stack's `even` split as priced: the units do not
+// divide into the chunks on a stack whose framework needs them to (PipelineSplit::must_divide;
+// meshsim gave the first chunks one more, as torchtitan does), or a weighted end would keep no
+// layer. Empty otherwise.
+std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks);
+
+}  // namespace meshsim

@@ -56,8 +56,11 @@ std::vector<MemoryBreakdown> params_only_stages(const ModelSpec& model,
     auto& b = out[static_cast<std::size_t>(s)];
     b.stage = s;
     b.activations_modeled = false;
-    add_model_state(b, *model.declared_params / as_double(mesh.tp * mesh.pp),
-                    as_double(mesh.shard_group()), config, options.recipe);
+    const double p = *model.declared_params / as_double(mesh.tp * mesh.pp);
+    add_model_state(b, p, as_double(mesh.shard_group()), config, options.recipe);
+    // Known by its count only: every parameter counted as an FP8 GEMM's weight.
+    b.weights +=
+        p * options.recipe.fp8_copy_bytes / (config.zero >= 3 ? as_double(mesh.shard_group()) : 1);
     b.communication = as_double(communicators({mesh.tp, mesh.pp, mesh.cp, mesh.dp, mesh.ep})) *
                       options.nccl_bytes_per_group;
     finish(b, options);
@@ -69,7 +72,7 @@ std::vector<MemoryBreakdown> params_only_stages(const ModelSpec& model,
 
 PrecisionRecipe default_recipe(DType dtype) {
   PrecisionRecipe r;
-  if (dtype == DType::fp8) r.weight_bytes = 3;  // bf16 weights + fp8 copy
+  if (dtype == DType::fp8) r.fp8_copy_bytes = 1;  // bf16 weights + fp8 copy
   if (dtype == DType::fp32) {
     r.weight_bytes = 4;  // pure fp32 training: no separate master copy
     r.grad_bytes = 4;
@@ -81,8 +84,8 @@ PrecisionRecipe default_recipe(DType dtype) {
 PrecisionRecipe stack_recipe(const Stack& stack, DType dtype) {
   if (dtype == DType::fp32) return default_recipe(dtype);
   PrecisionRecipe r;
-  r.weight_bytes =
-      stack.state.weight + (dtype == DType::fp8 && stack.keeps_fp8_weights() ? 1.0 : 0.0);
+  r.weight_bytes = stack.state.weight;
+  r.fp8_copy_bytes = dtype == DType::fp8 && stack.keeps_fp8_weights() ? 1.0 : 0.0;
   r.grad_bytes = stack.state.grad;
   r.master_bytes = stack.state.master;
   r.optimizer_bytes = stack.state.optimizer;
@@ -152,10 +155,11 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
   struct LayerSummary {
     OpTotals t;
     double dense = 0, expert = 0;
-    double gathered_bytes = 0;     // the layer's weights as FSDP gathers them
-    double fp8_linear = 0;         // of `dense`, the FP8 linears' (is_fp8_linear)
-    double checkpoint = 0;         // full recompute keeps the layer input
-    double selective_dropped = 0;  // what the selective policy does not keep
+    double gathered_bytes = 0;                       // the layer's weights as FSDP gathers them
+    double fp8_linear = 0;                           // of `dense`, the FP8 linears' (is_fp8_linear)
+    double fp8_gemm_dense = 0, fp8_gemm_expert = 0;  // weights an FP8 GEMM reads
+    double checkpoint = 0;                           // full recompute keeps the layer input
+    double selective_dropped = 0;                    // what the selective policy does not keep
   };
   std::map<bool, LayerSummary> cache;
   // An FP8 gather runs only where the state is sharded (torchtitan turns torchao's float8
@@ -173,6 +177,9 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
       (op.expert_weights ? s.expert : s.dense) += op.weight_params;
       s.gathered_bytes += op.weight_params * fsdp_gathered_bytes(fp8_gather, op);
       if (is_fp8_linear(op)) s.fp8_linear += op.weight_params;
+      if (op.weight_params > 0 && op.forward.kind == KernelKind::gemm &&
+          op.forward.dtype == DType::fp8)
+        (op.expert_weights ? s.fp8_gemm_expert : s.fp8_gemm_dense) += op.weight_params;
     }
     // Megatron checkpoints each layer's input (sharded over TP with SP): Korthikanti's 2·s·b·h.
     const double tokens = as_double(job.micro_batch) * as_double(job.seq) / as_double(mesh.cp);
@@ -197,6 +204,7 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     double act_per_mb = 0, max_layer_params = 0, max_layer_activation = 0, temporary = 0;
     // The stage's layers' parameters and their bytes as FSDP gathers them.
     double layer_params = 0, stage_gathered = 0, max_layer_gathered = 0, fp8_linear = 0;
+    double fp8_gemm_dense = 0, fp8_gemm_expert = 0;
     std::int64_t rebuilt_layers = 0;  // the most layers full recompute rebuilds at once
     for (std::int64_t c = s; c < chunks; c += mesh.pp) {
       const auto first = first_layer[static_cast<std::size_t>(c)];
@@ -211,6 +219,8 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
         layer_params += ls.dense + ls.expert;
         stage_gathered += ls.gathered_bytes;
         fp8_linear += ls.fp8_linear;
+        fp8_gemm_dense += ls.fp8_gemm_dense;
+        fp8_gemm_expert += ls.fp8_gemm_expert;
         max_layer_gathered = std::max(max_layer_gathered, ls.gathered_bytes);
         const double full = ls.t.saved_bytes + ls.t.score_bytes;
         max_layer_activation = std::max(max_layer_activation, full);
@@ -249,10 +259,17 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
     }
     // Dense state is sharded over the shard group (all DP × CP ranks, or an HSDP sub-group).
     add_model_state(b, params.dense, as_double(mesh.shard_group()), config, recipe);
-    // FP8 parameters: the FP8 linears' working weights are one byte (sharded as the rest).
+    // The FP8 copies of the weights FP8 GEMMs read (sharded as the rest).
+    const double dense_shards = config.zero >= 3 ? as_double(mesh.shard_group()) : 1.0;
+    const double expert_shards = config.zero >= 3 ? as_double(mesh.expert_replicas()) : 1.0;
+    b.weights +=
+        recipe.fp8_copy_bytes * (fp8_gemm_dense / dense_shards + fp8_gemm_expert / expert_shards);
+    // FP8 parameters: the FP8 linears' working weights are one byte, neither the 16-bit weight
+    // nor its copy.
     if (recipe.fp8_param_weights)
-      b.weights -= fp8_linear * (recipe.weight_bytes - bytes_of(DType::fp8)) /
-                   (config.zero >= 3 ? as_double(mesh.shard_group()) : 1.0);
+      b.weights -= fp8_linear *
+                   (recipe.weight_bytes + recipe.fp8_copy_bytes - bytes_of(DType::fp8)) /
+                   dense_shards;
     add_model_state(b, params.expert, as_double(mesh.expert_replicas()), config, recipe);
 
     b.activations = act_per_mb * microbatches_in_flight(config.schedule, mesh.pp, s, microbatches);

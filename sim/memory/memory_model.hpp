@@ -32,7 +32,15 @@ struct PrecisionRecipe {
   // FP8 runs: a data-parallel gather moves the FP8 linears' weights in one byte
   // (gathers_fp8_weights), and they are held in one byte, not `weight_bytes` (Stack::fp8_params).
   bool fp8_gathered_weights = false, fp8_param_weights = false;
-  double per_param() const { return weight_bytes + grad_bytes + master_bytes + optimizer_bytes; }
+  // FP8 runs on a stack that keeps an FP8 copy of the weights between steps (Transformer
+  // Engine): one byte more for each weight an FP8 GEMM reads, the linears' and the experts'
+  // (TE's Linear, LayerNormLinear and GroupedLinear); the embedding, the output layer (Megatron's
+  // ColumnParallelLinear, not a TE module, runs in 16 bits) and the norms keep none.
+  double fp8_copy_bytes = 0;
+  // Per parameter of an FP8 GEMM's weight (the most a parameter takes).
+  double per_param() const {
+    return weight_bytes + fp8_copy_bytes + grad_bytes + master_bytes + optimizer_bytes;
+  }
 };
 
 // bf16/fp16: the ZeRO paper's 2 + 2 + 12. fp8 (Transformer Engine): the same plus a 1-byte fp8

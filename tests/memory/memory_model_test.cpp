@@ -211,12 +211,16 @@ TEST_CASE("ZeRO-3's gathered weights: 16-bit whatever the shards hold; FP8 float
   CHECK(f8.weights == doctest::Approx(z3.weights));
   CHECK(f8.temporary - with_stack("torchtitan", 2, DType::fp8).temporary ==
         doctest::Approx(2 * layer * 2 + layer * 4));
-  // Transformer Engine keeps a 1-byte FP8 copy of every weight (sharded with the rest).
+  // Transformer Engine keeps a 1-byte FP8 copy of each weight an FP8 GEMM reads, sharded with
+  // the rest: the 32 layers' linears (7 GEMMs' weights, 218.1 M a layer less 8,192 of norms),
+  // not the embedding, the 16-bit output layer or the norms (2 × 525.3 M + 65 × 4,096 kept
+  // without one).
+  const double linears = layer - 2 * 4096;
   const auto te = with_stack("megatron", 3, DType::fp8);
-  CHECK(te.weights == doctest::Approx(with_stack("megatron", 3, DType::bf16).weights * 3 / 2));
+  CHECK(te.weights - with_stack("megatron", 3, DType::bf16).weights ==
+        doctest::Approx(32 * linears / 8));
   // torchao's float8 all-gather: the linears' weights gather in one byte, the two norms' in
   // two: both gathered layers shrink by a byte a linear parameter; a bf16 run is unchanged.
-  const double linears = layer - 2 * 4096;
   ParallelConfig c;
   c.mesh = parse_mesh("dp=8", "--mesh");
   c.zero = 3;
@@ -258,6 +262,25 @@ TEST_CASE("ZeRO-3's gathered weights: 16-bit whatever the shards hold; FP8 float
   const auto sixteen = run(mg, DType::fp8, true), eight = run(fp8_params, DType::fp8, true);
   CHECK(sixteen.weights - eight.weights == doctest::Approx(32 * linears * 2 / 8));
   CHECK(sixteen.temporary - eight.temporary == doctest::Approx(2 * linears));
+}
+
+TEST_CASE("Transformer Engine's FP8 copies: the linears' and the experts', not the router's") {
+  // Mixtral 8x7B at dp=8, ep=8, ZeRO-1 (copies unsharded): a layer's attention linears
+  // 2 × 4096² + 2 × 4096 × 1024 = 41,943,040 and its rank's one expert 3 × 4096 × 14336 =
+  // 176,160,768 take a byte more each; the router (a 16-bit torch linear), the norms, the
+  // embedding and the output layer none.
+  const auto m = bundled("mixtral-8x7b");
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=8,ep=8", "--mesh");
+  c.zero = 1;
+  const auto weights = [&](DType dtype) {
+    MemoryOptions o;
+    o.recipe = stack_recipe(*bundled_stack("megatron"), dtype);
+    return worst_stage(training_memory_per_stage(m, TrainingMemoryJob{4096, 8, 1, dtype, {}}, c, o))
+        .weights;
+  };
+  CHECK(weights(DType::fp8) - weights(DType::bf16) ==
+        doctest::Approx(32 * (41943040.0 + 176160768.0)));
 }
 
 TEST_CASE("ZeRO-3 gathers layers; expert state shards over the expert data-parallel group") {

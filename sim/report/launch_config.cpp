@@ -18,9 +18,17 @@ std::string merged_note(const Schedule& s, std::string_view how) {
       to_string(s), how);
 }
 
-// The split a launch configuration is written for: the stack's (an even split when not said).
-PipelineSplit launch_split(const LaunchStack& stack) {
-  return stack.pipeline_split.value_or(PipelineSplit{PipelineSplitMethod::even, 0, 0});
+// The chunks of a layout: pp × the virtual stages of an interleaved schedule.
+std::int64_t layout_chunks(const ParallelConfig& c) {
+  return c.mesh.pp * (c.schedule.kind == ScheduleKind::interleaved ? c.schedule.virtual_stages
+                                                                   : std::int64_t{1});
+}
+
+// The split a launch configuration is written for: the stack's (an even split when not said), as
+// the framework runs it for these layers and chunks (runnable_split).
+PipelineSplit launch_split(const LaunchStack& stack, const ModelSpec& m, const ParallelConfig& c) {
+  return runnable_split(stack.pipeline_split.value_or(PipelineSplit{PipelineSplitMethod::even}),
+                        m.layers, layout_chunks(c));
 }
 
 // What a Megatron line cannot say, as "# " lines printed before it.
@@ -57,10 +65,8 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const 
     s += "# the model is known by its parameter count only: no architecture flags\n";
   // The split: Megatron's is even (the ends weighed with --account-for-*); meshsim simulated the
   // stack's (pipeline_split).
-  const auto split = launch_split(stack);
-  const auto chunks =
-      c.mesh.pp *
-      (c.schedule.kind == ScheduleKind::interleaved ? c.schedule.virtual_stages : std::int64_t{1});
+  const auto split = launch_split(stack, m, c);
+  const auto chunks = layout_chunks(c);
   const std::int64_t units = m.layers + split.embedding_layers + split.loss_layers;
   if (c.mesh.pp > 1 && split.method != PipelineSplitMethod::even)
     s += fmt::format(
@@ -142,7 +148,7 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   // Megatron's default is p2p (ring attention): only the all-gather is written.
   if (mesh.cp > 1 && stack.cp_comm == CpComm::allgather)
     s += fmt::format(" --cp-comm-type {}", megatron_cp_comm_type(CpComm::allgather));
-  const auto split = launch_split(stack);
+  const auto split = launch_split(stack, m, c);
   const bool weighed = mesh.pp > 1 && split.method == PipelineSplitMethod::even;
   if (weighed && split.embedding_layers > 0) s += " --account-for-embedding-in-pipeline-split";
   if (weighed && split.loss_layers > 0) s += " --account-for-loss-in-pipeline-split";
@@ -265,7 +271,7 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
   // The split (parse_torchtitan_toml reads it back): the ends' weights, and the stages per rank
   // through pipeline_parallel_layers_per_stage (ceil(units / per) stages) where it is not the
   // default two of an interleaved schedule.
-  const auto split = launch_split(stack);
+  const auto split = launch_split(stack, m, c);
   if (mesh.pp > 1 && split.method == PipelineSplitMethod::even)
     s += fmt::format(
         "pipeline_parallel_first_stage_less_layers = {}\n"

@@ -343,7 +343,7 @@ MegatronJob megatron_job(const MegatronLine& line, std::int64_t world, std::int6
                       has(line, "--decoder-last-pipeline-num-layers");
   PipelineSplit split{PipelineSplitMethod::even,
                       has(line, "--account-for-embedding-in-pipeline-split") ? 1 : 0,
-                      has(line, "--account-for-loss-in-pipeline-split") ? 1 : 0};
+                      has(line, "--account-for-loss-in-pipeline-split") ? 1 : 0, true};
   if (uneven && split.embedding_layers + split.loss_layers > 0)
     throw Error("", where,
                 "--decoder-first/last-pipeline-num-layers and --account-for-*-in-pipeline-split "

@@ -80,6 +80,22 @@ std::string_view name_of(PipelineSplitMethod m) {
   return "?";
 }
 
+PipelineSplit runnable_split(const PipelineSplit& split, std::int64_t layers, std::int64_t chunks) {
+  if (split.method != PipelineSplitMethod::even || !split.must_divide || chunks < 2) return split;
+  const auto divides = [&](const PipelineSplit& s) {
+    const auto units = layers + s.embedding_layers + s.loss_layers;
+    return units % chunks == 0 && units / chunks > std::max(s.embedding_layers, s.loss_layers);
+  };
+  if (divides(split)) return split;
+  for (const auto& [e, l] : {std::pair{1, 1}, std::pair{1, 0}, std::pair{0, 1}}) {
+    PipelineSplit w = split;
+    w.embedding_layers = e;
+    w.loss_layers = l;
+    if (divides(w)) return w;
+  }
+  return split;
+}
+
 std::vector<std::int64_t> even_chunk_layers(std::int64_t layers, std::int64_t chunks,
                                             std::int32_t embedding_layers,
                                             std::int32_t loss_layers) {

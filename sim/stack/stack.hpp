@@ -155,6 +155,14 @@ struct PipelineSplit {
 // one more, less the ends' weights. When a weighted end would keep no layer, the weights are
 // dropped (a plain even split). Hand examples: 126 layers, 16 chunks, 1 + 1 → 7, 8 × 14, 7
 // (Llama 3 405B); 32 layers, 3 chunks, 1 + 1 → 11, 11, 10.
+// The split a framework that needs the units to divide (PipelineSplit::must_divide) runs for
+// `layers` in `chunks`: the stack's own when its units divide, else the first of the ends'
+// weightings it offers whose units do (embedding and loss, embedding only, loss only: Megatron's
+// --account-for-embedding/loss-in-pipeline-split, as NeMo's Llama 3.1 405B recipe sets both for
+// 126 layers on 16 stages), else the stack's own (the note of framework_split_note). Any other
+// split is returned as given.
+PipelineSplit runnable_split(const PipelineSplit& split, std::int64_t layers, std::int64_t chunks);
+
 std::vector<std::int64_t> even_chunk_layers(std::int64_t layers, std::int64_t chunks,
                                             std::int32_t embedding_layers,
                                             std::int32_t loss_layers);

@@ -54,8 +54,10 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
   switch (split.method) {
     case PipelineSplitMethod::balanced:
       return {};
-    case PipelineSplitMethod::even:
-      return even_chunk_layers(model.layers, chunks, split.embedding_layers, split.loss_layers);
+    case PipelineSplitMethod::even: {
+      const auto run = runnable_split(split, model.layers, chunks);
+      return even_chunk_layers(model.layers, chunks, run.embedding_layers, run.loss_layers);
+    }
     case PipelineSplitMethod::parameters: {
       if (!model.has_architecture()) return split_layers(model.layers, chunks);
       const auto p = count_params(model);
@@ -70,8 +72,10 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
 }
 
 std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks) {
-  const auto& s = stack.pipeline_split;
-  if (s.method != PipelineSplitMethod::even || chunks < 2 || chunks > model.layers) return "";
+  if (stack.pipeline_split.method != PipelineSplitMethod::even || chunks < 2 ||
+      chunks > model.layers)
+    return "";
+  const auto s = runnable_split(stack.pipeline_split, model.layers, chunks);
   const std::int64_t units = model.layers + s.embedding_layers + s.loss_layers;
   const std::int64_t per = units / chunks, rem = units % chunks;
   const std::string weights = s.embedding_layers + s.loss_layers > 0
@@ -91,6 +95,16 @@ std::string framework_split_note(const Stack& stack, const ModelSpec& model, std
         "framework needs them to or the split given (--stage-layers; Megatron-LM's "
         "--decoder-first/last-pipeline-num-layers); simulated with the first {} one layer more",
         stack.name, model.layers, weights, chunks, rem);
+  if (!(s == stack.pipeline_split))
+    return fmt::format(
+        "stack '{}' splits the layers evenly, and {} divide into {} pipeline chunks only with {} "
+        "counted as a layer (Megatron-LM's --account-for-embedding/loss-in-pipeline-split): {} "
+        "units a chunk",
+        stack.name, model.layers, chunks,
+        s.embedding_layers > 0 && s.loss_layers > 0 ? "the embedding and the loss each"
+        : s.embedding_layers > 0                    ? "the embedding"
+                                                    : "the loss",
+        per);
   return "";
 }
 

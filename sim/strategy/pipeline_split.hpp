@@ -29,10 +29,10 @@ std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chun
 std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
                                                  std::int64_t chunks);
 
-// A note when the framework could not run the stack's `even` split as priced: the units do not
-// divide into the chunks on a stack whose framework needs them to (PipelineSplit::must_divide;
-// meshsim gave the first chunks one more, as torchtitan does), or a weighted end would keep no
-// layer. Empty otherwise.
+// A note when the stack's `even` split was not run as the stack states it: its framework needs
+// the units to divide (PipelineSplit::must_divide) and only a weighting of the ends divides them
+// (runnable_split), or none does (meshsim gave the first chunks one more, as torchtitan does), or
+// a weighted end would keep no layer. Empty otherwise.
 std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks);
 
 }  // namespace meshsim

@@ -910,3 +910,20 @@ TEST_CASE("pipeline split: an even split with weighed ends, by hand") {
   CHECK(even_chunk_layers(4, 4, 1, 1) == V{1, 1, 1, 1});
   CHECK_THROWS_AS(even_chunk_layers(4, 5, 0, 0), Error);
 }
+
+TEST_CASE("pipeline split: a framework that needs the units to divide weighs the ends to divide") {
+  const PipelineSplit mg{PipelineSplitMethod::even, 0, 0, true};
+  // 126 layers on 16 chunks: 126 no, 128 with both ends weighed (NeMo's Llama 3.1 405B recipe).
+  CHECK(runnable_split(mg, 126, 16) == PipelineSplit{PipelineSplitMethod::even, 1, 1, true});
+  // 127 on 16: the embedding alone makes 128; 61 on 2: the embedding alone, 62.
+  CHECK(runnable_split(mg, 127, 16) == PipelineSplit{PipelineSplitMethod::even, 1, 0, true});
+  CHECK(runnable_split(mg, 61, 2) == PipelineSplit{PipelineSplitMethod::even, 1, 0, true});
+  // Dividing already, or nothing divides (61 on 8: 61, 62, 63 all no): the stack's own.
+  CHECK(runnable_split(mg, 128, 16) == mg);
+  CHECK(runnable_split(mg, 61, 8) == mg);
+  // An end weighed to a whole chunk would keep no layer: 2 layers on 4 chunks (4 units) is not.
+  CHECK(runnable_split(mg, 2, 4) == mg);
+  // A framework that splits any count (torchtitan's) keeps its own.
+  const PipelineSplit tt{PipelineSplitMethod::even, 1, 1, false};
+  CHECK(runnable_split(tt, 127, 16) == tt);
+}

@@ -70,3 +70,15 @@ TEST_CASE("framework_split_note: only where the framework would not run the spli
         "32 pipeline chunks; that leaves an end chunk no layer, so the layers were split evenly");
   CHECK(framework_chunk_layers(tt.pipeline_split, m, 32) == std::vector<std::int64_t>(32, 1));
 }
+
+TEST_CASE("framework_split_note: Megatron's 405B split weighs the ends, and says so") {
+  const auto m = load_model(source_path("workloads/models/llama3.1-405b.json"));
+  const auto& mg = *bundled_stack("megatron");
+  std::vector<std::int64_t> meta(16, 8);
+  meta.front() = meta.back() = 7;  // Llama 3 (2407.21783 §3.3.2)
+  CHECK(framework_chunk_layers(mg.pipeline_split, m, 16) == meta);
+  CHECK(framework_split_note(mg, m, 16) ==
+        "stack 'megatron' splits the layers evenly, and 126 divide into 16 pipeline chunks only "
+        "with the embedding and the loss each counted as a layer (Megatron-LM's "
+        "--account-for-embedding/loss-in-pipeline-split): 8 units a chunk");
+}

@@ -31,6 +31,17 @@ PipelineSplit launch_split(const LaunchStack& stack, const ModelSpec& m, const P
                         m.layers, layout_chunks(c));
 }
 
+// Megatron's uneven split where the stack ran one (a framework that needs the layers to divide,
+// and they do not, even with the ends weighed; one chunk a stage): the layers per stage, whose
+// ends --decoder-first/last-pipeline-num-layers give. Empty otherwise.
+std::vector<std::int64_t> megatron_uneven(const PipelineSplit& split, const ModelSpec& m,
+                                          const ParallelConfig& c) {
+  if (c.mesh.pp < 2 || split.method != PipelineSplitMethod::even || !split.must_divide ||
+      split.embedding_layers + split.loss_layers > 0 || layout_chunks(c) != c.mesh.pp)
+    return {};
+  return uneven_ends_chunk_layers(m.layers, c.mesh.pp);
+}
+
 // What a Megatron line cannot say, as "# " lines printed before it.
 std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j,
                              const LaunchStack& stack) {
@@ -72,7 +83,7 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const 
     s += fmt::format(
         "# meshsim split the layers by {} (the stack's split); Megatron splits them evenly\n",
         split.method == PipelineSplitMethod::balanced ? "estimated time" : "parameters");
-  else if (c.mesh.pp > 1 && units % chunks != 0)
+  else if (c.mesh.pp > 1 && units % chunks != 0 && megatron_uneven(split, m, c).empty())
     s += fmt::format(
         "# {} layers{} do not split evenly into {} pipeline chunks: meshsim gave the first {} one "
         "more; Megatron needs --decoder-first-pipeline-num-layers / "
@@ -152,6 +163,10 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   const bool weighed = mesh.pp > 1 && split.method == PipelineSplitMethod::even;
   if (weighed && split.embedding_layers > 0) s += " --account-for-embedding-in-pipeline-split";
   if (weighed && split.loss_layers > 0) s += " --account-for-loss-in-pipeline-split";
+  if (const auto uneven = megatron_uneven(split, m, c); !uneven.empty())
+    s +=
+        fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+                    uneven.front(), uneven.back());
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
     const auto chunks = mesh.pp * c.schedule.virtual_stages;
     const auto units =

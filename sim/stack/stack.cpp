@@ -80,6 +80,17 @@ std::string_view name_of(PipelineSplitMethod m) {
   return "?";
 }
 
+std::vector<std::int64_t> uneven_ends_chunk_layers(std::int64_t layers, std::int64_t stages) {
+  if (stages < 2 || layers % stages == 0) return {};
+  const std::int64_t middle = (layers + stages - 1) / stages;
+  const std::int64_t ends = layers - (stages - 2) * middle;
+  if (ends < 2) return {};
+  std::vector<std::int64_t> out(static_cast<std::size_t>(stages), middle);
+  out.front() = (ends + 1) / 2;
+  out.back() = ends / 2;
+  return out;
+}
+
 PipelineSplit runnable_split(const PipelineSplit& split, std::int64_t layers, std::int64_t chunks) {
   if (split.method != PipelineSplitMethod::even || !split.must_divide || chunks < 2) return split;
   const auto divides = [&](const PipelineSplit& s) {

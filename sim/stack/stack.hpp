@@ -155,6 +155,13 @@ struct PipelineSplit {
 // one more, less the ends' weights. When a weighted end would keep no layer, the weights are
 // dropped (a plain even split). Hand examples: 126 layers, 16 chunks, 1 + 1 → 7, 8 × 14, 7
 // (Llama 3 405B); 32 layers, 3 chunks, 1 + 1 → 11, 11, 10.
+// Megatron's uneven split of `layers` over `stages` pipeline stages (one chunk each) when they do
+// not divide: the middle stages ceil(layers / stages) each, the first and last stage the rest,
+// the first one more when it is odd (--decoder-first/last-pipeline-num-layers). Hand example: 61
+// layers on 8 stages → 7, 8 × 6, 6. Empty when the ends would keep no layer or when the layers
+// divide (the even split is the framework's then).
+std::vector<std::int64_t> uneven_ends_chunk_layers(std::int64_t layers, std::int64_t stages);
+
 // The split a framework that needs the units to divide (PipelineSplit::must_divide) runs for
 // `layers` in `chunks`: the stack's own when its units divide, else the first of the ends'
 // weightings it offers whose units do (embedding and loss, embedding only, loss only: Megatron's

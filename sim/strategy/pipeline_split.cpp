@@ -9,9 +9,12 @@
 
 namespace meshsim {
 
+std::int64_t virtual_stages(const ParallelConfig& config) {
+  return config.schedule.kind == ScheduleKind::interleaved ? config.schedule.virtual_stages : 1;
+}
+
 std::int64_t model_chunks(const ParallelConfig& config) {
-  return config.mesh.pp *
-         (config.schedule.kind == ScheduleKind::interleaved ? config.schedule.virtual_stages : 1);
+  return config.mesh.pp * virtual_stages(config);
 }
 
 std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chunks, double layer_s,
@@ -49,13 +52,17 @@ std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chun
 }
 
 std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
-                                                 std::int64_t chunks) {
+                                                 std::int64_t chunks, std::int64_t virtual_stages) {
   if (chunks < 1 || chunks > model.layers) return {};  // the mesh checks say why
   switch (split.method) {
     case PipelineSplitMethod::balanced:
       return {};
     case PipelineSplitMethod::even: {
       const auto run = runnable_split(split, model.layers, chunks);
+      const auto units = model.layers + run.embedding_layers + run.loss_layers;
+      if (run.must_divide && units % chunks != 0 && virtual_stages == 1 &&
+          run.embedding_layers + run.loss_layers == 0)
+        if (auto ends = uneven_ends_chunk_layers(model.layers, chunks); !ends.empty()) return ends;
       return even_chunk_layers(model.layers, chunks, run.embedding_layers, run.loss_layers);
     }
     case PipelineSplitMethod::parameters: {
@@ -71,7 +78,8 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
   return {};
 }
 
-std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks) {
+std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks,
+                                 std::int64_t virtual_stages) {
   if (stack.pipeline_split.method != PipelineSplitMethod::even || chunks < 2 ||
       chunks > model.layers)
     return "";
@@ -89,12 +97,20 @@ std::string framework_split_note(const Stack& stack, const ModelSpec& model, std
         "stack '{}' splits {} layers{} into {} pipeline chunks; that leaves an end chunk no "
         "layer, so the layers were split evenly",
         stack.name, model.layers, weights, chunks);
-  if (rem != 0 && s.must_divide)
+  if (rem != 0 && s.must_divide) {
+    const auto got = framework_chunk_layers(s, model, chunks, virtual_stages);
+    if (virtual_stages == 1 && got != even_chunk_layers(model.layers, chunks, 0, 0))
+      return fmt::format(
+          "stack '{}' splits the layers evenly, and {} do not divide into {} pipeline stages, as "
+          "they are or with the ends weighed: the first and last stage take {} and {}, the "
+          "others {} (Megatron-LM's --decoder-first/last-pipeline-num-layers)",
+          stack.name, model.layers, chunks, got.front(), got.back(), got[1]);
     return fmt::format(
         "stack '{}' splits the layers evenly, and {}{} do not divide into {} pipeline chunks: its "
         "framework needs them to or the split given (--stage-layers; Megatron-LM's "
         "--decoder-first/last-pipeline-num-layers); simulated with the first {} one layer more",
         stack.name, model.layers, weights, chunks, rem);
+  }
   if (!(s == stack.pipeline_split))
     return fmt::format(
         "stack '{}' splits the layers evenly, and {} divide into {} pipeline chunks only with {} "

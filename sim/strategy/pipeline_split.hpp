@@ -26,13 +26,23 @@ std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chun
 // chunks than layers (the mesh checks' error). `parameters`
 // weighs a middle layer's parameters against the embedding table (first chunk) and the head
 // with the final norm (last chunk; the head's matrix even when tied, as each end holds it).
+// `virtual_stages`: the chunks a pipeline stage holds (interleaving); a framework that needs the
+// units to divide and gets none that do (runnable_split) runs Megatron's uneven split
+// (uneven_ends_chunk_layers) without interleaving, and the even split with the first chunks one
+// layer more with it (which Megatron-LM would refuse: framework_split_note says so).
 std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
-                                                 std::int64_t chunks);
+                                                 std::int64_t chunks,
+                                                 std::int64_t virtual_stages = 1);
 
 // A note when the stack's `even` split was not run as the stack states it: its framework needs
 // the units to divide (PipelineSplit::must_divide) and only a weighting of the ends divides them
-// (runnable_split), or none does (meshsim gave the first chunks one more, as torchtitan does), or
-// a weighted end would keep no layer. Empty otherwise.
-std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks);
+// (runnable_split), or none does (Megatron's uneven split without interleaving; with it, the
+// first chunks one more, as torchtitan does, which Megatron-LM refuses), or a weighted end would
+// keep no layer. Empty otherwise.
+std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks,
+                                 std::int64_t virtual_stages = 1);
+
+// The virtual stages of a layout: an interleaved schedule's, else 1.
+std::int64_t virtual_stages(const ParallelConfig& config);
 
 }  // namespace meshsim

@@ -1478,7 +1478,7 @@ std::vector<std::int64_t> Builder::split() const {
       throw Error("", "--stage-layers",
                   "sums to " + std::to_string(sum) + " layers; " + m_.name + " has " +
                       std::to_string(m_.layers));
-  } else if (auto framework = framework_chunk_layers(opt_.stack.pipeline_split, m_, G);
+  } else if (auto framework = framework_chunk_layers(opt_.stack.pipeline_split, m_, G, v);
              !framework.empty()) {
     chunk_layers = std::move(framework);
   } else {

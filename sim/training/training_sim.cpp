@@ -276,7 +276,9 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   r.memory = worst_stage(r.memory_per_stage);
   r.chunk_layers = r.trace.chunk_layers;
   if (setup.strategy.chunk_layers.empty())
-    if (auto n = framework_split_note(setup.strategy.stack, model, model_chunks(cfg)); !n.empty())
+    if (auto n = framework_split_note(setup.strategy.stack, model, model_chunks(cfg),
+                                      virtual_stages(cfg));
+        !n.empty())
       r.notes.push_back(std::move(n));
   r.notes.insert(r.notes.end(), r.trace.notes.begin(), r.trace.notes.end());
   r.microbatches = r.trace.microbatches;

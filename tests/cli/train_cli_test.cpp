@@ -296,7 +296,7 @@ TEST_CASE("train and memory: the layers split as the framework splits them") {
                            " --gpu H100-SXM5-80GB --mesh pp=5 --seq 4096 --gbs 5");
   REQUIRE_MESSAGE(mem.exit_code == 0, mem.err);
   CHECK(mem.out.find("note: stack 'megatron' splits the layers evenly, and 32 do not divide into "
-                     "5 pipeline chunks") != std::string::npos);
+                     "5 pipeline stages") != std::string::npos);
   CHECK(run_cli("memory --workload " + source_path("workloads/models/llama3.1-8b.json") +
                 " --gpu H100-SXM5-80GB --mesh pp=5 --seq 4096 --gbs 5 --stack torchtitan")
             .out.find("note:") == std::string::npos);

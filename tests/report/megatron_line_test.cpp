@@ -458,5 +458,17 @@ TEST_CASE("a Megatron line's pipeline split: the ends weighed, or the ends' laye
   CHECK(back.stack.pipeline_split == PipelineSplit{PipelineSplitMethod::even, 1, 1, true});
   CHECK(framework_chunk_layers(*back.stack.pipeline_split, model, 32) ==
         framework_chunk_layers(*st.pipeline_split, model, 32));
+  // DeepSeek-V3's 61 layers on 8 stages divide in no weighting: the line gives the ends' layers
+  // of the uneven split the stack ran (7, 8 × 6, 6), and they read back as that split.
+  const auto v3 = load_model(model_path("deepseek-v3"));
+  ParallelConfig d;
+  d.mesh = parse_mesh("dp=64,pp=8,ep=64", "--mesh");
+  const auto v3_text = launch_config("megatron", v3, d, LaunchJob{4096, 512, 1}, st);
+  CHECK(
+      v3_text.find("--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 6") !=
+      std::string::npos);
+  CHECK(v3_text.find("# ") == std::string::npos);  // nothing Megatron cannot say
+  CHECK(megatron_job(parse_megatron_line(v3_text, "e"), 512, v3.layers, "e").chunk_layers ==
+        framework_chunk_layers(*st.pipeline_split, v3, 8));
   CHECK(back.config.schedule == c.schedule);
 }

@@ -91,9 +91,9 @@ TEST_CASE(
     mo.flash_attention = true;
     auto cfg = c.config;
     edit(cfg);
-    const TrainingMemoryJob mj{
-        job.seq, job.global_batch, c.micro_batch, job.dtype,
-        framework_chunk_layers(stack.pipeline_split, model, model_chunks(cfg))};
+    const TrainingMemoryJob mj{job.seq, job.global_batch, c.micro_batch, job.dtype,
+                               framework_chunk_layers(stack.pipeline_split, model,
+                                                      model_chunks(cfg), virtual_stages(cfg))};
     return worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total();
   };
   const auto& mg = *bundled_stack("megatron");

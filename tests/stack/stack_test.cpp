@@ -927,3 +927,15 @@ TEST_CASE("pipeline split: a framework that needs the units to divide weighs the
   const PipelineSplit tt{PipelineSplitMethod::even, 1, 1, false};
   CHECK(runnable_split(tt, 127, 16) == tt);
 }
+
+TEST_CASE("pipeline split: Megatron's uneven split, the ends taking what the middle leaves") {
+  using V = std::vector<std::int64_t>;
+  // 61 layers on 8 stages: middle ceil(61 / 8) = 8 each, 61 − 48 = 13 for the ends, 7 and 6.
+  CHECK(uneven_ends_chunk_layers(61, 8) == V{7, 8, 8, 8, 8, 8, 8, 6});
+  // Two stages: the ends are all of it, the first one more.
+  CHECK(uneven_ends_chunk_layers(33, 2) == V{17, 16});
+  // Dividing layers, one stage, or ends left with nothing (9 on 8: middle 2, ends −3): none.
+  CHECK(uneven_ends_chunk_layers(64, 8).empty());
+  CHECK(uneven_ends_chunk_layers(61, 1).empty());
+  CHECK(uneven_ends_chunk_layers(9, 8).empty());
+}

@@ -57,9 +57,21 @@ TEST_CASE("framework_split_note: only where the framework would not run the spli
   const auto& tt = *bundled_stack("torchtitan");
   CHECK(framework_split_note(mg, m, 4).empty());
   CHECK(framework_split_note(mg, m, 1).empty());
-  // 32 layers on 5 chunks: Megatron needs the ends given; torchtitan's rule is this one.
+  // 32 layers on 5 stages: Megatron needs the ends given (32, 33 and 34 units do not divide):
+  // the middle stages ceil(32 / 5) = 7, the ends the 11 left, 6 and 5. torchtitan's rule splits
+  // any count its own way.
+  CHECK(framework_chunk_layers(mg.pipeline_split, m, 5) ==
+        std::vector<std::int64_t>{6, 7, 7, 7, 5});
   CHECK(framework_split_note(mg, m, 5) ==
-        "stack 'megatron' splits the layers evenly, and 32 do not divide into 5 pipeline "
+        "stack 'megatron' splits the layers evenly, and 32 do not divide into 5 pipeline stages, "
+        "as they are or with the ends weighed: the first and last stage take 6 and 5, the others "
+        "7 (Megatron-LM's --decoder-first/last-pipeline-num-layers)");
+  // Interleaved (5 stages × 2 chunks) Megatron spreads each stage's layers over its chunks, which
+  // 32 layers cannot give here: the first 2 of 10 chunks one more, and a note.
+  CHECK(framework_chunk_layers(mg.pipeline_split, m, 10, 2) ==
+        std::vector<std::int64_t>{4, 4, 3, 3, 3, 3, 3, 3, 3, 3});
+  CHECK(framework_split_note(mg, m, 10, 2) ==
+        "stack 'megatron' splits the layers evenly, and 32 do not divide into 10 pipeline "
         "chunks: its framework needs them to or the split given (--stage-layers; Megatron-LM's "
         "--decoder-first/last-pipeline-num-layers); simulated with the first 2 one layer more");
   CHECK(framework_split_note(tt, m, 5).empty());

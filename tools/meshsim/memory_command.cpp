@@ -109,9 +109,11 @@ int run_memory(const MemoryArgs& a) {
     // trace builder's when it simulates).
     training.chunk_layers = job_flags.chunk_layers;
     if (training.chunk_layers.empty()) {
-      training.chunk_layers =
-          framework_chunk_layers(job_flags.stack.pipeline_split, model, model_chunks(cfg));
-      if (auto n = framework_split_note(job_flags.stack, model, model_chunks(cfg)); !n.empty())
+      training.chunk_layers = framework_chunk_layers(job_flags.stack.pipeline_split, model,
+                                                     model_chunks(cfg), virtual_stages(cfg));
+      if (auto n =
+              framework_split_note(job_flags.stack, model, model_chunks(cfg), virtual_stages(cfg));
+          !n.empty())
         run.notes.push_back(std::move(n));
     }
     run.stages = training_memory_per_stage(model, training, cfg, opt);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "strategy/pipeline_split.hpp"
 
 namespace meshsim {
 namespace {
@@ -18,17 +19,11 @@ std::string merged_note(const Schedule& s, std::string_view how) {
       to_string(s), how);
 }
 
-// The chunks of a layout: pp × the virtual stages of an interleaved schedule.
-std::int64_t layout_chunks(const ParallelConfig& c) {
-  return c.mesh.pp * (c.schedule.kind == ScheduleKind::interleaved ? c.schedule.virtual_stages
-                                                                   : std::int64_t{1});
-}
-
 // The split a launch configuration is written for: the stack's (an even split when not said), as
 // the framework runs it for these layers and chunks (runnable_split).
 PipelineSplit launch_split(const LaunchStack& stack, const ModelSpec& m, const ParallelConfig& c) {
   return runnable_split(stack.pipeline_split.value_or(PipelineSplit{PipelineSplitMethod::even}),
-                        m.layers, layout_chunks(c));
+                        m.layers, model_chunks(c));
 }
 
 // Megatron's uneven split where the stack ran one (a framework that needs the layers to divide,
@@ -37,7 +32,7 @@ PipelineSplit launch_split(const LaunchStack& stack, const ModelSpec& m, const P
 std::vector<std::int64_t> megatron_uneven(const PipelineSplit& split, const ModelSpec& m,
                                           const ParallelConfig& c) {
   if (c.mesh.pp < 2 || split.method != PipelineSplitMethod::even || !split.must_divide ||
-      split.embedding_layers + split.loss_layers > 0 || layout_chunks(c) != c.mesh.pp)
+      split.embedding_layers + split.loss_layers > 0 || model_chunks(c) != c.mesh.pp)
     return {};
   return uneven_ends_chunk_layers(m.layers, c.mesh.pp);
 }
@@ -77,7 +72,7 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const 
   // The split: Megatron's is even (the ends weighed with --account-for-*); meshsim simulated the
   // stack's (pipeline_split).
   const auto split = launch_split(stack, m, c);
-  const auto chunks = layout_chunks(c);
+  const auto chunks = model_chunks(c);
   const std::int64_t units = m.layers + split.embedding_layers + split.loss_layers;
   if (c.mesh.pp > 1 && split.method != PipelineSplitMethod::even)
     s += fmt::format(

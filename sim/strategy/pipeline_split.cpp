@@ -98,13 +98,14 @@ std::string framework_split_note(const Stack& stack, const ModelSpec& model, std
         "layer, so the layers were split evenly",
         stack.name, model.layers, weights, chunks);
   if (rem != 0 && s.must_divide) {
-    const auto got = framework_chunk_layers(s, model, chunks, virtual_stages);
-    if (virtual_stages == 1 && got != even_chunk_layers(model.layers, chunks, 0, 0))
-      return fmt::format(
-          "stack '{}' splits the layers evenly, and {} do not divide into {} pipeline stages, as "
-          "they are or with the ends weighed: the first and last stage take {} and {}, the "
-          "others {} (Megatron-LM's --decoder-first/last-pipeline-num-layers)",
-          stack.name, model.layers, chunks, got.front(), got.back(), got[1]);
+    // framework_chunk_layers' uneven split, where it runs one.
+    if (virtual_stages == 1 && s.embedding_layers + s.loss_layers == 0)
+      if (const auto ends = uneven_ends_chunk_layers(model.layers, chunks); !ends.empty())
+        return fmt::format(
+            "stack '{}' splits the layers evenly, and {} do not divide into {} pipeline stages, "
+            "as they are or with the ends weighed: the first and last stage take {} and {}, the "
+            "others {} (Megatron-LM's --decoder-first/last-pipeline-num-layers)",
+            stack.name, model.layers, chunks, ends.front(), ends.back(), ends[1]);
     return fmt::format(
         "stack '{}' splits the layers evenly, and {}{} do not divide into {} pipeline chunks: its "
         "framework needs them to or the split given (--stage-layers; Megatron-LM's "

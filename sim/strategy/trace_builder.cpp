@@ -1835,12 +1835,12 @@ double Builder::bound_entry(DeferredComm* chains, bool full) {
   sp_ = cfg_.sp && mesh_.tp > 1;
   zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
   compute_costs();
-  const auto balanced = split();
-  double bound = lower_bound_s(balanced);
-  // simulate_training falls back to an even split when the balanced one does not fit memory.
-  if (opt_.chunk_layers.empty() && balanced.size() > 1 &&
+  const auto chunks = split();  // the given, the stack's framework or the balanced split
+  double bound = lower_bound_s(chunks);
+  // simulate_training falls back to an even split when a balanced one does not fit memory.
+  if (opt_.chunk_layers.empty() && chunks.size() > 1 &&
       opt_.stack.pipeline_split.method == PipelineSplitMethod::balanced) {
-    const auto even = split_layers(m_.layers, static_cast<std::int64_t>(balanced.size()));
+    const auto even = split_layers(m_.layers, static_cast<std::int64_t>(chunks.size()));
     bound = std::min(bound, lower_bound_s(even));
   }
   return bound;

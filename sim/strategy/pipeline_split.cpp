@@ -5,12 +5,29 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.hpp"
 #include "model/param_count.hpp"
 
 namespace meshsim {
 
 std::int64_t virtual_stages(const ParallelConfig& config) {
   return config.schedule.kind == ScheduleKind::interleaved ? config.schedule.virtual_stages : 1;
+}
+
+void check_stage_layers(const std::vector<std::int64_t>& chunk_layers, std::int64_t chunks,
+                        const ModelSpec& model) {
+  std::int64_t sum = 0;
+  for (auto c : chunk_layers) {
+    if (c < 1) throw Error("", "--stage-layers", "every stage needs at least one layer");
+    sum += c;
+  }
+  if (static_cast<std::int64_t>(chunk_layers.size()) != chunks)
+    throw Error("", "--stage-layers",
+                fmt::format("gives {} stages; the mesh has {} (pp × virtual stages)",
+                            chunk_layers.size(), chunks));
+  if (sum != model.layers)
+    throw Error("", "--stage-layers",
+                fmt::format("sums to {} layers; {} has {}", sum, model.name, model.layers));
 }
 
 std::int64_t model_chunks(const ParallelConfig& config) {

@@ -42,6 +42,11 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
 std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks,
                                  std::int64_t virtual_stages = 1);
 
+// A split given by the user (--stage-layers): one positive count per chunk, summing to the
+// model's layers; an Error naming --stage-layers otherwise.
+void check_stage_layers(const std::vector<std::int64_t>& chunk_layers, std::int64_t chunks,
+                        const ModelSpec& model);
+
 // The virtual stages of a layout: an interleaved schedule's, else 1.
 std::int64_t virtual_stages(const ParallelConfig& config);
 

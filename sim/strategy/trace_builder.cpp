@@ -1465,19 +1465,7 @@ std::vector<std::int64_t> Builder::split() const {
   std::vector<std::int64_t> chunk_layers;
   if (!opt_.chunk_layers.empty()) {
     chunk_layers = opt_.chunk_layers;
-    std::int64_t sum = 0;
-    for (auto c : chunk_layers) {
-      if (c < 1) throw Error("", "--stage-layers", "every stage needs at least one layer");
-      sum += c;
-    }
-    if (static_cast<std::int64_t>(chunk_layers.size()) != G)
-      throw Error("", "--stage-layers",
-                  "gives " + std::to_string(chunk_layers.size()) + " stages; the mesh has " +
-                      std::to_string(G) + " (pp × virtual stages)");
-    if (sum != m_.layers)
-      throw Error("", "--stage-layers",
-                  "sums to " + std::to_string(sum) + " layers; " + m_.name + " has " +
-                      std::to_string(m_.layers));
+    check_stage_layers(chunk_layers, G, m_);
   } else if (auto framework = framework_chunk_layers(opt_.stack.pipeline_split, m_, G, v);
              !framework.empty()) {
     chunk_layers = std::move(framework);

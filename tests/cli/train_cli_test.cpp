@@ -300,6 +300,25 @@ TEST_CASE("train and memory: the layers split as the framework splits them") {
   CHECK(run_cli("memory --workload " + source_path("workloads/models/llama3.1-8b.json") +
                 " --gpu H100-SXM5-80GB --mesh pp=5 --seq 4096 --gbs 5 --stack torchtitan")
             .out.find("note:") == std::string::npos);
+  // memory --stage-layers: the stages train would run, each stage's total the same; a split
+  // that does not fit the mesh or the model is one error line.
+  const std::string mem_base = "memory --workload " +
+                               source_path("workloads/models/llama3.1-8b.json") +
+                               " --gpu H100-SXM5-80GB --mesh pp=4 --seq 4096 --gbs 8 --json";
+  const auto given = run_cli(mem_base + " --stage-layers 7,9,9,7");
+  REQUIRE_MESSAGE(given.exit_code == 0, given.err);
+  // Megatron's default is the even split; another split moves the stages' totals.
+  const auto total = [](const meshsim::test::CliResult& r) {
+    return json::parse(r.out)["stage_total_bytes"];
+  };
+  CHECK(total(run_cli(mem_base + " --stage-layers 8,8,8,8")) == total(run_cli(mem_base)));
+  CHECK(total(given) != total(run_cli(mem_base)));
+  const auto wrong = run_cli(mem_base + " --stage-layers 8,8,8");
+  CHECK(wrong.exit_code == 2);
+  CHECK(wrong.err ==
+        "error: --stage-layers: gives 3 stages; the mesh has 4 (pp × virtual stages)\n");
+  const auto short_sum = run_cli(mem_base + " --stage-layers 8,8,8,7");
+  CHECK(short_sum.err == "error: --stage-layers: sums to 31 layers; llama3.1-8b has 32\n");
 }
 
 TEST_CASE("train: text report and same bytes twice") {

@@ -26,6 +26,7 @@ struct MemoryArgs {
   std::string context;  // tokens, with K/M suffixes
   std::string kv_dtype;
   std::string gpu, topology;
+  std::string stage_layers;  // training: layers per pipeline chunk (train --stage-layers)
   std::int32_t nodes = 0;
   double allocator_headroom = -1;
   bool json = false;
@@ -61,6 +62,8 @@ int run_memory(const MemoryArgs& a) {
   ServingMemoryJob serving;
   TrainingMemoryJob training;
   if (serve) {
+    if (!a.stage_layers.empty())
+      throw Error("", "--stage-layers", "is for training (a serving replica splits its own way)");
     if (cfg.mesh.dp != 1 || cfg.mesh.cp != 1 || cfg.mesh.ep != 1)
       throw Error("", "--mesh", "a serving replica is tp=..,pp=.. (replicas are separate GPUs)");
     ParallelConfig check;
@@ -108,6 +111,13 @@ int run_memory(const MemoryArgs& a) {
     // The launch configuration's split, else the stack's framework split of the layers (the
     // trace builder's when it simulates).
     training.chunk_layers = job_flags.chunk_layers;
+    if (!a.stage_layers.empty()) {
+      training.chunk_layers =
+          parse_count_list(a.stage_layers, "--stage-layers", "positive layer counts like 7,8,8,7",
+                           std::int64_t{1} << 24);
+      if (model.has_architecture())
+        check_stage_layers(training.chunk_layers, model_chunks(cfg), model);
+    }
     if (training.chunk_layers.empty()) {
       training.chunk_layers = framework_chunk_layers(job_flags.stack.pipeline_split, model,
                                                      model_chunks(cfg), virtual_stages(cfg));
@@ -133,6 +143,9 @@ Runner add_memory_command(CLI::App& app) {
   cmd->add_option("--context", a->context, "Serve: tokens per sequence (4096, 4k, 128K)");
   cmd->add_option("--kv-dtype", a->kv_dtype, "Serve: KV cache dtype (default: bf16; fp8 with fp8)");
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Serve: tokens per forward");
+  cmd->add_option("--stage-layers", a->stage_layers,
+                  "Train: layers per pipeline stage (pp × virtual entries), e.g. 7,8,8,7 "
+                  "(default: the stack's split)");
   cmd->add_option("--gpu", a->gpu, "GPU model (default H100-SXM5-80GB)");
   cmd->add_option("--topology", a->topology, "Take the GPU from a cluster file");
   cmd->add_option("--nodes", a->nodes, "With --topology: rebuild with N nodes")

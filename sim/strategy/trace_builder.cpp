@@ -1459,9 +1459,7 @@ bool Builder::emit_merged(RankState& rs, const PipelineAction& f, const Pipeline
 }
 
 std::vector<std::int64_t> Builder::split() const {
-  const std::int64_t v =
-      cfg_.schedule.kind == ScheduleKind::interleaved ? cfg_.schedule.virtual_stages : 1;
-  const std::int64_t G = mesh_.pp * v;
+  const std::int64_t v = virtual_stages(cfg_), G = model_chunks(cfg_);
   std::vector<std::int64_t> chunk_layers;
   if (!opt_.chunk_layers.empty()) {
     chunk_layers = opt_.chunk_layers;
@@ -1674,9 +1672,7 @@ Trace Builder::build(const std::vector<std::int32_t>& ranks) {
   sp_ = cfg_.sp && mesh_.tp > 1;
   zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
   compute_costs();
-  const std::int64_t v =
-      cfg_.schedule.kind == ScheduleKind::interleaved ? cfg_.schedule.virtual_stages : 1;
-  const std::int64_t G = mesh_.pp * v;
+  const std::int64_t v = virtual_stages(cfg_), G = model_chunks(cfg_);
   chunk_layers_ = split();
   chunk_first_.assign(static_cast<std::size_t>(G), 0);
   for (std::int64_t c = 1; c < G; ++c)

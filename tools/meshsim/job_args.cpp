@@ -96,6 +96,11 @@ std::vector<std::int64_t> parse_count_list(const std::string& text, const std::s
   return out;
 }
 
+std::vector<std::int64_t> parse_stage_layers(const std::string& text) {
+  return parse_count_list(text, "--stage-layers", "positive layer counts like 7,8,8,7",
+                          std::int64_t{1} << 24);
+}
+
 void write_report(const std::string& path, HtmlReport report, const Topology& topo,
                   const std::string& cluster_file) {
   report.command = command_line();

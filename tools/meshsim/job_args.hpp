@@ -34,6 +34,8 @@ void write_output(const std::string& path, const std::string& flag,
 // "'TEXT': expected WHAT").
 std::vector<std::int64_t> parse_count_list(const std::string& text, const std::string& flag,
                                            const std::string& what, std::int64_t max);
+// --stage-layers "7,8,8,7" (train and memory): layers per pipeline chunk.
+std::vector<std::int64_t> parse_stage_layers(const std::string& text);
 
 // Writes `report` (title and rows already set) for `topo` to `path`, with the command line.
 void write_report(const std::string& path, HtmlReport report, const Topology& topo,

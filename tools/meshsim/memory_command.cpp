@@ -112,9 +112,7 @@ int run_memory(const MemoryArgs& a) {
     // trace builder's when it simulates).
     training.chunk_layers = job_flags.chunk_layers;
     if (!a.stage_layers.empty()) {
-      training.chunk_layers =
-          parse_count_list(a.stage_layers, "--stage-layers", "positive layer counts like 7,8,8,7",
-                           std::int64_t{1} << 24);
+      training.chunk_layers = parse_stage_layers(a.stage_layers);
       if (model.has_architecture())
         check_stage_layers(training.chunk_layers, model_chunks(cfg), model);
     }

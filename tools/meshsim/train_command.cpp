@@ -30,11 +30,6 @@ struct TrainArgs {
          restart_s = -1, checkpoint_interval_s = 0;
 };
 
-std::vector<std::int64_t> parse_layers(const std::string& text) {
-  return parse_count_list(text, "--stage-layers", "positive layer counts like 7,8,8,7",
-                          std::int64_t{1} << 24);
-}
-
 int run_train(const TrainArgs& a) {
   // A cluster an in-process caller loaded once (embedding.hpp), unless this run changes it.
   const LoadedCluster* lent = a.degrade_link.empty() && a.calibration.empty()
@@ -75,7 +70,7 @@ int run_train(const TrainArgs& a) {
       progress->update(done, total);
     };
   }
-  if (!a.stage_layers.empty()) setup.strategy.chunk_layers = parse_layers(a.stage_layers);
+  if (!a.stage_layers.empty()) setup.strategy.chunk_layers = parse_stage_layers(a.stage_layers);
   if (a.bucket_mb < 0) throw Error("", "--bucket-mb", "must be positive");
   if (a.bucket_mb > 0) setup.strategy.bucket_bytes = a.bucket_mb * 1024 * 1024;
   if (a.expert_imbalance < 0) throw Error("", "--expert-imbalance", "must not be negative");

@@ -37,6 +37,36 @@ std::vector<std::int64_t> megatron_uneven(const PipelineSplit& split, const Mode
   return uneven_ends_chunk_layers(m.layers, c.mesh.pp);
 }
 
+// How a Megatron line gives the split: the ends' weights (--account-for-*), the first and last
+// stage's layers (--decoder-first/last-pipeline-num-layers, where `uneven` is not empty), or
+// neither where `says` is false (the line below splits evenly; a "# " line says what ran).
+struct MegatronSplit {
+  PipelineSplit weights;
+  std::vector<std::int64_t> uneven;
+  bool says = true;
+};
+
+MegatronSplit megatron_split(const LaunchStack& stack, const ModelSpec& m,
+                             const ParallelConfig& c) {
+  MegatronSplit out{launch_split(stack, m, c), {}, true};
+  out.uneven = megatron_uneven(out.weights, m, c);
+  const auto& want = stack.chunk_layers;
+  const std::int64_t v = virtual_stages(c), chunks = model_chunks(c);
+  if (want.empty() || c.mesh.pp < 2 || static_cast<std::int64_t>(want.size()) != chunks) return out;
+  if (want == (out.uneven.empty() ? framework_chunk_layers(out.weights, m, chunks, v) : out.uneven))
+    return out;
+  // Another split (a search's tuned one, or meshsim's own by time or parameters): Megatron's
+  // even split with the ends weighed, or its first and last stage given (one chunk a stage, the
+  // middle stages even).
+  const PipelineSplit plain{PipelineSplitMethod::even, 0, 0, true};
+  if (const auto w = weights_giving(plain, m, want, v)) return {*w, {}, true};
+  const bool middle_even =
+      std::all_of(want.begin() + 1, want.end() - 1, [&](std::int64_t l) { return l == want[1]; });
+  if (v == 1 && middle_even) return {plain, want, true};
+  out.says = false;
+  return out;
+}
+
 // What a Megatron line cannot say, as "# " lines printed before it.
 std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const LaunchJob& j,
                              const LaunchStack& stack) {
@@ -69,16 +99,22 @@ std::string megatron_caveats(const ModelSpec& m, const ParallelConfig& c, const 
         c.recompute_every);
   if (!m.has_architecture())
     s += "# the model is known by its parameter count only: no architecture flags\n";
-  // The split: Megatron's is even (the ends weighed with --account-for-*); meshsim simulated the
-  // stack's (pipeline_split).
-  const auto split = launch_split(stack, m, c);
+  // The split: Megatron's is even (the ends weighed with --account-for-*, or its first and last
+  // stage given); meshsim simulated the stack's (pipeline_split) or the one given.
+  const auto ms = megatron_split(stack, m, c);
+  const auto& split = ms.weights;
   const auto chunks = model_chunks(c);
   const std::int64_t units = m.layers + split.embedding_layers + split.loss_layers;
-  if (c.mesh.pp > 1 && split.method != PipelineSplitMethod::even)
+  if (!ms.says)
+    s += fmt::format(
+        "# meshsim simulated the layers split {} over the pipeline chunks, which Megatron's "
+        "switches cannot say; the line below splits them evenly\n",
+        fmt::join(stack.chunk_layers, ", "));
+  else if (c.mesh.pp > 1 && split.method != PipelineSplitMethod::even)
     s += fmt::format(
         "# meshsim split the layers by {} (the stack's split); Megatron splits them evenly\n",
         split.method == PipelineSplitMethod::balanced ? "estimated time" : "parameters");
-  else if (c.mesh.pp > 1 && units % chunks != 0 && megatron_uneven(split, m, c).empty())
+  else if (c.mesh.pp > 1 && units % chunks != 0 && ms.uneven.empty())
     s += fmt::format(
         "# {} layers{} do not split evenly into {} pipeline chunks: meshsim gave the first {} one "
         "more; Megatron needs --decoder-first-pipeline-num-layers / "
@@ -154,14 +190,15 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
   // Megatron's default is p2p (ring attention): only the all-gather is written.
   if (mesh.cp > 1 && stack.cp_comm == CpComm::allgather)
     s += fmt::format(" --cp-comm-type {}", megatron_cp_comm_type(CpComm::allgather));
-  const auto split = launch_split(stack, m, c);
+  const auto ms = megatron_split(stack, m, c);
+  const auto& split = ms.weights;
   const bool weighed = mesh.pp > 1 && split.method == PipelineSplitMethod::even;
   if (weighed && split.embedding_layers > 0) s += " --account-for-embedding-in-pipeline-split";
   if (weighed && split.loss_layers > 0) s += " --account-for-loss-in-pipeline-split";
-  if (const auto uneven = megatron_uneven(split, m, c); !uneven.empty())
+  if (!ms.uneven.empty())
     s +=
         fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
-                    uneven.front(), uneven.back());
+                    ms.uneven.front(), ms.uneven.back());
   if (c.schedule.kind == ScheduleKind::interleaved && c.schedule.virtual_stages > 1) {
     const auto chunks = mesh.pp * c.schedule.virtual_stages;
     const auto units =
@@ -281,7 +318,20 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
   // The split (parse_torchtitan_toml reads it back): the ends' weights, and the stages per rank
   // through pipeline_parallel_layers_per_stage (ceil(units / per) stages) where it is not the
   // default two of an interleaved schedule.
-  const auto split = launch_split(stack, m, c);
+  auto split = launch_split(stack, m, c);
+  // A split other than the stack's own (a search's tuned one): the ends' weights that give it.
+  if (const auto& want = stack.chunk_layers;
+      mesh.pp > 1 && static_cast<std::int64_t>(want.size()) == model_chunks(c) &&
+      want != framework_chunk_layers(split, m, model_chunks(c), virtual_stages(c))) {
+    if (const auto w =
+            weights_giving(PipelineSplit{PipelineSplitMethod::even}, m, want, virtual_stages(c)))
+      split = *w;
+    else
+      s += fmt::format(
+          "# meshsim simulated the layers split {} over the pipeline stages, which the ends' "
+          "weights cannot say: list the stages in module_fqns_per_model_part\n",
+          fmt::join(want, ", "));
+  }
   if (mesh.pp > 1 && split.method == PipelineSplitMethod::even)
     s += fmt::format(
         "pipeline_parallel_first_stage_less_layers = {}\n"

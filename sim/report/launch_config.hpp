@@ -48,6 +48,11 @@ struct LaunchStack {
   // --account-for-embedding/loss-in-pipeline-split, torchtitan's
   // pipeline_parallel_first/last_stage_less_layers. Unset: not said (the stack's own).
   std::optional<PipelineSplit> pipeline_split;
+  // The layers per chunk simulated (TrainingResult::chunk_layers), written with the framework's
+  // switches where they say it (a search's tuned split: Megatron's account flags or
+  // --decoder-first/last-pipeline-num-layers, torchtitan's ends' weights), else a "# " line.
+  // Empty: the split above.
+  std::vector<std::int64_t> chunk_layers;
 };
 
 // A launch configuration read back (report/megatron_line.hpp, report/torchtitan_config.hpp).

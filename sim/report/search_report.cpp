@@ -45,6 +45,10 @@ Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
     return j;
   }
   j.update(training_json(r));
+  // The layers per pipeline chunk it ran, and where a search tuned them, the note naming the
+  // switches (the launch configuration's flags).
+  j["stage_layers"] = r.chunk_layers;
+  if (!r.tuned_split_note.empty()) j["tuned_split"] = r.tuned_split_note;
   return j;
 }
 
@@ -177,6 +181,8 @@ std::string search_text(const SearchRun& run) {
     const auto next = groups[1].members.front();
     out += "why #1 wins: " + why_winner(ranked.front(), ranked[next], next + 1) + "\n";
   }
+  if (!best.result.tuned_split_note.empty())
+    out += "#1's pipeline split: " + best.result.tuned_split_note + "\n";
   // Best per TP degree: where TP stops paying for its per-layer collectives.
   if (best_per_tp(ranked, r.tp_best_at_least).size() > 1) {
     out += "best per TP degree: " + best_per_tp_line(ranked, r.tp_best_at_least) + "\n";

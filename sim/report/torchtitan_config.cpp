@@ -200,7 +200,9 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
                              k.has("parallelism.pipeline_parallel_last_stage_less_layers");
   const auto less_layers = [&](const std::string& key) {
     const auto v = k.integer(key, 1, 0);
-    if (v > 8) k.fail(key, fmt::format("{} = {}: meshsim weighs an end at most 8 layers", key, v));
+    if (v > kMaxEndWeight)
+      k.fail(key, fmt::format("{} = {}: meshsim weighs an end at most {} layers", key, v,
+                              kMaxEndWeight));
     return static_cast<std::int32_t>(v);
   };
   const PipelineSplit split{PipelineSplitMethod::even,

@@ -73,6 +73,7 @@ Json to_json(const EvaluatedCandidate& e) {
           {"bytes", map_json(r.comm_bytes_per_gpu)},
           {"memory", memory_of(r.memory)},
           {"chunks", r.chunk_layers},
+          {"tuned_split", r.tuned_split_note},
           {"microbatches", r.microbatches},
           {"gpus", r.gpus},
           {"notes", r.notes},
@@ -126,6 +127,7 @@ EvaluatedCandidate evaluated_from_json(const Json& j) {
   r.comm_bytes_per_gpu = json_map(j["bytes"]);
   r.memory = memory_from(j["memory"]);
   r.chunk_layers = j["chunks"].get<std::vector<std::int64_t>>();
+  r.tuned_split_note = j["tuned_split"];
   r.microbatches = j["microbatches"];
   r.gpus = j["gpus"];
   r.notes = j["notes"].get<std::vector<std::string>>();

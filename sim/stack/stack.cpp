@@ -91,6 +91,18 @@ std::vector<std::int64_t> uneven_ends_chunk_layers(std::int64_t layers, std::int
   return out;
 }
 
+std::string_view name_of(EndSwitches e) {
+  switch (e) {
+    case EndSwitches::none:
+      return "none";
+    case EndSwitches::layers:
+      return "layers";
+    case EndSwitches::weights:
+      return "weights";
+  }
+  return "none";
+}
+
 PipelineSplit runnable_split(const PipelineSplit& split, std::int64_t layers, std::int64_t chunks) {
   if (split.method != PipelineSplitMethod::even || !split.must_divide || chunks < 2) return split;
   const auto divides = [&](const PipelineSplit& s) {
@@ -308,12 +320,16 @@ PipelineSplit read_pipeline_split(const JsonRef& ref) {
                             std::pair{"loss_layers", &p.loss_layers}}) {
     if (auto v = r.optional(key)) {
       even_only(*v);
-      *field = small_count(*v, 0, 8);
+      *field = small_count(*v, 0, kMaxEndWeight);
     }
   }
   if (auto v = r.optional("must_divide")) {
     even_only(*v);
     p.must_divide = v->boolean();
+  }
+  if (auto v = r.optional("end_switches")) {
+    even_only(*v);
+    p.end_switches = enum_value<EndSwitches>(*v, kAllEndSwitches, "end switches");
   }
   r.finish();
   return p;

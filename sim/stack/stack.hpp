@@ -140,6 +140,19 @@ inline constexpr std::array kAllPipelineSplitMethods{
     PipelineSplitMethod::balanced, PipelineSplitMethod::even, PipelineSplitMethod::parameters};
 std::string_view name_of(PipelineSplitMethod m);
 
+// The switches an `even` split's framework offers for its end stages, which `search` sets to
+// balance the stages (strategy/pipeline_split.hpp, tuned_chunk_layers). `none`: no switch.
+// `layers`: the first and the last stage's layer counts, the middle stages even, one chunk a
+// stage (Megatron-LM's --decoder-first/last-pipeline-num-layers), and the ends weighed as a
+// layer or not (--account-for-embedding/loss-in-pipeline-split) with any schedule. `weights`: the
+// ends' weights, 0 to 8 layers each (torchtitan's pipeline_parallel_first/last_stage_less_layers).
+enum class EndSwitches : std::uint8_t { none, layers, weights };
+inline constexpr std::array kAllEndSwitches{EndSwitches::none, EndSwitches::layers,
+                                            EndSwitches::weights};
+std::string_view name_of(EndSwitches e);
+// The most layers an end's weight may count (the `weights` switches; the loader's bound too).
+inline constexpr std::int32_t kMaxEndWeight = 8;
+
 struct PipelineSplit {
   PipelineSplitMethod method = PipelineSplitMethod::balanced;
   std::int32_t embedding_layers = 0, loss_layers = 0;  // `even` only
@@ -147,6 +160,7 @@ struct PipelineSplit {
   // arguments.py asserts it unless the ends' layers are given); meshsim still simulates them,
   // the first chunks one more, with a note (framework_split_note).
   bool must_divide = false;
+  EndSwitches end_switches = EndSwitches::none;  // `even` only
   bool operator==(const PipelineSplit&) const = default;
 };
 

@@ -1,6 +1,7 @@
 #include "strategy/pipeline_split.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -93,6 +94,152 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
     }
   }
   return {};
+}
+
+namespace {
+
+// Calls `on` with each split end_switch_splits lists, in its order (one buffer for the
+// first/last-stage family: a search prices the splits of every pipelined candidate).
+template <class On>
+void for_each_end_switch_split(const PipelineSplit& split, const ModelSpec& model,
+                               std::int64_t chunks, std::int64_t virtual_stages, On on) {
+  const auto own = framework_chunk_layers(split, model, chunks, virtual_stages);
+  if (own.empty()) return;
+  on(own);
+  if (split.method != PipelineSplitMethod::even || chunks < 2) return;
+  const std::int64_t layers = model.layers;
+  switch (split.end_switches) {
+    case EndSwitches::none:
+      break;
+    case EndSwitches::layers: {
+      // Megatron's account flags: only where the weighed units divide (runnable_split keeps a
+      // weighting that does not, and framework_chunk_layers would then split otherwise).
+      for (std::int32_t e = 0; e <= 1; ++e)
+        for (std::int32_t l = 0; l <= 1; ++l) {
+          const auto units = layers + e + l;
+          if (units % chunks == 0 && units / chunks > std::max(e, l))
+            on(even_chunk_layers(layers, chunks, e, l));
+        }
+      // --decoder-first/last-pipeline-num-layers, one chunk a stage: the first stage a layers,
+      // the last the rest of `ends`, the (chunks − 2) middle stages `mid` each.
+      if (virtual_stages != 1) break;
+      const std::int64_t middle_stages = chunks - 2;
+      std::vector<std::int64_t> v(static_cast<std::size_t>(chunks));
+      for (std::int64_t mid = middle_stages > 0 ? 1 : 0;; ++mid) {
+        const std::int64_t ends = layers - middle_stages * mid;
+        if (ends < 2) break;
+        std::fill(v.begin(), v.end(), mid);
+        for (std::int64_t a = 1; a < ends; ++a) {
+          v.front() = a;
+          v.back() = ends - a;
+          on(v);
+        }
+        if (middle_stages == 0) break;
+      }
+      break;
+    }
+    case EndSwitches::weights:
+      for (std::int32_t e = 0; e <= kMaxEndWeight; ++e)
+        for (std::int32_t l = 0; l <= kMaxEndWeight; ++l) {
+          PipelineSplit w = split;
+          w.embedding_layers = e;
+          w.loss_layers = l;
+          on(framework_chunk_layers(w, model, chunks, virtual_stages));
+        }
+      break;
+  }
+}
+
+}  // namespace
+
+std::vector<std::vector<std::int64_t>> end_switch_splits(const PipelineSplit& split,
+                                                         const ModelSpec& model,
+                                                         std::int64_t chunks,
+                                                         std::int64_t virtual_stages) {
+  std::vector<std::vector<std::int64_t>> out;
+  for_each_end_switch_split(split, model, chunks, virtual_stages,
+                            [&](const std::vector<std::int64_t>& v) { out.push_back(v); });
+  return out;
+}
+
+std::vector<std::int64_t> tuned_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
+                                             std::int64_t chunks, std::int64_t virtual_stages,
+                                             double layer_s, double first_extra_s,
+                                             double last_extra_s) {
+  const auto pp = static_cast<std::size_t>(
+      std::max<std::int64_t>(chunks / std::max<std::int64_t>(virtual_stages, 1), 1));
+  std::vector<double> stage(pp);
+  std::vector<std::int64_t> best;
+  double best_s = 0;
+  for_each_end_switch_split(split, model, chunks, virtual_stages,
+                            [&](const std::vector<std::int64_t>& v) {
+                              std::fill(stage.begin(), stage.end(), 0.0);
+                              for (std::size_t c = 0; c < v.size(); ++c)
+                                stage[c % pp] += static_cast<double>(v[c]) * layer_s;
+                              stage.front() += first_extra_s;
+                              stage[(v.size() - 1) % pp] += last_extra_s;
+                              const double busiest = *std::max_element(stage.begin(), stage.end());
+                              // A relative margin: a split as busy as an earlier one, to rounding,
+                              // does not replace it.
+                              if (best.empty() || busiest < best_s * (1 - 1e-12)) {
+                                best = v;
+                                best_s = busiest;
+                              }
+                            });
+  return best;
+}
+
+std::optional<PipelineSplit> weights_giving(const PipelineSplit& split, const ModelSpec& model,
+                                            const std::vector<std::int64_t>& chunk_layers,
+                                            std::int64_t virtual_stages) {
+  if (split.method != PipelineSplitMethod::even) return std::nullopt;
+  const auto chunks = static_cast<std::int64_t>(chunk_layers.size());
+  const auto gives = [&](const PipelineSplit& w) {
+    return framework_chunk_layers(w, model, chunks, virtual_stages) == chunk_layers;
+  };
+  if (gives(runnable_split(split, model.layers, chunks)))
+    return runnable_split(split, model.layers, chunks);
+  const std::int32_t most = split.must_divide ? 1 : kMaxEndWeight;
+  for (std::int32_t e = 0; e <= most; ++e)
+    for (std::int32_t l = 0; l <= most; ++l) {
+      PipelineSplit w = split;
+      w.embedding_layers = e;
+      w.loss_layers = l;
+      // A framework that needs the units to divide says only weightings that do.
+      const auto units = model.layers + e + l;
+      if (split.must_divide && (chunks < 2 || units % chunks != 0)) continue;
+      if (gives(w)) return w;
+    }
+  return std::nullopt;
+}
+
+std::string end_switch_note(const Stack& stack, const ModelSpec& model,
+                            const std::vector<std::int64_t>& chunk_layers,
+                            const std::vector<std::int64_t>& own, std::int64_t virtual_stages) {
+  const auto& split = stack.pipeline_split;
+  std::string how;
+  if (const auto w = weights_giving(split, model, chunk_layers, virtual_stages)) {
+    if (split.end_switches == EndSwitches::weights)
+      how = fmt::format(
+          "the ends weighed {} and {} layers (torchtitan's "
+          "pipeline_parallel_first/last_stage_less_layers)",
+          w->embedding_layers, w->loss_layers);
+    else
+      how = fmt::format("{} counted as a layer (Megatron-LM's --account-for-*-in-pipeline-split)",
+                        w->embedding_layers > 0 && w->loss_layers > 0 ? "the embedding and the loss"
+                        : w->embedding_layers > 0                     ? "the embedding"
+                        : w->loss_layers > 0                          ? "the loss"
+                                                                      : "neither end");
+  } else {
+    how = fmt::format(
+        "the first and last stage's layers given (Megatron-LM's "
+        "--decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {})",
+        chunk_layers.front(), chunk_layers.back());
+  }
+  return fmt::format(
+      "layers split {} by the stack's end switches, {}, to balance the stages' estimated time; "
+      "stack '{}' splits them {} without the switches",
+      fmt::join(chunk_layers, ", "), how, stack.name, fmt::join(own, ", "));
 }
 
 std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks,

@@ -2,6 +2,7 @@
 // How a run's layers are cut into pipeline chunks: meshsim's split balanced by estimated time,
 // and the split the stack's framework runs (Stack::pipeline_split).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,41 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
 // keep no layer. Empty otherwise.
 std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks,
                                  std::int64_t virtual_stages = 1);
+
+// The splits the framework's end switches (PipelineSplit::end_switches) give `model` in
+// `chunks` chunks, framework_chunk_layers' own first; only that one where the stack has no
+// switches, and none for a `balanced` split. `layers`: the ends weighed as a layer or not where
+// the units then divide, and (one chunk a stage) every first and last stage count that leaves
+// the middle stages an even, positive share. `weights`: the ends weighed 0 to kMaxEndWeight
+// layers each. Repeats are kept (the choice below takes the first of equals).
+std::vector<std::vector<std::int64_t>> end_switch_splits(const PipelineSplit& split,
+                                                         const ModelSpec& model,
+                                                         std::int64_t chunks,
+                                                         std::int64_t virtual_stages = 1);
+
+// Of end_switch_splits, the one whose busiest pipeline stage has the least estimated time: a
+// layer `layer_s`, the first chunk `first_extra_s` more (the embedding), the last chunk
+// `last_extra_s` (the head and loss), a stage the sum of its chunks (chunk c on stage c mod pp).
+// Ties keep the earlier split, so the framework's own wins where nothing is better. What `search`
+// runs (StrategyOptions::tune_split); empty where end_switch_splits is.
+std::vector<std::int64_t> tuned_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
+                                             std::int64_t chunks, std::int64_t virtual_stages,
+                                             double layer_s, double first_extra_s,
+                                             double last_extra_s);
+
+// The ends' weights under which the framework's even split (framework_chunk_layers with those
+// weights) runs exactly `chunk_layers`: the split's own first, then each from 0 to kMaxEndWeight
+// (only 0 and 1 for a framework that needs the units to divide, which Megatron's account flags
+// say). Nothing where no weighting gives them.
+std::optional<PipelineSplit> weights_giving(const PipelineSplit& split, const ModelSpec& model,
+                                            const std::vector<std::int64_t>& chunk_layers,
+                                            std::int64_t virtual_stages = 1);
+
+// The note of a split tuned with the stack's end switches (`chunk_layers`; the stack's own is
+// `own`): the switches that give it, as the framework names them.
+std::string end_switch_note(const Stack& stack, const ModelSpec& model,
+                            const std::vector<std::int64_t>& chunk_layers,
+                            const std::vector<std::int64_t>& own, std::int64_t virtual_stages = 1);
 
 // A split given by the user (--stage-layers): one positive count per chunk, summing to the
 // model's layers; an Error naming --stage-layers otherwise.

@@ -1460,26 +1460,28 @@ bool Builder::emit_merged(RankState& rs, const PipelineAction& f, const Pipeline
 
 std::vector<std::int64_t> Builder::split() const {
   const std::int64_t v = virtual_stages(cfg_), G = model_chunks(cfg_);
-  std::vector<std::int64_t> chunk_layers;
   if (!opt_.chunk_layers.empty()) {
-    chunk_layers = opt_.chunk_layers;
-    check_stage_layers(chunk_layers, G, m_);
-  } else if (auto framework = framework_chunk_layers(opt_.stack.pipeline_split, m_, G, v);
-             !framework.empty()) {
-    chunk_layers = std::move(framework);
-  } else {
-    const auto& lp = m_.moe ? costs_.moe : costs_.dense;
-    double layer_s = 0;
-    for (std::size_t i = 0; i < kSegCount; ++i)
-      layer_s +=
-          lp.forward[i].time.seconds() + lp.dgrad[i].time.seconds() + lp.wgrad[i].time.seconds();
-    const auto end_s = [](const EndCost& e) {
-      return e.forward.time.seconds() + e.dgrad.time.seconds() + e.wgrad.time.seconds();
-    };
-    chunk_layers =
-        balanced_chunks(m_.layers, G, layer_s, end_s(costs_.embedding), end_s(costs_.head));
+    check_stage_layers(opt_.chunk_layers, G, m_);
+    return opt_.chunk_layers;
   }
-  return chunk_layers;
+  // A layer's estimated time and the ends': what a balanced or a tuned split weighs.
+  const auto& lp = m_.moe ? costs_.moe : costs_.dense;
+  double layer_s = 0;
+  for (std::size_t i = 0; i < kSegCount; ++i)
+    layer_s +=
+        lp.forward[i].time.seconds() + lp.dgrad[i].time.seconds() + lp.wgrad[i].time.seconds();
+  const auto end_s = [](const EndCost& e) {
+    return e.forward.time.seconds() + e.dgrad.time.seconds() + e.wgrad.time.seconds();
+  };
+  const auto& split = opt_.stack.pipeline_split;
+  if (opt_.tune_split)
+    if (auto tuned = tuned_chunk_layers(split, m_, G, v, layer_s, end_s(costs_.embedding),
+                                        end_s(costs_.head));
+        !tuned.empty())
+      return tuned;
+  if (auto framework = framework_chunk_layers(split, m_, G, v); !framework.empty())
+    return framework;
+  return balanced_chunks(m_.layers, G, layer_s, end_s(costs_.embedding), end_s(costs_.head));
 }
 
 double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {
@@ -1819,18 +1821,29 @@ double Builder::bound_entry(DeferredComm* chains, bool full) {
   sp_ = cfg_.sp && mesh_.tp > 1;
   zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
   compute_costs();
-  const auto chunks = split();  // the given, the stack's framework or the balanced split
+  const auto chunks = split();  // the given, a tuned, the stack's framework or the balanced split
   double bound = lower_bound_s(chunks);
-  // simulate_training falls back to an even split when a balanced one does not fit memory.
-  if (opt_.chunk_layers.empty() && chunks.size() > 1 &&
-      opt_.stack.pipeline_split.method == PipelineSplitMethod::balanced) {
-    const auto even = split_layers(m_.layers, static_cast<std::int64_t>(chunks.size()));
-    bound = std::min(bound, lower_bound_s(even));
-  }
+  // simulate_training falls back to another split when this one does not fit memory.
+  if (const auto fallback = memory_fallback_split(m_, cfg_, opt_, chunks);
+      !fallback.empty() && fallback != chunks)
+    bound = std::min(bound, lower_bound_s(fallback));
   return bound;
 }
 
 }  // namespace
+
+std::vector<std::int64_t> memory_fallback_split(const ModelSpec& model,
+                                                const ParallelConfig& config,
+                                                const StrategyOptions& options,
+                                                const std::vector<std::int64_t>& chunk_layers) {
+  if (!options.chunk_layers.empty() || chunk_layers.size() < 2) return {};
+  const auto& split = options.stack.pipeline_split;
+  if (split.method == PipelineSplitMethod::balanced)
+    return split_layers(model.layers, static_cast<std::int64_t>(chunk_layers.size()));
+  if (options.tune_split)
+    return framework_chunk_layers(split, model, model_chunks(config), virtual_stages(config));
+  return {};
+}
 
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const ComputeModel& cm,

@@ -44,7 +44,20 @@ struct StrategyOptions {
   // Layers per global model chunk (pp × virtual stages entries); empty: the stack's split
   // (framework_chunk_layers), balanced by time on a `balanced` stack.
   std::vector<std::int64_t> chunk_layers;
+  // `search`: where chunk_layers is empty, the stack's end switches (PipelineSplit::end_switches)
+  // set to balance the stages' estimated time (tuned_chunk_layers) instead of the stack's own
+  // split; `train` runs the stack's own, as a launch without those switches would.
+  bool tune_split = false;
 };
+
+// The split simulate_training runs instead of `chunk_layers` (the one the options chose) when
+// that does not fit memory: the even split for a `balanced` stack, the stack's own for a tuned
+// one (StrategyOptions::tune_split); empty where there is none (a split given, one chunk, a
+// framework's own split).
+std::vector<std::int64_t> memory_fallback_split(const ModelSpec& model,
+                                                const ParallelConfig& config,
+                                                const StrategyOptions& options,
+                                                const std::vector<std::int64_t>& chunk_layers);
 
 // Micro-batches per step: global batch / (dp × micro-batch).
 std::int64_t microbatches_per_step(const TrainingJob& job, const Mesh& mesh);
@@ -62,8 +75,8 @@ double stack_bucket_bytes(const Stack& stack, std::int64_t dp, DType dtype);
 // schedule's order, each pass after the one it receives from (the previous chunk's forward, the
 // next chunk's backward of the same micro-batch), then each rank's optimizer. The fill and drain
 // are the schedule's own (interleaving, zero-bubble's deferred weight passes). Everything else
-// (exposed communication, interference, idle time) only adds. The minimum over the balanced and
-// the even layer split, since simulate_training may fall back to the even one.
+// (exposed communication, interference, idle time) only adds. The minimum over the split the
+// options choose and memory_fallback_split's, since simulate_training may fall back to it.
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const ComputeModel& cm,
                              const StrategyOptions& options);

@@ -14,6 +14,7 @@
 #include "network/flow_network.hpp"
 #include "parallel/mesh_rules.hpp"
 #include "strategy/layer_plan.hpp"
+#include "strategy/pipeline_split.hpp"
 #include "topology/topology_summary.hpp"
 
 namespace meshsim {
@@ -256,30 +257,39 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   };
   r.trace = build_trace(model, job, cfg, placement, cm, *comm, setup.strategy, ranks);
   r.memory_per_stage = memory_of(r.trace.chunk_layers);
-  // Stages balanced by time can overload the first stage's memory (it keeps the most
-  // micro-batches in flight); when they do and an even split fits, the even split is used.
+  // Stages balanced by time, or tuned by the framework's end switches, can overload the first
+  // stage's memory (it keeps the most micro-batches in flight); when they do and the fall-back
+  // split (even, or the framework's own) fits, that one is used.
   const double capacity = topo.gpu.hbm_bytes.as_double();
-  if (setup.strategy.chunk_layers.empty() && r.trace.chunk_layers.size() > 1 &&
-      setup.strategy.stack.pipeline_split.method == PipelineSplitMethod::balanced &&
+  if (const auto fallback = memory_fallback_split(model, cfg, setup.strategy, r.trace.chunk_layers);
+      !fallback.empty() && fallback != r.trace.chunk_layers &&
       worst_stage(r.memory_per_stage).total() > capacity) {
-    const auto even =
-        split_layers(model.layers, static_cast<std::int64_t>(r.trace.chunk_layers.size()));
-    auto even_memory = memory_of(even);
-    if (worst_stage(even_memory).total() <= capacity && even != r.trace.chunk_layers) {
+    auto fallback_memory = memory_of(fallback);
+    if (worst_stage(fallback_memory).total() <= capacity) {
       StrategyOptions so = setup.strategy;
-      so.chunk_layers = even;
+      so.chunk_layers = fallback;
       r.trace = build_trace(model, job, cfg, placement, cm, *comm, so, ranks);
-      r.memory_per_stage = std::move(even_memory);
-      r.notes.push_back("stages balanced by time did not fit memory; layers split evenly");
+      r.memory_per_stage = std::move(fallback_memory);
+      r.notes.push_back(setup.strategy.stack.pipeline_split.method == PipelineSplitMethod::balanced
+                            ? "stages balanced by time did not fit memory; layers split evenly"
+                            : "the split tuned with the stack's end switches did not fit memory; "
+                              "the stack's own split runs");
     }
   }
   r.memory = worst_stage(r.memory_per_stage);
   r.chunk_layers = r.trace.chunk_layers;
-  if (setup.strategy.chunk_layers.empty())
-    if (auto n = framework_split_note(setup.strategy.stack, model, model_chunks(cfg),
-                                      virtual_stages(cfg));
-        !n.empty())
+  if (setup.strategy.chunk_layers.empty()) {
+    const auto stack_split = framework_chunk_layers(setup.strategy.stack.pipeline_split, model,
+                                                    model_chunks(cfg), virtual_stages(cfg));
+    if (setup.strategy.tune_split && !stack_split.empty() && stack_split != r.chunk_layers) {
+      r.tuned_split_note = end_switch_note(setup.strategy.stack, model, r.chunk_layers, stack_split,
+                                           virtual_stages(cfg));
+      r.notes.push_back(r.tuned_split_note);
+    } else if (auto n = framework_split_note(setup.strategy.stack, model, model_chunks(cfg),
+                                             virtual_stages(cfg));
+               !n.empty())
       r.notes.push_back(std::move(n));
+  }
   r.notes.insert(r.notes.end(), r.trace.notes.begin(), r.trace.notes.end());
   r.microbatches = r.trace.microbatches;
   r.simulated_ranks = ranks.size();

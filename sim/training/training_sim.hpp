@@ -80,6 +80,9 @@ struct TrainingResult {
   std::vector<MemoryBreakdown> memory_per_stage;
   ReliabilityResult reliability;
   std::vector<std::int64_t> chunk_layers;
+  // Where a search tuned the split with the stack's end switches (StrategyOptions::tune_split)
+  // and it is not the stack's own: the note that says so and names the switches (also in notes).
+  std::string tuned_split_note;
   std::int64_t microbatches = 0;
   std::int64_t gpus = 0;
   std::vector<std::string> notes;  // flagged conditions (TP across nodes, ...)

@@ -23,6 +23,7 @@ void BM_Search70B_512(benchmark::State& state) {
   const SearchJob job{state.range(0), state.range(1), DType::bf16, true};
   SearchOptions opt;
   opt.memory.recipe = stack_recipe(opt.strategy.stack, job.dtype);
+  opt.strategy.tune_split = true;  // as `meshsim search` runs (--plain-split turns it off)
   opt.top_k = static_cast<std::size_t>(state.range(2));
   std::size_t simulated = 0;
   for (auto _ : state) simulated = run_search(topo, m, job, {}, opt).results.size();
@@ -50,6 +51,7 @@ void BM_Search405B_16k(benchmark::State& state) {
   const SearchJob job{8192, 2048, DType::bf16, true};
   SearchOptions opt;
   opt.memory.recipe = stack_recipe(opt.strategy.stack, job.dtype);
+  opt.strategy.tune_split = true;  // as `meshsim search` runs (--plain-split turns it off)
   opt.top_k = 10;
   std::size_t simulated = 0;
   for (auto _ : state) simulated = run_search(topo, m, job, {}, opt).results.size();

@@ -684,3 +684,36 @@ TEST_CASE("search --schedule 1f1b-overlap: ranks the overlapped layouts without 
   CHECK(j["launch"]["text"].get<std::string>().find("# meshsim merged each steady-state forward") !=
         std::string::npos);
 }
+
+TEST_CASE(
+    "search sets the stack's pipeline end switches to balance the stages, unless --plain-split") {
+  // Llama 3.1 8B on 2 stages: the last carries the 128K-vocabulary head and loss, so Megatron's
+  // --decoder-first/last-pipeline-num-layers move a layer to the first stage; the winner's line
+  // says so and --emit writes them.
+  const std::string args = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --seq 4096 --gbs 64 --tp 1 --pp 2 --mbs 1 --zero 1 --schedule 1f1b --top 1";
+  auto r = run_cli(args + " --emit megatron --json");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = json::parse(r.out);
+  const auto& best = j["results"][0];
+  const auto chunks = best["stage_layers"].get<std::vector<int>>();
+  REQUIRE(chunks.size() == 2);
+  CHECK(chunks[0] > 16);
+  CHECK(chunks[0] + chunks[1] == 32);
+  CHECK(j["launch"]["text"].get<std::string>().find(fmt::format(
+            "--decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+            chunks[0], chunks[1])) != std::string::npos);
+  const auto text = run_cli(args);
+  CHECK(text.out.find(fmt::format("#1's pipeline split: layers split {}, {} by the stack's end "
+                                  "switches",
+                                  chunks[0], chunks[1])) != std::string::npos);
+  // --plain-split: the stack's own 16, 16, a longer step, no line.
+  auto plain = run_cli(args + " --plain-split --json");
+  REQUIRE_MESSAGE(plain.exit_code == 0, plain.err);
+  const auto plain_json = json::parse(plain.out);
+  const auto& p = plain_json["results"][0];
+  CHECK(p["stage_layers"].get<std::vector<int>>() == std::vector<int>{16, 16});
+  CHECK(p["step_time_s"].get<double>() > best["step_time_s"].get<double>());
+  CHECK(run_cli(args + " --plain-split").out.find("#1's pipeline split") == std::string::npos);
+}

@@ -1,7 +1,11 @@
 // Fuzzes the software-stack loader (workloads/stacks/*.json): anything it accepts must price an
 // eager op and give finite gradient and bucket sizes.
+#include <algorithm>
+#include <numeric>
+
 #include "fuzz_common.hpp"
 #include "stack/stack.hpp"
+#include "strategy/pipeline_split.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return meshsim::fuzz::run(data, size, [](const std::string& text) {
@@ -12,5 +16,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!s.policy(s.default_recompute)) __builtin_trap();  // the loader checked it
     for (const auto& [name, k] : s.op_kernels)
       if (k.forward_kernels < 1 || !(k.forward_bytes_factor > 0)) __builtin_trap();
+    // Every split the stack's pipeline switches give (search's tuned one among them) is one
+    // positive count per chunk summing to the model's layers.
+    meshsim::ModelSpec m;
+    m.declared_params = 1e9;  // no architecture: a `parameters` split falls back to even
+    for (const std::int64_t layers : {5, 32, 61})
+      for (const std::int64_t pp : {2, 4})
+        for (const std::int64_t v : {1, 2}) {
+          m.layers = layers;
+          if (pp * v > layers) continue;
+          const auto valid = [&](const std::vector<std::int64_t>& c) {
+            return static_cast<std::int64_t>(c.size()) == pp * v &&
+                   std::all_of(c.begin(), c.end(), [](std::int64_t l) { return l >= 1; }) &&
+                   std::accumulate(c.begin(), c.end(), std::int64_t{0}) == layers;
+          };
+          for (const auto& c : meshsim::end_switch_splits(s.pipeline_split, m, pp * v, v))
+            if (!valid(c)) __builtin_trap();
+          const auto tuned =
+              meshsim::tuned_chunk_layers(s.pipeline_split, m, pp * v, v, 1.0, 0.5, 2.5);
+          if (!tuned.empty() && !valid(tuned)) __builtin_trap();
+        }
   });
 }

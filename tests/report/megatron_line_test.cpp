@@ -472,3 +472,36 @@ TEST_CASE("a Megatron line's pipeline split: the ends weighed, or the ends' laye
         framework_chunk_layers(*st.pipeline_split, v3, 8));
   CHECK(back.config.schedule == c.schedule);
 }
+
+TEST_CASE(
+    "--emit megatron: a search's tuned split as the switches that give it, read back the same") {
+  const auto model = load_model(model_path("llama3.1-8b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("dp=4,pp=2", "--mesh");
+  LaunchStack st;
+  st.pipeline_split = bundled_stack("megatron")->pipeline_split;
+  const auto emit = [&](std::vector<std::int64_t> chunks) {
+    st.chunk_layers = std::move(chunks);
+    return launch_config("megatron", model, c, LaunchJob{8192, 64, 1}, st);
+  };
+  // 17, 15: the first and last stage's layers.
+  const auto tuned = emit({17, 15});
+  INFO(tuned);
+  CHECK(
+      tuned.find("--decoder-first-pipeline-num-layers 17 --decoder-last-pipeline-num-layers 15") !=
+      std::string::npos);
+  CHECK(tuned.find("# ") == std::string::npos);
+  CHECK(megatron_job(parse_megatron_line(tuned, "e"), 8, model.layers, "e").chunk_layers ==
+        std::vector<std::int64_t>{17, 15});
+  // The stack's own split: no switch.
+  const auto own = emit({16, 16});
+  CHECK(own.find("pipeline-num-layers") == std::string::npos);
+  CHECK(own.find("account-for") == std::string::npos);
+  // Interleaved (one chunk a stage no longer), a split no account flag gives: said, not written.
+  c.schedule = {ScheduleKind::interleaved, 2};
+  const auto unsaid = emit({9, 8, 8, 7});
+  CHECK(unsaid.find("# meshsim simulated the layers split 9, 8, 8, 7 over the pipeline chunks, "
+                    "which Megatron's switches cannot say; the line below splits them evenly") !=
+        std::string::npos);
+  CHECK(unsaid.find("pipeline-num-layers") == std::string::npos);
+}

@@ -7,6 +7,7 @@
 #include "error_of.hpp"
 #include "launch_layout_check.hpp"
 #include "model/model_loader.hpp"
+#include "strategy/pipeline_split.hpp"
 #include "test_paths.hpp"
 
 using namespace meshsim;
@@ -441,4 +442,29 @@ TEST_CASE("torchtitan's stage split: the ends' weights and pipeline_parallel_lay
   CHECK(launch_config("torchtitan", model, c, LaunchJob{4096, 16, 1}, st)
             .find("# no pipeline_parallel_layers_per_stage makes 16 stages of 34 layers") !=
         std::string::npos);
+}
+
+TEST_CASE("--emit torchtitan: a search's tuned split as the ends' weights, read back the same") {
+  const auto model = load_model(model_path("llama3.1-8b"));
+  ParallelConfig c;
+  c.mesh = parse_mesh("pp=4", "--mesh");
+  LaunchStack st;
+  st.name = "torchtitan";
+  st.pipeline_split = bundled_stack("torchtitan")->pipeline_split;
+  // 8, 9, 9, 6: the embedding weighed 1, the loss 2 (36 units, 9 a stage).
+  st.chunk_layers = {8, 9, 9, 6};
+  const auto text = launch_config("torchtitan", model, c, LaunchJob{4096, 8, 1}, st);
+  INFO(text);
+  CHECK(text.find("pipeline_parallel_first_stage_less_layers = 1\n"
+                  "pipeline_parallel_last_stage_less_layers = 2\n") != std::string::npos);
+  const auto back = parse_torchtitan_toml(text, 4, 32, "e.toml").layout;
+  REQUIRE(back.stack.pipeline_split);
+  CHECK(framework_chunk_layers(*back.stack.pipeline_split, model, 4) == st.chunk_layers);
+  // A split no weighting gives: said in a comment, the stack's weights written.
+  st.chunk_layers = {10, 6, 8, 8};
+  const auto unsaid = launch_config("torchtitan", model, c, LaunchJob{4096, 8, 1}, st);
+  CHECK(unsaid.find("# meshsim simulated the layers split 10, 6, 8, 8 over the pipeline stages, "
+                    "which the ends' weights cannot say: list the stages in "
+                    "module_fqns_per_model_part\n") != std::string::npos);
+  CHECK(unsaid.find("pipeline_parallel_first_stage_less_layers = 1\n") != std::string::npos);
 }

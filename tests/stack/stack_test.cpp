@@ -877,13 +877,19 @@ TEST_CASE("pipeline split: the frameworks' splits as data, strictly loaded") {
             .starts_with("s.json:/pipeline_split/method: unknown pipeline split method 'by-hand'"));
   CHECK(error_of(with_split(R"({"method": "even", "embedding_layers": 9})"))
             .starts_with("s.json:/pipeline_split/embedding_layers:"));
+  CHECK(stack_from(with_split(R"({"method": "even", "end_switches": "weights"})")).pipeline_split ==
+        PipelineSplit{PipelineSplitMethod::even, 0, 0, false, EndSwitches::weights});
+  CHECK(error_of(with_split(R"({"method": "balanced", "end_switches": "layers"})")) ==
+        "s.json:/pipeline_split/end_switches: only an even split takes it (method is balanced)");
+  CHECK(error_of(with_split(R"({"method": "even", "end_switches": "both"})"))
+            .starts_with("s.json:/pipeline_split/end_switches: unknown end switches 'both'"));
   CHECK(error_of(with_split(R"({"method": "even", "stages": 4})"))
             .starts_with("s.json:/pipeline_split/stages: unknown key 'stages'"));
   // The bundled stacks say what their frameworks run.
   CHECK(bundled_stack("megatron")->pipeline_split ==
-        PipelineSplit{PipelineSplitMethod::even, 0, 0, true});
+        PipelineSplit{PipelineSplitMethod::even, 0, 0, true, EndSwitches::layers});
   CHECK(bundled_stack("torchtitan")->pipeline_split ==
-        PipelineSplit{PipelineSplitMethod::even, 1, 1, false});
+        PipelineSplit{PipelineSplitMethod::even, 1, 1, false, EndSwitches::weights});
   CHECK(bundled_stack("torchtitan-compile")->pipeline_split ==
         bundled_stack("torchtitan")->pipeline_split);
   CHECK(bundled_stack("deepspeed")->pipeline_split.method == PipelineSplitMethod::parameters);

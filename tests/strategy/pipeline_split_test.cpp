@@ -94,3 +94,85 @@ TEST_CASE("framework_split_note: Megatron's 405B split weighs the ends, and says
         "with the embedding and the loss each counted as a layer (Megatron-LM's "
         "--account-for-embedding/loss-in-pipeline-split): 8 units a chunk");
 }
+
+TEST_CASE("end_switch_splits: the splits each bundled stack's end switches give, its own first") {
+  using V = std::vector<std::int64_t>;
+  const auto m = split_test_llama8b();
+  const auto& mg = bundled_stack("megatron")->pipeline_split;
+  const auto& tt = bundled_stack("torchtitan")->pipeline_split;
+  CHECK(mg.end_switches == EndSwitches::layers);
+  CHECK(tt.end_switches == EndSwitches::weights);
+  // Megatron, 32 layers on 2 stages: its own 16, 16; the account flags where the units divide
+  // (none weighed: 32; both: 34 → 17 − 1 each, 16, 16 again); and the first stage 1 … 31 layers.
+  const auto two = end_switch_splits(mg, m, 2);
+  REQUIRE(two.size() == 1 + 2 + 31);
+  CHECK(two[0] == V{16, 16});
+  CHECK(two[1] == V{16, 16});
+  CHECK(two[2] == V{16, 16});
+  CHECK(two[3] == V{1, 31});
+  CHECK(two.back() == V{31, 1});
+  // On 4 stages the middle two hold `mid` each and the ends the rest, 2 … 30 layers between them:
+  // Σ over mid = 1 … 15 of (31 − 2 mid) = 225 first/last pairs, plus its own and the unweighed
+  // account split (33 and 34 units do not divide by 4).
+  const auto four = end_switch_splits(mg, m, 4);
+  CHECK(four.size() == 1 + 1 + 225);
+  CHECK(std::find(four.begin(), four.end(), V{9, 8, 8, 7}) != four.end());
+  // Interleaved (4 stages × 2): only the account flags, which keep one chunk a stage off.
+  CHECK(end_switch_splits(mg, m, 8, 2) == std::vector<V>{V(8, 4), V(8, 4)});
+  // torchtitan: each end weighed 0 … 8 layers, after its own (1, 1).
+  const auto weights = end_switch_splits(tt, m, 4);
+  REQUIRE(weights.size() == 1 + 9 * 9);
+  CHECK(weights[0] == V{8, 9, 8, 7});
+  CHECK(weights[1] == V{8, 8, 8, 8});          // 0, 0
+  CHECK(weights[1 + 9 + 2] == V{8, 9, 9, 6});  // 1, 2: 36 units, 9 each, less 1 and 2
+  // No switches: DeepSpeed's own only; the ideal stack balances by time (nothing here).
+  CHECK(end_switch_splits(bundled_stack("deepspeed")->pipeline_split, m, 4) ==
+        std::vector<V>{V{7, 9, 9, 7}});
+  CHECK(end_switch_splits(bundled_stack("ideal")->pipeline_split, m, 4).empty());
+}
+
+TEST_CASE("tuned_chunk_layers: the switches' split whose busiest stage is least, by hand") {
+  using V = std::vector<std::int64_t>;
+  const auto m = split_test_llama8b();
+  const auto& mg = bundled_stack("megatron")->pipeline_split;
+  const auto& tt = bundled_stack("torchtitan")->pipeline_split;
+  // Megatron on 2 stages, a layer 1 s, the embedding 0.2 s, head and loss 1.5 s: a + b = 32,
+  // busiest max(a + 0.2, b + 1.5): 17, 15 → 17.2 (16, 16 → 17.5; 18, 14 → 18.2).
+  CHECK(tuned_chunk_layers(mg, m, 2, 1, 1.0, 0.2, 1.5) == V{17, 15});
+  // Nothing on the ends: every even split ties with the stack's own, which is kept.
+  CHECK(tuned_chunk_layers(mg, m, 2, 1, 1.0, 0.0, 0.0) == V{16, 16});
+  // torchtitan on 4 stages, the embedding 0.5 s, the head 2.5 s: a stage below 9 s would need
+  // a ≤ 8, the middle ≤ 8, the last ≤ 6, 30 layers in all; 9 s is least. Its own 8, 9, 8, 7 is
+  // 9.5 s (the last), every weighting with an unweighed embedding too (the first gets 9); the
+  // first at 9 s in the order is the embedding 1, the loss 2: 8, 9, 9, 6.
+  CHECK(tuned_chunk_layers(tt, m, 4, 1, 1.0, 0.5, 2.5) == V{8, 9, 9, 6});
+  // Interleaved, chunk c on stage c mod pp: Megatron keeps its even chunks (its only switches
+  // there, the account flags, do not divide 33 or 34 units into 8).
+  CHECK(tuned_chunk_layers(mg, m, 8, 2, 1.0, 0.5, 2.5) == V(8, 4));
+  CHECK(tuned_chunk_layers(bundled_stack("ideal")->pipeline_split, m, 4, 1, 1.0, 0.5, 2.5).empty());
+}
+
+TEST_CASE("weights_giving and end_switch_note: the switches that say a split") {
+  using V = std::vector<std::int64_t>;
+  const auto m = split_test_llama8b();
+  const auto& mg = *bundled_stack("megatron");
+  const auto& tt = *bundled_stack("torchtitan");
+  // torchtitan's 8, 9, 9, 6: the embedding weighed 1, the loss 2 (tuned_chunk_layers' case).
+  const auto w = weights_giving(tt.pipeline_split, m, V{8, 9, 9, 6});
+  REQUIRE(w);
+  CHECK(w->embedding_layers == 1);
+  CHECK(w->loss_layers == 2);
+  // Megatron's own 16, 16 needs no flag; 17, 15 no account flag gives (its first/last-stage
+  // switches do).
+  const auto plain = weights_giving(mg.pipeline_split, m, V{16, 16});
+  REQUIRE(plain);
+  CHECK(plain->embedding_layers + plain->loss_layers == 0);
+  CHECK_FALSE(weights_giving(mg.pipeline_split, m, V{17, 15}));
+  CHECK(end_switch_note(tt, m, V{8, 9, 9, 6}, V{8, 9, 8, 7}) ==
+        "layers split 8, 9, 9, 6 by the stack's end switches, the ends weighed 1 and 2 layers "
+        "(torchtitan's pipeline_parallel_first/last_stage_less_layers), to balance the stages' "
+        "estimated time; stack 'torchtitan' splits them 8, 9, 8, 7 without the switches");
+  CHECK(end_switch_note(mg, m, V{17, 15}, V{16, 16})
+            .find("--decoder-first-pipeline-num-layers 17 --decoder-last-pipeline-num-layers 15") !=
+        std::string::npos);
+}

@@ -1,7 +1,9 @@
 #include "training/training_sim.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -1433,4 +1435,44 @@ TEST_CASE("the trace splits the layers as the stack's framework does unless a sp
   CHECK(ideal != V{8, 8, 8, 8});
   // --stage-layers (a Megatron line's uneven split) wins over any stack's.
   CHECK(layers_on("torchtitan", {9, 8, 8, 7}) == V{9, 8, 8, 7});
+}
+
+TEST_CASE(
+    "a search's tuned split sets the stack's end switches; its own split runs where that "
+    "does not fit memory") {
+  auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  auto s = setup("pp=2,dp=4", 4096, 64, 1, "megatron");
+  const auto own = simulate_training(topo, m, s);
+  s.strategy.tune_split = true;
+  const auto tuned = simulate_training(topo, m, s);
+  using V = std::vector<std::int64_t>;
+  CHECK(own.chunk_layers == V{16, 16});
+  CHECK(own.tuned_split_note.empty());
+  // The last stage carries the 128K-vocabulary head and loss: Megatron's first/last-stage
+  // switches move layers to the first stage, and the step is shorter.
+  REQUIRE(tuned.chunk_layers.size() == 2);
+  CHECK(tuned.chunk_layers.front() > 16);
+  CHECK(tuned.step_time_s < own.step_time_s);
+  CHECK(tuned.tuned_split_note ==
+        fmt::format("layers split {}, {} by the stack's end switches, the first and last stage's "
+                    "layers given (Megatron-LM's --decoder-first-pipeline-num-layers {} "
+                    "--decoder-last-pipeline-num-layers {}), to balance the stages' estimated "
+                    "time; stack 'megatron' splits them 16, 16 without the switches",
+                    tuned.chunk_layers[0], tuned.chunk_layers[1], tuned.chunk_layers[0],
+                    tuned.chunk_layers[1]));
+  CHECK(std::find(tuned.notes.begin(), tuned.notes.end(), tuned.tuned_split_note) !=
+        tuned.notes.end());
+  // HBM between the two splits' worst stages: the tuned split does not fit, the stack's own
+  // runs, and the note says why.
+  const double own_worst = own.memory.total(), tuned_worst = tuned.memory.total();
+  REQUIRE(tuned_worst > own_worst);
+  topo.gpu.hbm_bytes = Bytes(static_cast<std::uint64_t>(0.5 * (own_worst + tuned_worst)));
+  const auto fallback = simulate_training(topo, m, s);
+  CHECK(fallback.chunk_layers == V{16, 16});
+  CHECK(fallback.tuned_split_note.empty());
+  CHECK(fallback.step_time_s == doctest::Approx(own.step_time_s));
+  CHECK(std::find(fallback.notes.begin(), fallback.notes.end(),
+                  "the split tuned with the stack's end switches did not fit memory; the stack's "
+                  "own split runs") != fallback.notes.end());
 }

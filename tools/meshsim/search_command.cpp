@@ -41,8 +41,9 @@ struct SearchArgs {
   double time_budget_s = 0;  // 0: none
   bool allow_tp_across_nodes = false;
   bool no_hsdp = false;
-  bool exhaustive = false;  // simulate every candidate, not only those that can reach the top K
-  bool quiet = false;       // no progress on stderr
+  bool plain_split = false;  // --plain-split: the stack's own pipeline split, its switches unset
+  bool exhaustive = false;   // simulate every candidate, not only those that can reach the top K
+  bool quiet = false;        // no progress on stderr
   std::vector<std::string> stacks{"megatron"};  // --stack a,b
 };
 
@@ -215,6 +216,7 @@ int run_search_command(const SearchArgs& a) {
     opt.strategy.stack = opt.stacks.front();
     if (opt.stacks.size() == 1) opt.stacks.clear();
     if (!a.tp_overlap.empty()) opt.strategy.tp_overlap = on_off(a.tp_overlap, "--tp-overlap");
+    opt.strategy.tune_split = !a.plain_split;
   }
   opt.memory.recipe = stack_recipe(opt.strategy.stack, job.dtype);
   if (!a.sweep.empty()) return run_sweep(a, model, job, space, opt);
@@ -320,6 +322,7 @@ int run_search_command(const SearchArgs& a) {
     ls.fp8_fsdp_all_gather = strategy.stack.fp8_fsdp_all_gather;
     ls.fp8_params = strategy.stack.fp8_params;
     ls.pipeline_split = strategy.stack.pipeline_split;
+    ls.chunk_layers = best.result.chunk_layers;
     launch = launch_config(a.emit, model, best.candidate.config, lj, ls);
   }
   if (!a.report.empty() && !r.results.empty() && r.results.front().error.empty() && !interrupted) {
@@ -447,6 +450,10 @@ Runner add_search_command(CLI::App& app) {
   cmd->add_flag("--allow-tp-across-nodes", a->allow_tp_across_nodes, "Let TP span nodes");
   cmd->add_flag("--no-hsdp", a->no_hsdp,
                 "Do not try ZeRO-3 layouts as HSDP (shard over a sub-group of DP)");
+  cmd->add_flag("--plain-split", a->plain_split,
+                "Split pipeline layers as the stack does without its end switches (default: "
+                "set them, e.g. Megatron's --decoder-last-pipeline-num-layers, to balance the "
+                "stages)");
   cmd->add_option("--top", a->top, "Candidates to print (default 10)")->check(positive_count());
   cmd->add_flag("--exhaustive", a->exhaustive,
                 "Simulate every candidate (default: only those whose step-time lower bound can "

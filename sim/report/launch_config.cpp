@@ -27,18 +27,24 @@ PipelineSplit launch_split(const LaunchStack& stack, const ModelSpec& m, const P
 }
 
 // Megatron's uneven split where the stack ran one (a framework that needs the layers to divide,
-// and they do not, even with the ends weighed; one chunk a stage): the layers per stage, whose
+// and they do not, even with the ends weighed: uneven_ends_chunks): the layers per stage, whose
 // ends --decoder-first/last-pipeline-num-layers give. Empty otherwise.
 std::vector<std::int64_t> megatron_uneven(const PipelineSplit& split, const ModelSpec& m,
                                           const ParallelConfig& c) {
   if (c.mesh.pp < 2 || split.method != PipelineSplitMethod::even || !split.must_divide ||
-      split.embedding_layers + split.loss_layers > 0 || model_chunks(c) != c.mesh.pp)
+      split.embedding_layers + split.loss_layers > 0)
     return {};
-  return uneven_ends_chunk_layers(m.layers, c.mesh.pp);
+  const std::int64_t v = virtual_stages(c);
+  const auto chunks = uneven_ends_chunks(m.layers, model_chunks(c), v);
+  if (chunks.empty()) return {};
+  std::vector<std::int64_t> stages(static_cast<std::size_t>(c.mesh.pp));
+  for (std::size_t p = 0; p < stages.size(); ++p) stages[p] = chunks[p] * v;
+  return stages;
 }
 
 // How a Megatron line gives the split: the ends' weights (--account-for-*), the first and last
-// stage's layers (--decoder-first/last-pipeline-num-layers, where `uneven` is not empty), or
+// stage's layers (--decoder-first/last-pipeline-num-layers, where `uneven`, the layers of each
+// stage, is not empty), or
 // neither where `says` is false (the line below splits evenly; a "# " line says what ran).
 struct MegatronSplit {
   PipelineSplit weights;
@@ -53,18 +59,25 @@ MegatronSplit megatron_split(const LaunchStack& stack, const ModelSpec& m,
   const auto& want = stack.chunk_layers;
   const std::int64_t v = virtual_stages(c), chunks = model_chunks(c);
   if (want.empty() || c.mesh.pp < 2 || static_cast<std::int64_t>(want.size()) != chunks) return out;
-  if (want == (out.uneven.empty() ? framework_chunk_layers(out.weights, m, chunks, v) : out.uneven))
-    return out;
+  if (want == framework_chunk_layers(out.weights, m, chunks, v)) return out;
   // Another split (a search's tuned one, or meshsim's own by time or parameters): Megatron's
-  // even split with the ends weighed, or its first and last stage given (one chunk a stage, the
-  // middle stages even).
+  // even split with the ends weighed, or its first and last stage given.
   const PipelineSplit plain{PipelineSplitMethod::even, 0, 0, true};
   if (const auto w = weights_giving(plain, m, want, v)) return {*w, {}, true};
-  const bool middle_even =
-      std::all_of(want.begin() + 1, want.end() - 1, [&](std::int64_t l) { return l == want[1]; });
-  if (v == 1 && middle_even) return {plain, want, true};
-  out.says = false;
-  return out;
+  // The first and last stage given: every chunk of a stage alike (its layers spread evenly over
+  // its virtual stages), the middle stages alike. `uneven` holds each stage's layers.
+  const auto pp = static_cast<std::size_t>(c.mesh.pp);
+  bool says = true;
+  for (std::size_t g = 0; g < want.size(); ++g)
+    says =
+        says && want[g] == want[g % pp] && (g % pp == 0 || g % pp == pp - 1 || want[g] == want[1]);
+  if (!says) {
+    out.says = false;
+    return out;
+  }
+  std::vector<std::int64_t> stages(pp);
+  for (std::size_t p = 0; p < pp; ++p) stages[p] = want[p] * v;
+  return {plain, stages, true};
 }
 
 // What a Megatron line cannot say, as "# " lines printed before it.
@@ -203,7 +216,8 @@ std::string megatron_args(const ModelSpec& m, const ParallelConfig& c, const Lau
     const auto chunks = mesh.pp * c.schedule.virtual_stages;
     const auto units =
         m.layers + (weighed ? split.embedding_layers + split.loss_layers : std::int32_t{0});
-    if (units % chunks == 0)
+    // Megatron reads the first and last stage's layers with the virtual stages per rank only.
+    if (units % chunks == 0 && ms.uneven.empty())
       s += fmt::format(" --num-layers-per-virtual-pipeline-stage {}", units / chunks);
     else
       s += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", c.schedule.virtual_stages);

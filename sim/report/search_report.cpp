@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "compute/dtype.hpp"
@@ -52,9 +53,11 @@ Json result_json(std::size_t rank, const EvaluatedCandidate& e) {
   return j;
 }
 
-// How much slower than the winner, in per cent.
-double slower_pct(double step_s, const EvaluatedCandidate& best) {
-  return 100 * (step_s / best.result.step_time_s - 1);
+// "4.2% slower than the winner", or faster for a layout outside the searched space (a pinned
+// dimension or a search limit left it out).
+std::string versus_winner(double step_s, const EvaluatedCandidate& best) {
+  const double pct = 100 * (step_s / best.result.step_time_s - 1);
+  return fmt::format("{:.1f}% {} than the winner", std::abs(pct), pct < 0 ? "faster" : "slower");
 }
 
 }  // namespace
@@ -197,22 +200,21 @@ std::string search_text(const SearchRun& run) {
   const auto& why = run.heuristic_rule;
   if (run.heuristic_rank > 0 && !run.heuristic_rank_exact)
     out += fmt::format(
-        "seed heuristic ({}): {} → outside the top {}, {:.1f}% slower than the winner (not "
-        "every faster layout was simulated; --exhaustive ranks it)\n",
-        why, h, run.top_k, slower_pct(r.results[run.heuristic_rank - 1].result.step_time_s, best));
+        "seed heuristic ({}): {} → outside the top {}, {} (not every faster layout was "
+        "simulated; --exhaustive ranks it)\n",
+        why, h, run.top_k,
+        versus_winner(r.results[run.heuristic_rank - 1].result.step_time_s, best));
   else if (run.heuristic_rank > 0)
     out += fmt::format(
         "seed heuristic ({}): {} → rank {} of {}{}\n", why, h, run.heuristic_rank, r.results.size(),
         run.heuristic_rank == 1
             ? ": the simulation agrees"
-            : fmt::format(", {:.1f}% slower than the winner",
-                          slower_pct(r.results[run.heuristic_rank - 1].result.step_time_s, best)));
+            : ", " + versus_winner(r.results[run.heuristic_rank - 1].result.step_time_s, best));
   else if (run.heuristic_eval && run.heuristic_eval->error.empty())
-    out += fmt::format(
-        "seed heuristic ({}): {} → not in the searched space; simulated {:.3f} s, {:.1f}% slower "
-        "than the winner\n",
-        why, h, run.heuristic_eval->result.step_time_s,
-        slower_pct(run.heuristic_eval->result.step_time_s, best));
+    out +=
+        fmt::format("seed heuristic ({}): {} → not in the searched space; simulated {:.3f} s, {}\n",
+                    why, h, run.heuristic_eval->result.step_time_s,
+                    versus_winner(run.heuristic_eval->result.step_time_s, best));
   else
     out += fmt::format("seed heuristic ({}): {} → does not run here{}\n", why, h,
                        run.heuristic_eval ? " (" + run.heuristic_eval->error + ")" : "");

@@ -142,9 +142,10 @@ std::string_view name_of(PipelineSplitMethod m);
 
 // The switches an `even` split's framework offers for its end stages, which `search` sets to
 // balance the stages (strategy/pipeline_split.hpp, tuned_chunk_layers). `none`: no switch.
-// `layers`: the first and the last stage's layer counts, the middle stages even, one chunk a
-// stage (Megatron-LM's --decoder-first/last-pipeline-num-layers), and the ends weighed as a
-// layer or not (--account-for-embedding/loss-in-pipeline-split) with any schedule. `weights`: the
+// `layers`: the first and the last stage's layer counts, the middle stages even, each stage's
+// layers spread evenly over its virtual stages (Megatron-LM's
+// --decoder-first/last-pipeline-num-layers), and the ends weighed as a layer or not
+// (--account-for-embedding/loss-in-pipeline-split). `weights`: the
 // ends' weights, 0 to 8 layers each (torchtitan's pipeline_parallel_first/last_stage_less_layers).
 enum class EndSwitches : std::uint8_t { none, layers, weights };
 inline constexpr std::array kAllEndSwitches{EndSwitches::none, EndSwitches::layers,

@@ -69,6 +69,18 @@ std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chun
   return out;
 }
 
+std::vector<std::int64_t> uneven_ends_chunks(std::int64_t layers, std::int64_t chunks,
+                                             std::int64_t virtual_stages) {
+  const std::int64_t v = std::max<std::int64_t>(virtual_stages, 1);
+  if (layers % v != 0 || chunks % v != 0) return {};
+  // In units of v layers: a stage's count over its virtual stages is one chunk's.
+  const auto stage = uneven_ends_chunk_layers(layers / v, chunks / v);
+  if (stage.empty()) return {};
+  std::vector<std::int64_t> out(static_cast<std::size_t>(chunks));
+  for (std::size_t g = 0; g < out.size(); ++g) out[g] = stage[g % stage.size()];
+  return out;
+}
+
 std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
                                                  std::int64_t chunks, std::int64_t virtual_stages) {
   if (chunks < 1 || chunks > model.layers) return {};  // the mesh checks say why
@@ -78,9 +90,9 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
     case PipelineSplitMethod::even: {
       const auto run = runnable_split(split, model.layers, chunks);
       const auto units = model.layers + run.embedding_layers + run.loss_layers;
-      if (run.must_divide && units % chunks != 0 && virtual_stages == 1 &&
-          run.embedding_layers + run.loss_layers == 0)
-        if (auto ends = uneven_ends_chunk_layers(model.layers, chunks); !ends.empty()) return ends;
+      if (run.must_divide && units % chunks != 0 && run.embedding_layers + run.loss_layers == 0)
+        if (auto ends = uneven_ends_chunks(model.layers, chunks, virtual_stages); !ends.empty())
+          return ends;
       return even_chunk_layers(model.layers, chunks, run.embedding_layers, run.loss_layers);
     }
     case PipelineSplitMethod::parameters: {
@@ -120,18 +132,25 @@ void for_each_end_switch_split(const PipelineSplit& split, const ModelSpec& mode
           if (units % chunks == 0 && units / chunks > std::max(e, l))
             on(even_chunk_layers(layers, chunks, e, l));
         }
-      // --decoder-first/last-pipeline-num-layers, one chunk a stage: the first stage a layers,
-      // the last the rest of `ends`, the (chunks − 2) middle stages `mid` each.
-      if (virtual_stages != 1) break;
-      const std::int64_t middle_stages = chunks - 2;
+      // --decoder-first/last-pipeline-num-layers: the first stage `a` layers, the last the rest
+      // of `ends`, the (pp − 2) middle stages `mid` each; each stage's layers spread evenly over
+      // its virtual stages (chunk g is stage g mod pp's), so every count is a multiple of them
+      // (Megatron-Core's get_num_layers_to_build; megatron_uneven_chunks reads it back).
+      const std::int64_t vs = std::max<std::int64_t>(virtual_stages, 1);
+      if (chunks % vs != 0) break;
+      const std::int64_t pp = chunks / vs, middle_stages = pp - 2;
+      if (pp < 2) break;
       std::vector<std::int64_t> v(static_cast<std::size_t>(chunks));
-      for (std::int64_t mid = middle_stages > 0 ? 1 : 0;; ++mid) {
+      for (std::int64_t mid = middle_stages > 0 ? vs : 0;; mid += vs) {
         const std::int64_t ends = layers - middle_stages * mid;
-        if (ends < 2) break;
-        std::fill(v.begin(), v.end(), mid);
-        for (std::int64_t a = 1; a < ends; ++a) {
-          v.front() = a;
-          v.back() = ends - a;
+        if (ends < 2 * vs) break;
+        std::fill(v.begin(), v.end(), mid / vs);
+        for (std::int64_t a = vs; a + vs <= ends; a += vs) {
+          if ((ends - a) % vs != 0) continue;
+          for (std::int64_t j = 0; j < vs; ++j) {
+            v[static_cast<std::size_t>(j * pp)] = a / vs;
+            v[static_cast<std::size_t>(j * pp + pp - 1)] = (ends - a) / vs;
+          }
           on(v);
         }
         if (middle_stages == 0) break;
@@ -263,13 +282,16 @@ std::string framework_split_note(const Stack& stack, const ModelSpec& model, std
         stack.name, model.layers, weights, chunks);
   if (rem != 0 && s.must_divide) {
     // framework_chunk_layers' uneven split, where it runs one.
-    if (virtual_stages == 1 && s.embedding_layers + s.loss_layers == 0)
-      if (const auto ends = uneven_ends_chunk_layers(model.layers, chunks); !ends.empty())
+    const std::int64_t v = std::max<std::int64_t>(virtual_stages, 1), pp = chunks / v;
+    if (s.embedding_layers + s.loss_layers == 0)
+      if (const auto ends = uneven_ends_chunks(model.layers, chunks, v); !ends.empty())
         return fmt::format(
-            "stack '{}' splits the layers evenly, and {} do not divide into {} pipeline stages, "
-            "as they are or with the ends weighed: the first and last stage take {} and {}, the "
-            "others {} (Megatron-LM's --decoder-first/last-pipeline-num-layers)",
-            stack.name, model.layers, chunks, ends.front(), ends.back(), ends[1]);
+            "stack '{}' splits the layers evenly, and {} do not divide into {} pipeline {}, as "
+            "they are or with the ends weighed: the first and last stage take {} and {}, the "
+            "others {}{} (Megatron-LM's --decoder-first/last-pipeline-num-layers)",
+            stack.name, model.layers, chunks, v > 1 ? "chunks" : "stages", ends.front() * v,
+            ends[static_cast<std::size_t>(pp - 1)] * v, ends[1] * v,
+            v > 1 ? ", each stage's layers spread evenly over its virtual stages" : "");
     return fmt::format(
         "stack '{}' splits the layers evenly, and {}{} do not divide into {} pipeline chunks: its "
         "framework needs them to or the split given (--stage-layers; Megatron-LM's "

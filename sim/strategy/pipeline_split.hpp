@@ -29,25 +29,35 @@ std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chun
 // with the final norm (last chunk; the head's matrix even when tied, as each end holds it).
 // `virtual_stages`: the chunks a pipeline stage holds (interleaving); a framework that needs the
 // units to divide and gets none that do (runnable_split) runs Megatron's uneven split
-// (uneven_ends_chunk_layers) without interleaving, and the even split with the first chunks one
-// layer more with it (which Megatron-LM would refuse: framework_split_note says so).
+// (uneven_ends_chunks), and where that has none (layers not a multiple of the virtual stages)
+// the even split with the first chunks one layer more (which Megatron-LM would refuse:
+// framework_split_note says so).
 std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
                                                  std::int64_t chunks,
                                                  std::int64_t virtual_stages = 1);
 
 // A note when the stack's `even` split was not run as the stack states it: its framework needs
 // the units to divide (PipelineSplit::must_divide) and only a weighting of the ends divides them
-// (runnable_split), or none does (Megatron's uneven split without interleaving; with it, the
-// first chunks one more, as torchtitan does, which Megatron-LM refuses), or a weighted end would
-// keep no layer. Empty otherwise.
+// (runnable_split), or none does (Megatron's uneven split, uneven_ends_chunks; where it has none,
+// the first chunks one more, as torchtitan does, which Megatron-LM refuses), or a weighted end
+// would keep no layer. Empty otherwise.
 std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks,
                                  std::int64_t virtual_stages = 1);
+
+// Megatron's uneven split of `layers` over `chunks` = pp × `virtual_stages` chunks when they do
+// not divide: uneven_ends_chunk_layers (stack/stack.hpp) in units of `virtual_stages` layers, each
+// stage's layers spread evenly over its virtual stages (chunk g is stage g mod pp's). Hand
+// example: 80 layers on 6 stages × 2 → stages 12, 14 × 4, 12; chunks 6, 7 × 4, 6 twice. Empty
+// where the layers are not a multiple of the virtual stages or an end would keep no layer.
+std::vector<std::int64_t> uneven_ends_chunks(std::int64_t layers, std::int64_t chunks,
+                                             std::int64_t virtual_stages);
 
 // The splits the framework's end switches (PipelineSplit::end_switches) give `model` in
 // `chunks` chunks, framework_chunk_layers' own first; only that one where the stack has no
 // switches, and none for a `balanced` split. `layers`: the ends weighed as a layer or not where
-// the units then divide, and (one chunk a stage) every first and last stage count that leaves
-// the middle stages an even, positive share. `weights`: the ends weighed 0 to kMaxEndWeight
+// the units then divide, and every first and last stage count that leaves the middle stages an
+// even, positive share, each stage's count a multiple of its virtual stages (a chunk is the
+// stage's count over them). `weights`: the ends weighed 0 to kMaxEndWeight
 // layers each. Repeats are kept (the choice below takes the first of equals).
 std::vector<std::vector<std::int64_t>> end_switch_splits(const PipelineSplit& split,
                                                          const ModelSpec& model,

@@ -504,4 +504,32 @@ TEST_CASE(
                     "which Megatron's switches cannot say; the line below splits them evenly") !=
         std::string::npos);
   CHECK(unsaid.find("pipeline-num-layers") == std::string::npos);
+  // Interleaved on 4 stages, each stage's chunks alike (3, 5, 5, 3 twice): the stages' layers
+  // 6, 10, 10, 6 as the first and last stage's, with the virtual stages per rank.
+  c.mesh = parse_mesh("dp=2,pp=4", "--mesh");
+  const auto vpp = emit({3, 5, 5, 3, 3, 5, 5, 3});
+  INFO(vpp);
+  CHECK(vpp.find("--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 6") !=
+        std::string::npos);
+  CHECK(vpp.find("--num-virtual-stages-per-pipeline-rank 2") != std::string::npos);
+  CHECK(vpp.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);
+  CHECK(megatron_job(parse_megatron_line(vpp, "e"), 8, model.layers, "e").chunk_layers ==
+        std::vector<std::int64_t>{3, 5, 5, 3, 3, 5, 5, 3});
+  // The stack's own split where nothing divides, interleaved: Llama 3.1 70B's 80 layers on 6
+  // stages × 2 run Megatron's uneven split (stages 12, 14 × 4, 12), written as it reads back.
+  const auto llama70 = load_model(model_path("llama3.1-70b"));
+  ParallelConfig p6;
+  p6.mesh = parse_mesh("tp=8,pp=6", "--mesh");
+  p6.sp = true;
+  p6.schedule = {ScheduleKind::interleaved, 2};
+  st.chunk_layers.clear();
+  const auto own70 = launch_config("megatron", llama70, p6, LaunchJob{4096, 12, 1}, st);
+  INFO(own70);
+  CHECK(
+      own70.find("--decoder-first-pipeline-num-layers 12 --decoder-last-pipeline-num-layers 12") !=
+      std::string::npos);
+  CHECK(own70.find("--num-virtual-stages-per-pipeline-rank 2") != std::string::npos);
+  CHECK(own70.find("# ") == std::string::npos);
+  CHECK(megatron_job(parse_megatron_line(own70, "e"), 48, llama70.layers, "e").chunk_layers ==
+        framework_chunk_layers(*st.pipeline_split, llama70, 12, 2));
 }

@@ -66,12 +66,22 @@ TEST_CASE("framework_split_note: only where the framework would not run the spli
         "stack 'megatron' splits the layers evenly, and 32 do not divide into 5 pipeline stages, "
         "as they are or with the ends weighed: the first and last stage take 6 and 5, the others "
         "7 (Megatron-LM's --decoder-first/last-pipeline-num-layers)");
-  // Interleaved (5 stages × 2 chunks) Megatron spreads each stage's layers over its chunks, which
-  // 32 layers cannot give here: the first 2 of 10 chunks one more, and a note.
+  // Interleaved (5 stages × 2 chunks) Megatron spreads each stage's layers over its chunks: the
+  // same rule in pairs of layers, 16 pairs on 5 stages, the middle ceil(16 / 5) = 4 pairs, the
+  // ends the 4 left, 2 and 2: stages of 4, 8, 8, 8, 4 layers, chunks half of them.
   CHECK(framework_chunk_layers(mg.pipeline_split, m, 10, 2) ==
-        std::vector<std::int64_t>{4, 4, 3, 3, 3, 3, 3, 3, 3, 3});
+        std::vector<std::int64_t>{2, 4, 4, 4, 2, 2, 4, 4, 4, 2});
   CHECK(framework_split_note(mg, m, 10, 2) ==
-        "stack 'megatron' splits the layers evenly, and 32 do not divide into 10 pipeline "
+        "stack 'megatron' splits the layers evenly, and 32 do not divide into 10 pipeline chunks, "
+        "as they are or with the ends weighed: the first and last stage take 4 and 4, the others "
+        "8, each stage's layers spread evenly over its virtual stages (Megatron-LM's "
+        "--decoder-first/last-pipeline-num-layers)");
+  // 5 stages × 3: 32 layers are no multiple of 3, so no stage split spreads evenly: the first 2
+  // of 15 chunks one more, and a note.
+  CHECK(framework_chunk_layers(mg.pipeline_split, m, 15, 3) ==
+        std::vector<std::int64_t>{3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2});
+  CHECK(framework_split_note(mg, m, 15, 3) ==
+        "stack 'megatron' splits the layers evenly, and 32 do not divide into 15 pipeline "
         "chunks: its framework needs them to or the split given (--stage-layers; Megatron-LM's "
         "--decoder-first/last-pipeline-num-layers); simulated with the first 2 one layer more");
   CHECK(framework_split_note(tt, m, 5).empty());
@@ -81,6 +91,16 @@ TEST_CASE("framework_split_note: only where the framework would not run the spli
         "stack 'torchtitan' splits 32 layers (the embedding counted as 1 and the loss as 1) into "
         "32 pipeline chunks; that leaves an end chunk no layer, so the layers were split evenly");
   CHECK(framework_chunk_layers(tt.pipeline_split, m, 32) == std::vector<std::int64_t>(32, 1));
+}
+
+TEST_CASE("uneven_ends_chunks: Megatron's uneven split in units of the virtual stages") {
+  using V = std::vector<std::int64_t>;
+  // 80 layers (Llama 3.1 70B) on 6 stages × 2: 40 pairs, the middle ceil(40 / 6) = 7 pairs, the
+  // ends the 12 left, 6 and 6: stages of 12, 14 × 4, 12 layers.
+  CHECK(uneven_ends_chunks(80, 12, 2) == V{6, 7, 7, 7, 7, 6, 6, 7, 7, 7, 7, 6});
+  CHECK(uneven_ends_chunks(61, 8, 1) == V{7, 8, 8, 8, 8, 8, 8, 6});  // DeepSeek-V3
+  CHECK(uneven_ends_chunks(61, 16, 2).empty());                      // 61 is odd
+  CHECK(uneven_ends_chunks(32, 8, 2).empty());                       // even already
 }
 
 TEST_CASE("framework_split_note: Megatron's 405B split weighs the ends, and says so") {
@@ -117,8 +137,15 @@ TEST_CASE("end_switch_splits: the splits each bundled stack's end switches give,
   const auto four = end_switch_splits(mg, m, 4);
   CHECK(four.size() == 1 + 1 + 225);
   CHECK(std::find(four.begin(), four.end(), V{9, 8, 8, 7}) != four.end());
-  // Interleaved (4 stages × 2): only the account flags, which keep one chunk a stage off.
-  CHECK(end_switch_splits(mg, m, 8, 2) == std::vector<V>{V(8, 4), V(8, 4)});
+  // Interleaved (4 stages × 2): the unweighed account split, and each stage's layers a multiple
+  // of its 2 virtual stages: mid = 2 … 14, the ends 28 … 4, the first 2 … ends − 2 in steps of 2,
+  // 13 + 11 + … + 1 = 49 splits; a chunk is half its stage's layers.
+  const auto interleaved = end_switch_splits(mg, m, 8, 2);
+  REQUIRE(interleaved.size() == 1 + 1 + 49);
+  CHECK(interleaved[1] == V(8, 4));
+  CHECK(interleaved[2] == V{1, 1, 1, 13, 1, 1, 1, 13});  // stages 2, 2, 2, 26
+  CHECK(std::find(interleaved.begin(), interleaved.end(), V{3, 5, 5, 3, 3, 5, 5, 3}) !=
+        interleaved.end());
   // torchtitan: each end weighed 0 … 8 layers, after its own (1, 1).
   const auto weights = end_switch_splits(tt, m, 4);
   REQUIRE(weights.size() == 1 + 9 * 9);
@@ -146,9 +173,10 @@ TEST_CASE("tuned_chunk_layers: the switches' split whose busiest stage is least,
   // 9.5 s (the last), every weighting with an unweighed embedding too (the first gets 9); the
   // first at 9 s in the order is the embedding 1, the loss 2: 8, 9, 9, 6.
   CHECK(tuned_chunk_layers(tt, m, 4, 1, 1.0, 0.5, 2.5) == V{8, 9, 9, 6});
-  // Interleaved, chunk c on stage c mod pp: Megatron keeps its even chunks (its only switches
-  // there, the account flags, do not divide 33 or 34 units into 8).
-  CHECK(tuned_chunk_layers(mg, m, 8, 2, 1.0, 0.5, 2.5) == V(8, 4));
+  // Interleaved, chunk c on stage c mod pp, the stages' layers multiples of 2: a, mid, mid, b
+  // with a + 2 mid + b = 32; below 10 s would need mid ≤ 8, a ≤ 8, b ≤ 6 (30 layers). 10 s
+  // first at mid = 10, a = 6, b = 6 (6.5, 10, 10, 8.5); its own 8 × 4 is 10.5 s.
+  CHECK(tuned_chunk_layers(mg, m, 8, 2, 1.0, 0.5, 2.5) == V{3, 5, 5, 3, 3, 5, 5, 3});
   CHECK(tuned_chunk_layers(bundled_stack("ideal")->pipeline_split, m, 4, 1, 1.0, 0.5, 2.5).empty());
 }
 

@@ -44,8 +44,8 @@ std::vector<std::int64_t> megatron_uneven(const PipelineSplit& split, const Mode
 
 // How a Megatron line gives the split: the ends' weights (--account-for-*), the first and last
 // stage's layers (--decoder-first/last-pipeline-num-layers, where `uneven`, the layers of each
-// stage, is not empty), or
-// neither where `says` is false (the line below splits evenly; a "# " line says what ran).
+// stage, is not empty), or neither where `says` is false (the line below splits evenly; a "# "
+// line says what ran).
 struct MegatronSplit {
   PipelineSplit weights;
   std::vector<std::int64_t> uneven;

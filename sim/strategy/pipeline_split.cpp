@@ -250,10 +250,13 @@ std::string end_switch_note(const Stack& stack, const ModelSpec& model,
                         : w->loss_layers > 0                          ? "the loss"
                                                                       : "neither end");
   } else {
+    // A stage's layers are its chunks' (chunk g on stage g mod pp, all alike).
+    const std::int64_t v = std::max<std::int64_t>(virtual_stages, 1);
+    const auto pp = chunk_layers.size() / static_cast<std::size_t>(v);
     how = fmt::format(
         "the first and last stage's layers given (Megatron-LM's "
         "--decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {})",
-        chunk_layers.front(), chunk_layers.back());
+        chunk_layers.front() * v, chunk_layers[pp - 1] * v);
   }
   return fmt::format(
       "layers split {} by the stack's end switches, {}, to balance the stages' estimated time; "

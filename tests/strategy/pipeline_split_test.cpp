@@ -203,4 +203,8 @@ TEST_CASE("weights_giving and end_switch_note: the switches that say a split") {
   CHECK(end_switch_note(mg, m, V{17, 15}, V{16, 16})
             .find("--decoder-first-pipeline-num-layers 17 --decoder-last-pipeline-num-layers 15") !=
         std::string::npos);
+  // Interleaved, a stage's layers are its chunks': stages 6, 10, 10, 6.
+  CHECK(end_switch_note(mg, m, V{3, 5, 5, 3, 3, 5, 5, 3}, V(8, 4), 2)
+            .find("--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 6") !=
+        std::string::npos);
 }

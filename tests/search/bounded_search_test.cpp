@@ -29,6 +29,7 @@ SearchOptions options_for(const SearchJob& job) {
   o.threads = 2;
   o.strategy.stack = default_stack();
   o.memory.recipe = stack_recipe(o.strategy.stack, job.dtype);
+  o.strategy.tune_split = true;  // as `meshsim search` runs: the bounds hold for tuned splits too
   return o;
 }
 

@@ -55,7 +55,10 @@ TrainingSetup setup_of(const Candidate& c, const SearchJob& job, const SearchOpt
 double candidate_lower_bound_s(const Topology& topo, const ModelSpec& model, const SearchJob& job,
                                const Candidate& c, const SearchOptions& options,
                                CommContext* context, BoundLevel level) {
-  const auto s = setup_of(c, job, options);
+  auto s = setup_of(c, job, options);
+  // The tuned split simulate_training runs: the least busy that fits memory.
+  if (s.strategy.tune_split && !s.strategy.split_fits)
+    s.strategy.split_fits = split_memory_check(model, s, topo.gpu.hbm_bytes.as_double());
   const ComputeModel cm(topo.gpu, s.profile);
   const double compute_only = step_time_lower_bound(model, s.job, s.config, cm, s.strategy);
   if (s.config.mesh.world() != static_cast<std::int64_t>(topo.gpus().size())) return compute_only;

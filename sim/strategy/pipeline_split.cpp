@@ -181,30 +181,30 @@ std::vector<std::vector<std::int64_t>> end_switch_splits(const PipelineSplit& sp
   return out;
 }
 
-std::vector<std::int64_t> tuned_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
-                                             std::int64_t chunks, std::int64_t virtual_stages,
-                                             double layer_s, double first_extra_s,
-                                             double last_extra_s) {
+std::vector<std::int64_t> tuned_chunk_layers(
+    const PipelineSplit& split, const ModelSpec& model, std::int64_t chunks,
+    std::int64_t virtual_stages, double layer_s, double first_extra_s, double last_extra_s,
+    const std::function<bool(const std::vector<std::int64_t>&)>& fits) {
   const auto pp = static_cast<std::size_t>(
       std::max<std::int64_t>(chunks / std::max<std::int64_t>(virtual_stages, 1), 1));
   std::vector<double> stage(pp);
   std::vector<std::int64_t> best;
   double best_s = 0;
-  for_each_end_switch_split(split, model, chunks, virtual_stages,
-                            [&](const std::vector<std::int64_t>& v) {
-                              std::fill(stage.begin(), stage.end(), 0.0);
-                              for (std::size_t c = 0; c < v.size(); ++c)
-                                stage[c % pp] += static_cast<double>(v[c]) * layer_s;
-                              stage.front() += first_extra_s;
-                              stage[(v.size() - 1) % pp] += last_extra_s;
-                              const double busiest = *std::max_element(stage.begin(), stage.end());
-                              // A relative margin: a split as busy as an earlier one, to rounding,
-                              // does not replace it.
-                              if (best.empty() || busiest < best_s * (1 - 1e-12)) {
-                                best = v;
-                                best_s = busiest;
-                              }
-                            });
+  for_each_end_switch_split(
+      split, model, chunks, virtual_stages, [&](const std::vector<std::int64_t>& v) {
+        std::fill(stage.begin(), stage.end(), 0.0);
+        for (std::size_t c = 0; c < v.size(); ++c)
+          stage[c % pp] += static_cast<double>(v[c]) * layer_s;
+        stage.front() += first_extra_s;
+        stage[(v.size() - 1) % pp] += last_extra_s;
+        const double busiest = *std::max_element(stage.begin(), stage.end());
+        // A relative margin: a split as busy as an earlier one, to rounding,
+        // does not replace it.
+        if (best.empty() || (busiest < best_s * (1 - 1e-12) && (!fits || fits(v)))) {
+          best = v;
+          best_s = busiest;
+        }
+      });
   return best;
 }
 

@@ -2,6 +2,7 @@
 // How a run's layers are cut into pipeline chunks: meshsim's split balanced by estimated time,
 // and the split the stack's framework runs (Stack::pipeline_split).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,12 +68,14 @@ std::vector<std::vector<std::int64_t>> end_switch_splits(const PipelineSplit& sp
 // Of end_switch_splits, the one whose busiest pipeline stage has the least estimated time: a
 // layer `layer_s`, the first chunk `first_extra_s` more (the embedding), the last chunk
 // `last_extra_s` (the head and loss), a stage the sum of its chunks (chunk c on stage c mod pp).
-// Ties keep the earlier split, so the framework's own wins where nothing is better. What `search`
-// runs (StrategyOptions::tune_split); empty where end_switch_splits is.
-std::vector<std::int64_t> tuned_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
-                                             std::int64_t chunks, std::int64_t virtual_stages,
-                                             double layer_s, double first_extra_s,
-                                             double last_extra_s);
+// Ties keep the earlier split, so the framework's own wins where nothing is better; where `fits`
+// is given, a split replaces the framework's own only if it passes (asked only of splits less
+// busy than the best so far). What `search` runs (StrategyOptions::tune_split); empty where
+// end_switch_splits is.
+std::vector<std::int64_t> tuned_chunk_layers(
+    const PipelineSplit& split, const ModelSpec& model, std::int64_t chunks,
+    std::int64_t virtual_stages, double layer_s, double first_extra_s, double last_extra_s,
+    const std::function<bool(const std::vector<std::int64_t>&)>& fits = {});
 
 // The ends' weights under which the framework's even split (framework_chunk_layers with those
 // weights) runs exactly `chunk_layers`: the split's own first, then each from 0 to kMaxEndWeight

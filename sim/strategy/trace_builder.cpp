@@ -1476,7 +1476,7 @@ std::vector<std::int64_t> Builder::split() const {
   const auto& split = opt_.stack.pipeline_split;
   if (opt_.tune_split)
     if (auto tuned = tuned_chunk_layers(split, m_, G, v, layer_s, end_s(costs_.embedding),
-                                        end_s(costs_.head));
+                                        end_s(costs_.head), opt_.split_fits);
         !tuned.empty())
       return tuned;
   if (auto framework = framework_chunk_layers(split, m_, G, v); !framework.empty())
@@ -1824,7 +1824,7 @@ double Builder::bound_entry(DeferredComm* chains, bool full) {
   const auto chunks = split();  // the given, a tuned, the stack's framework or the balanced split
   double bound = lower_bound_s(chunks);
   // simulate_training falls back to another split when this one does not fit memory.
-  if (const auto fallback = memory_fallback_split(m_, cfg_, opt_, chunks);
+  if (const auto fallback = fallback_split(m_, cfg_, opt_, chunks);
       !fallback.empty() && fallback != chunks)
     bound = std::min(bound, lower_bound_s(fallback));
   return bound;
@@ -1832,10 +1832,9 @@ double Builder::bound_entry(DeferredComm* chains, bool full) {
 
 }  // namespace
 
-std::vector<std::int64_t> memory_fallback_split(const ModelSpec& model,
-                                                const ParallelConfig& config,
-                                                const StrategyOptions& options,
-                                                const std::vector<std::int64_t>& chunk_layers) {
+std::vector<std::int64_t> fallback_split(const ModelSpec& model, const ParallelConfig& config,
+                                         const StrategyOptions& options,
+                                         const std::vector<std::int64_t>& chunk_layers) {
   if (!options.chunk_layers.empty() || chunk_layers.size() < 2) return {};
   const auto& split = options.stack.pipeline_split;
   if (split.method == PipelineSplitMethod::balanced)

@@ -3,6 +3,7 @@
 // with or without SP, pipeline schedules, CP (ring or all-gather of K/V), EP all-to-all,
 // gradient accumulation, recomputation and the optimizer step.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -48,16 +49,20 @@ struct StrategyOptions {
   // set to balance the stages' estimated time (tuned_chunk_layers) instead of the stack's own
   // split; `train` runs the stack's own, as a launch without those switches would.
   bool tune_split = false;
+  // With tune_split: where set, the tuned split is the least busy one that passes it
+  // (simulate_training and the search's bound set it to the memory check, split_memory_check);
+  // the stack's own split is kept where none better does.
+  std::function<bool(const std::vector<std::int64_t>&)> split_fits;
 };
 
-// The split simulate_training runs instead of `chunk_layers` (the one the options chose) when
-// that does not fit memory: the even split for a `balanced` stack, the stack's own for a tuned
-// one (StrategyOptions::tune_split); empty where there is none (a split given, one chunk, a
-// framework's own split).
-std::vector<std::int64_t> memory_fallback_split(const ModelSpec& model,
-                                                const ParallelConfig& config,
-                                                const StrategyOptions& options,
-                                                const std::vector<std::int64_t>& chunk_layers);
+// The other split a step's lower bound covers besides `chunk_layers` (the one the options
+// chose): the even split for a `balanced` stack, which simulate_training runs when the balanced
+// one does not fit memory; the stack's own for a tuned one (StrategyOptions::tune_split), which
+// a tuned choice made without the memory check (split_fits unset) may differ from. Empty where
+// there is none (a split given, one chunk, a framework's own split).
+std::vector<std::int64_t> fallback_split(const ModelSpec& model, const ParallelConfig& config,
+                                         const StrategyOptions& options,
+                                         const std::vector<std::int64_t>& chunk_layers);
 
 // Micro-batches per step: global batch / (dp × micro-batch).
 std::int64_t microbatches_per_step(const TrainingJob& job, const Mesh& mesh);
@@ -76,7 +81,7 @@ double stack_bucket_bytes(const Stack& stack, std::int64_t dp, DType dtype);
 // next chunk's backward of the same micro-batch), then each rank's optimizer. The fill and drain
 // are the schedule's own (interleaving, zero-bubble's deferred weight passes). Everything else
 // (exposed communication, interference, idle time) only adds. The minimum over the split the
-// options choose and memory_fallback_split's, since simulate_training may fall back to it.
+// options choose and fallback_split's, since simulate_training may fall back to it.
 double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ParallelConfig& config, const ComputeModel& cm,
                              const StrategyOptions& options);

@@ -155,6 +155,26 @@ RankBreakdown breakdown_of(const Trace& trace, const ReplayResult& replay, std::
   return b;
 }
 
+std::vector<MemoryBreakdown> setup_memory_per_stage(const ModelSpec& model,
+                                                    const TrainingSetup& setup,
+                                                    const std::vector<std::int64_t>& chunk_layers) {
+  const auto& job = setup.job;
+  MemoryOptions mo = setup.memory;
+  mo.flash_attention = job.flash_attention;
+  const TrainingMemoryJob mj{job.seq,   job.global_batch, job.micro_batch,
+                             job.dtype, chunk_layers,     job.pipeline_steps};
+  return training_memory_per_stage(model, mj, setup.config, mo);
+}
+
+std::function<bool(const std::vector<std::int64_t>&)> split_memory_check(const ModelSpec& model,
+                                                                         const TrainingSetup& setup,
+                                                                         double capacity_bytes) {
+  return [&model, &setup, capacity_bytes](const std::vector<std::int64_t>& chunk_layers) {
+    return worst_stage(setup_memory_per_stage(model, setup, chunk_layers)).total() <=
+           capacity_bytes;
+  };
+}
+
 TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
                                  const TrainingSetup& setup, CommContext* context) {
   const auto& cfg = setup.config;
@@ -248,32 +268,30 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
     folded = f.get();
     comm = std::move(f);
   }
-  MemoryOptions mo = setup.memory;
-  mo.flash_attention = job.flash_attention;
   auto memory_of = [&](const std::vector<std::int64_t>& chunks) {
-    TrainingMemoryJob mj{job.seq,   job.global_batch, job.micro_batch,
-                         job.dtype, chunks,           job.pipeline_steps};
-    return training_memory_per_stage(model, mj, cfg, mo);
+    return setup_memory_per_stage(model, setup, chunks);
   };
-  r.trace = build_trace(model, job, cfg, placement, cm, *comm, setup.strategy, ranks);
-  r.memory_per_stage = memory_of(r.trace.chunk_layers);
-  // Stages balanced by time, or tuned by the framework's end switches, can overload the first
-  // stage's memory (it keeps the most micro-batches in flight); when they do and the fall-back
-  // split (even, or the framework's own) fits, that one is used.
   const double capacity = topo.gpu.hbm_bytes.as_double();
-  if (const auto fallback = memory_fallback_split(model, cfg, setup.strategy, r.trace.chunk_layers);
-      !fallback.empty() && fallback != r.trace.chunk_layers &&
+  // A tuned split is the least busy one that fits memory (the search's bound makes the same
+  // choice), else the stack's own.
+  StrategyOptions strategy = setup.strategy;
+  if (strategy.tune_split && !strategy.split_fits)
+    strategy.split_fits = split_memory_check(model, setup, capacity);
+  r.trace = build_trace(model, job, cfg, placement, cm, *comm, strategy, ranks);
+  r.memory_per_stage = memory_of(r.trace.chunk_layers);
+  // Stages balanced by time can overload the first stage's memory (it keeps the most
+  // micro-batches in flight); when they do and an even split fits, the even split is used.
+  if (const auto even = fallback_split(model, cfg, setup.strategy, r.trace.chunk_layers);
+      setup.strategy.stack.pipeline_split.method == PipelineSplitMethod::balanced &&
+      !even.empty() && even != r.trace.chunk_layers &&
       worst_stage(r.memory_per_stage).total() > capacity) {
-    auto fallback_memory = memory_of(fallback);
-    if (worst_stage(fallback_memory).total() <= capacity) {
-      StrategyOptions so = setup.strategy;
-      so.chunk_layers = fallback;
+    auto even_memory = memory_of(even);
+    if (worst_stage(even_memory).total() <= capacity) {
+      StrategyOptions so = strategy;
+      so.chunk_layers = even;
       r.trace = build_trace(model, job, cfg, placement, cm, *comm, so, ranks);
-      r.memory_per_stage = std::move(fallback_memory);
-      r.notes.push_back(setup.strategy.stack.pipeline_split.method == PipelineSplitMethod::balanced
-                            ? "stages balanced by time did not fit memory; layers split evenly"
-                            : "the split tuned with the stack's end switches did not fit memory; "
-                              "the stack's own split runs");
+      r.memory_per_stage = std::move(even_memory);
+      r.notes.push_back("stages balanced by time did not fit memory; layers split evenly");
     }
   }
   r.memory = worst_stage(r.memory_per_stage);
@@ -396,7 +414,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   r.hfu = base_flops > 0 ? r.mfu * all_flops / base_flops : r.mfu;
 
   const auto params = count_params(model).total;
-  const auto& rec = mo.recipe;
+  const auto& rec = setup.memory.recipe;
   r.reliability =
       project_reliability(params * (rec.weight_bytes + rec.master_bytes + rec.optimizer_bytes),
                           gpus, static_cast<std::int64_t>(topo.node_count()), setup.reliability);

@@ -91,6 +91,18 @@ struct TrainingResult {
   ReplayResult replay;
 };
 
+// Memory per pipeline stage of `setup`'s job run with `chunk_layers` layers per chunk (the
+// memory model with the setup's options, fused attention as the job says).
+std::vector<MemoryBreakdown> setup_memory_per_stage(const ModelSpec& model,
+                                                    const TrainingSetup& setup,
+                                                    const std::vector<std::int64_t>& chunk_layers);
+
+// StrategyOptions::split_fits for `setup` on GPUs of `capacity_bytes`: the worst stage fits. The
+// check refers to `model` and `setup`, which must outlive it.
+std::function<bool(const std::vector<std::int64_t>&)> split_memory_check(const ModelSpec& model,
+                                                                         const TrainingSetup& setup,
+                                                                         double capacity_bytes);
+
 // Checks the mesh against the model, job and cluster (one precise Error per broken rule) and
 // runs the step.
 // `context` (optional) carries routes and prices over from earlier simulations on this cluster

@@ -178,6 +178,19 @@ TEST_CASE("tuned_chunk_layers: the switches' split whose busiest stage is least,
   // first at mid = 10, a = 6, b = 6 (6.5, 10, 10, 8.5); its own 8 × 4 is 10.5 s.
   CHECK(tuned_chunk_layers(mg, m, 8, 2, 1.0, 0.5, 2.5) == V{3, 5, 5, 3, 3, 5, 5, 3});
   CHECK(tuned_chunk_layers(bundled_stack("ideal")->pipeline_split, m, 4, 1, 1.0, 0.5, 2.5).empty());
+  // With a check (memory, in a run): Megatron on 4 stages, a layer 1 s, the head 4 s: its own
+  // 8 × 4 is 12 s; the least busy is 9, 9, 9, 5 (9 s). If the first stage may hold at most 8
+  // layers: a = 8 and 2 mid + b = 24 reach 10 s at best, first at mid 9 (8, 9, 9, 6). The check
+  // is asked only of splits less busy than the best so far.
+  CHECK(tuned_chunk_layers(mg, m, 4, 1, 1.0, 0.0, 4.0) == V{9, 9, 9, 5});
+  int asked = 0;
+  const auto first_at_most_8 = [&](const V& v) {
+    ++asked;
+    return v.front() <= 8;
+  };
+  CHECK(tuned_chunk_layers(mg, m, 4, 1, 1.0, 0.0, 4.0, first_at_most_8) == V{8, 9, 9, 6});
+  CHECK(asked > 0);
+  CHECK(asked < 40);  // of the 227 splits
 }
 
 TEST_CASE("weights_giving and end_switch_note: the switches that say a split") {

@@ -1438,8 +1438,8 @@ TEST_CASE("the trace splits the layers as the stack's framework does unless a sp
 }
 
 TEST_CASE(
-    "a search's tuned split sets the stack's end switches; its own split runs where that "
-    "does not fit memory") {
+    "a search's tuned split sets the stack's end switches; its own split runs where no less busy "
+    "one fits memory") {
   auto topo = load_topology(topology_path("dgx-h100.json"));
   const auto m = bundled("llama3.1-8b");
   auto s = setup("pp=2,dp=4", 4096, 64, 1, "megatron");
@@ -1463,16 +1463,43 @@ TEST_CASE(
                     tuned.chunk_layers[1]));
   CHECK(std::find(tuned.notes.begin(), tuned.notes.end(), tuned.tuned_split_note) !=
         tuned.notes.end());
-  // HBM between the two splits' worst stages: the tuned split does not fit, the stack's own
-  // runs, and the note says why.
+  // HBM between the two splits' worst stages: the tuned split does not fit, and on 2 stages no
+  // other less busy split does either (each moves a layer or more to the first stage, which
+  // holds the most micro-batches in flight): the stack's own runs, without a tuned note.
   const double own_worst = own.memory.total(), tuned_worst = tuned.memory.total();
   REQUIRE(tuned_worst > own_worst);
   topo.gpu.hbm_bytes = Bytes(static_cast<std::uint64_t>(0.5 * (own_worst + tuned_worst)));
-  const auto fallback = simulate_training(topo, m, s);
-  CHECK(fallback.chunk_layers == V{16, 16});
-  CHECK(fallback.tuned_split_note.empty());
-  CHECK(fallback.step_time_s == doctest::Approx(own.step_time_s));
-  CHECK(std::find(fallback.notes.begin(), fallback.notes.end(),
-                  "the split tuned with the stack's end switches did not fit memory; the stack's "
-                  "own split runs") != fallback.notes.end());
+  const auto limited = simulate_training(topo, m, s);
+  CHECK(limited.chunk_layers == V{16, 16});
+  CHECK(limited.tuned_split_note.empty());
+  CHECK(limited.step_time_s == doctest::Approx(own.step_time_s));
+}
+
+TEST_CASE("a tuned split is the least busy one that fits memory, not all or nothing") {
+  // GPT 1.7B (24 layers, a 131,072-token vocabulary): its head and loss weigh several layers, so
+  // on 2 stages the switches move several layers to the first, which holds two micro-batches in
+  // flight.
+  auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("gpt-mcore-1.7b");
+  auto s = setup("pp=2,dp=4", 4096, 64, 1, "megatron");
+  const auto own = simulate_training(topo, m, s);
+  s.strategy.tune_split = true;
+  const auto free = simulate_training(topo, m, s);
+  using V = std::vector<std::int64_t>;
+  REQUIRE(own.chunk_layers == V{12, 12});
+  REQUIRE(free.chunk_layers.size() == 2);
+  INFO("tuned " << free.chunk_layers[0] << "/" << free.chunk_layers[1]);
+  REQUIRE(free.chunk_layers[0] >= 14);
+  // HBM halfway between the two: the unlimited choice does not fit, a milder one does, and it
+  // is still faster than the stack's own.
+  topo.gpu.hbm_bytes =
+      Bytes(static_cast<std::uint64_t>(0.5 * (own.memory.total() + free.memory.total())));
+  const auto limited = simulate_training(topo, m, s);
+  REQUIRE(limited.chunk_layers.size() == 2);
+  INFO("limited " << limited.chunk_layers[0] << "/" << limited.chunk_layers[1]);
+  CHECK(limited.memory.total() <= topo.gpu.hbm_bytes.as_double());
+  CHECK(limited.chunk_layers[0] > 12);
+  CHECK(limited.chunk_layers[0] < free.chunk_layers[0]);
+  CHECK(limited.step_time_s < own.step_time_s);
+  CHECK_FALSE(limited.tuned_split_note.empty());
 }

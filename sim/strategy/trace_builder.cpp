@@ -1823,7 +1823,7 @@ double Builder::bound_entry(DeferredComm* chains, bool full) {
   compute_costs();
   const auto chunks = split();  // the given, a tuned, the stack's framework or the balanced split
   double bound = lower_bound_s(chunks);
-  // simulate_training falls back to another split when this one does not fit memory.
+  // The split simulate_training may run instead (fallback_split).
   if (const auto fallback = fallback_split(m_, cfg_, opt_, chunks);
       !fallback.empty() && fallback != chunks)
     bound = std::min(bound, lower_bound_s(fallback));
@@ -1839,7 +1839,7 @@ std::vector<std::int64_t> fallback_split(const ModelSpec& model, const ParallelC
   const auto& split = options.stack.pipeline_split;
   if (split.method == PipelineSplitMethod::balanced)
     return split_layers(model.layers, static_cast<std::int64_t>(chunk_layers.size()));
-  if (options.tune_split)
+  if (options.tune_split && !options.split_fits)
     return framework_chunk_layers(split, model, model_chunks(config), virtual_stages(config));
   return {};
 }

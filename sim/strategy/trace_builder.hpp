@@ -57,9 +57,10 @@ struct StrategyOptions {
 
 // The other split a step's lower bound covers besides `chunk_layers` (the one the options
 // chose): the even split for a `balanced` stack, which simulate_training runs when the balanced
-// one does not fit memory; the stack's own for a tuned one (StrategyOptions::tune_split), which
-// a tuned choice made without the memory check (split_fits unset) may differ from. Empty where
-// there is none (a split given, one chunk, a framework's own split).
+// one does not fit memory; the stack's own for a tuned one (StrategyOptions::tune_split) chosen
+// without the memory check (split_fits unset), since simulate_training makes its choice with it.
+// Empty where there is none (a split given, one chunk, a framework's own split, a tuned one
+// chosen with the check simulate_training sets, as the search's bound does).
 std::vector<std::int64_t> fallback_split(const ModelSpec& model, const ParallelConfig& config,
                                          const StrategyOptions& options,
                                          const std::vector<std::int64_t>& chunk_layers);

@@ -1437,15 +1437,37 @@ TEST_CASE("the trace splits the layers as the stack's framework does unless a sp
   CHECK(layers_on("torchtitan", {9, 8, 8, 7}) == V{9, 8, 8, 7});
 }
 
+namespace {
+
+// A model on 2 pipeline stages of one DGX H100 (Megatron, ZeRO-1), run with the stack's own split
+// and with the split a search tunes (`s` keeps tuning on).
+struct TunedSplitRuns {
+  Topology topo;
+  ModelSpec m;
+  TrainingSetup s;
+  TrainingResult own, tuned;
+};
+
+TunedSplitRuns tuned_split_runs(const std::string& model) {
+  TunedSplitRuns r{load_topology(topology_path("dgx-h100.json")),
+                   bundled(model),
+                   setup("pp=2,dp=4", 4096, 64, 1, "megatron"),
+                   {},
+                   {}};
+  r.own = simulate_training(r.topo, r.m, r.s);
+  r.s.strategy.tune_split = true;
+  r.tuned = simulate_training(r.topo, r.m, r.s);
+  return r;
+}
+
+}  // namespace
+
 TEST_CASE(
     "a search's tuned split sets the stack's end switches; its own split runs where no less busy "
     "one fits memory") {
-  auto topo = load_topology(topology_path("dgx-h100.json"));
-  const auto m = bundled("llama3.1-8b");
-  auto s = setup("pp=2,dp=4", 4096, 64, 1, "megatron");
-  const auto own = simulate_training(topo, m, s);
-  s.strategy.tune_split = true;
-  const auto tuned = simulate_training(topo, m, s);
+  auto runs = tuned_split_runs("llama3.1-8b");
+  auto& topo = runs.topo;
+  const auto &own = runs.own, &tuned = runs.tuned;
   using V = std::vector<std::int64_t>;
   CHECK(own.chunk_layers == V{16, 16});
   CHECK(own.tuned_split_note.empty());
@@ -1469,7 +1491,7 @@ TEST_CASE(
   const double own_worst = own.memory.total(), tuned_worst = tuned.memory.total();
   REQUIRE(tuned_worst > own_worst);
   topo.gpu.hbm_bytes = Bytes(static_cast<std::uint64_t>(0.5 * (own_worst + tuned_worst)));
-  const auto limited = simulate_training(topo, m, s);
+  const auto limited = simulate_training(topo, runs.m, runs.s);
   CHECK(limited.chunk_layers == V{16, 16});
   CHECK(limited.tuned_split_note.empty());
   CHECK(limited.step_time_s == doctest::Approx(own.step_time_s));
@@ -1479,12 +1501,9 @@ TEST_CASE("a tuned split is the least busy one that fits memory, not all or noth
   // GPT 1.7B (24 layers, a 131,072-token vocabulary): its head and loss weigh several layers, so
   // on 2 stages the switches move several layers to the first, which holds two micro-batches in
   // flight.
-  auto topo = load_topology(topology_path("dgx-h100.json"));
-  const auto m = bundled("gpt-mcore-1.7b");
-  auto s = setup("pp=2,dp=4", 4096, 64, 1, "megatron");
-  const auto own = simulate_training(topo, m, s);
-  s.strategy.tune_split = true;
-  const auto free = simulate_training(topo, m, s);
+  auto runs = tuned_split_runs("gpt-mcore-1.7b");
+  auto& topo = runs.topo;
+  const auto &own = runs.own, &free = runs.tuned;
   using V = std::vector<std::int64_t>;
   REQUIRE(own.chunk_layers == V{12, 12});
   REQUIRE(free.chunk_layers.size() == 2);
@@ -1494,7 +1513,7 @@ TEST_CASE("a tuned split is the least busy one that fits memory, not all or noth
   // is still faster than the stack's own.
   topo.gpu.hbm_bytes =
       Bytes(static_cast<std::uint64_t>(0.5 * (own.memory.total() + free.memory.total())));
-  const auto limited = simulate_training(topo, m, s);
+  const auto limited = simulate_training(topo, runs.m, runs.s);
   REQUIRE(limited.chunk_layers.size() == 2);
   INFO("limited " << limited.chunk_layers[0] << "/" << limited.chunk_layers[1]);
   CHECK(limited.memory.total() <= topo.gpu.hbm_bytes.as_double());

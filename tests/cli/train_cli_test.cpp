@@ -1068,3 +1068,32 @@ TEST_CASE("train: Megatron's block and uniform recompute methods") {
         "error: --recompute-method: a recompute method needs full recompute of every "
         "layer\n");
 }
+
+TEST_CASE("train --tune-split runs the split search would, and says which switches give it") {
+  const auto run = train_8b_json;
+  using V = std::vector<std::int64_t>;
+  const std::string flags = " --mesh pp=2 --seq 4096 --gbs 64 --zero 1";
+  const auto own = run(flags);
+  const auto tuned = run(flags + " --tune-split");
+  CHECK(own["stage_layers"].get<V>() == V{16, 16});
+  const auto chunks = tuned["stage_layers"].get<V>();
+  REQUIRE(chunks.size() == 2);
+  CHECK(chunks[0] > 16);
+  CHECK(tuned["step_time_s"].get<double>() < own["step_time_s"].get<double>());
+  bool named = false;
+  for (const auto& n : tuned["notes"])
+    named =
+        named || n.get<std::string>().find(fmt::format(
+                     "--decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers "
+                     "{}",
+                     chunks[0], chunks[1])) != std::string::npos;
+  CHECK(named);
+  // The same step as that split given by hand.
+  CHECK(tuned["step_time_s"] ==
+        run(flags + fmt::format(" --stage-layers {},{}", chunks[0], chunks[1]))["step_time_s"]);
+  const auto both = run_cli("train --topology " + topology_path("dgx-h100.json") + " --workload " +
+                            source_path("workloads/models/llama3.1-8b.json") + flags +
+                            " --tune-split --stage-layers 16,16");
+  CHECK(both.exit_code == 2);
+  CHECK(both.err == "error: --tune-split: --stage-layers gives the split; leave one of them out\n");
+}

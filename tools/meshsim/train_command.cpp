@@ -1,6 +1,6 @@
 // meshsim train --topology T [--nodes N] --workload W --mesh ... [job flags as memory]
 //               [--schedule gpipe|1f1b|interleaved:V[:G]|interleaved-overlap:V[:G]|zb|1f1b-overlap]
-//               [--stage-layers 7,8,..]
+//               [--stage-layers 7,8,.. | --tune-split]
 //               [--full]
 //               [--trace FILE.json] [--json] [--allow-oom]
 // One training step simulated on the cluster: step time, throughput, MFU/HFU, where the time
@@ -26,6 +26,7 @@ struct TrainArgs {
   std::string stage_layers, trace, report, degrade_link, rank_order = "tp-cp-dp-pp", straggler,
                                                          calibration;
   bool full = false, allow_oom = false, quiet = false;
+  bool tune_split = false;  // --tune-split: the stack's end switches set as search sets them
   double bucket_mb = 0, expert_imbalance = 0, input_stall_s = 0, storage_GBps = 0, mtbf_hours = 0,
          restart_s = -1, checkpoint_interval_s = 0;
 };
@@ -70,7 +71,10 @@ int run_train(const TrainArgs& a) {
       progress->update(done, total);
     };
   }
+  if (!a.stage_layers.empty() && a.tune_split)
+    throw Error("", "--tune-split", "--stage-layers gives the split; leave one of them out");
   if (!a.stage_layers.empty()) setup.strategy.chunk_layers = parse_stage_layers(a.stage_layers);
+  setup.strategy.tune_split = a.tune_split;
   if (a.bucket_mb < 0) throw Error("", "--bucket-mb", "must be positive");
   if (a.bucket_mb > 0) setup.strategy.bucket_bytes = a.bucket_mb * 1024 * 1024;
   if (a.expert_imbalance < 0) throw Error("", "--expert-imbalance", "must not be negative");
@@ -149,6 +153,9 @@ Runner add_train_command(CLI::App& app) {
   a->job.add_to(cmd);
   cmd->add_option("--stage-layers", a->stage_layers,
                   "Layers per pipeline stage (pp × virtual entries), e.g. 7,8,8,7");
+  cmd->add_flag("--tune-split", a->tune_split,
+                "Set the stack's pipeline end switches to balance the stages, as search does "
+                "(default: the stack's own split)");
   cmd->add_flag("--full", a->full, "Simulate every rank (default: one per stage, folded)");
   cmd->add_flag("--quiet", a->quiet, "No progress on stderr (--full)");
   cmd->add_flag("--allow-oom", a->allow_oom,

@@ -103,11 +103,17 @@ std::string_view name_of(EndSwitches e) {
   return "none";
 }
 
+bool weighted_units_divide(std::int64_t layers, std::int64_t chunks, std::int32_t embedding_layers,
+                           std::int32_t loss_layers) {
+  const auto units = layers + embedding_layers + loss_layers;
+  return chunks > 0 && units % chunks == 0 &&
+         units / chunks > std::max(embedding_layers, loss_layers);
+}
+
 PipelineSplit runnable_split(const PipelineSplit& split, std::int64_t layers, std::int64_t chunks) {
   if (split.method != PipelineSplitMethod::even || !split.must_divide || chunks < 2) return split;
   const auto divides = [&](const PipelineSplit& s) {
-    const auto units = layers + s.embedding_layers + s.loss_layers;
-    return units % chunks == 0 && units / chunks > std::max(s.embedding_layers, s.loss_layers);
+    return weighted_units_divide(layers, chunks, s.embedding_layers, s.loss_layers);
   };
   if (divides(split)) return split;
   for (const auto& [e, l] : {std::pair{1, 1}, std::pair{1, 0}, std::pair{0, 1}}) {

@@ -185,6 +185,11 @@ std::vector<std::int64_t> uneven_ends_chunk_layers(std::int64_t layers, std::int
 // split is returned as given.
 PipelineSplit runnable_split(const PipelineSplit& split, std::int64_t layers, std::int64_t chunks);
 
+// Whether `layers` with the ends weighed `embedding_layers` and `loss_layers` divide into
+// `chunks` chunks that each keep a layer: the weightings Megatron-LM runs (its account flags).
+bool weighted_units_divide(std::int64_t layers, std::int64_t chunks, std::int32_t embedding_layers,
+                           std::int32_t loss_layers);
+
 std::vector<std::int64_t> even_chunk_layers(std::int64_t layers, std::int64_t chunks,
                                             std::int32_t embedding_layers,
                                             std::int32_t loss_layers);

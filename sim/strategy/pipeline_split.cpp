@@ -127,11 +127,9 @@ void for_each_end_switch_split(const PipelineSplit& split, const ModelSpec& mode
       // Megatron's account flags: only where the weighed units divide (runnable_split keeps a
       // weighting that does not, and framework_chunk_layers would then split otherwise).
       for (std::int32_t e = 0; e <= 1; ++e)
-        for (std::int32_t l = 0; l <= 1; ++l) {
-          const auto units = layers + e + l;
-          if (units % chunks == 0 && units / chunks > std::max(e, l))
+        for (std::int32_t l = 0; l <= 1; ++l)
+          if (weighted_units_divide(layers, chunks, e, l))
             on(even_chunk_layers(layers, chunks, e, l));
-        }
       // --decoder-first/last-pipeline-num-layers: the first stage `a` layers, the last the rest
       // of `ends`, the (pp − 2) middle stages `mid` each; each stage's layers spread evenly over
       // its virtual stages (chunk g is stage g mod pp's), so every count is a multiple of them
@@ -225,8 +223,8 @@ std::optional<PipelineSplit> weights_giving(const PipelineSplit& split, const Mo
       w.embedding_layers = e;
       w.loss_layers = l;
       // A framework that needs the units to divide says only weightings that do.
-      const auto units = model.layers + e + l;
-      if (split.must_divide && (chunks < 2 || units % chunks != 0)) continue;
+      if (split.must_divide && (chunks < 2 || !weighted_units_divide(model.layers, chunks, e, l)))
+        continue;
       if (gives(w)) return w;
     }
   return std::nullopt;

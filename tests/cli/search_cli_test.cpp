@@ -690,9 +690,10 @@ TEST_CASE(
   // Llama 3.1 8B on 2 stages: the last carries the 128K-vocabulary head and loss, so Megatron's
   // --decoder-first/last-pipeline-num-layers move a layer to the first stage; the winner's line
   // says so and --emit writes them.
-  const std::string args = "search --topology " + topology_path("dgx-h100.json") + " --workload " +
-                           source_path("workloads/models/llama3.1-8b.json") +
-                           " --seq 4096 --gbs 64 --tp 1 --pp 2 --mbs 1 --zero 1 --schedule 1f1b --top 1";
+  const std::string args =
+      "search --topology " + topology_path("dgx-h100.json") + " --workload " +
+      source_path("workloads/models/llama3.1-8b.json") +
+      " --seq 4096 --gbs 64 --tp 1 --pp 2 --mbs 1 --zero 1 --schedule 1f1b --top 1";
   auto r = run_cli(args + " --emit megatron --json");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   const auto j = json::parse(r.out);

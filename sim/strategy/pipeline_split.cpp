@@ -37,29 +37,45 @@ std::int64_t model_chunks(const ParallelConfig& config) {
 
 std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chunks, double layer_s,
                                           double first_extra_s, double last_extra_s) {
-  // Smallest bound B such that a greedy contiguous fill stays within it; the ends carry their
-  // extra time. Layers are identical here (dense or MoE with dense first layers aside), so a
-  // binary search over the layer count of the slowest chunk is exact.
+  return balanced_chunks(
+      std::vector<double>(static_cast<std::size_t>(std::max<std::int64_t>(layers, 0)), layer_s),
+      chunks, first_extra_s, last_extra_s);
+}
+
+std::vector<std::int64_t> balanced_chunks(const std::vector<double>& layer_cost,
+                                          std::int64_t chunks, double first_extra,
+                                          double last_extra) {
+  const auto layers = static_cast<std::int64_t>(layer_cost.size());
+  if (chunks < 1) return {};
+  if (chunks > layers) return split_layers(layers, chunks);
+  // Smallest bound B such that a greedy contiguous fill places every layer (greedy is exact for
+  // whether a bound can be met: a chunk taking as many layers as fit never hurts the next); the
+  // ends carry their extra cost, and every chunk keeps a layer even where that one exceeds B
+  // (an end heavier than the bound then leaves the other chunks balanced among themselves).
   auto fits = [&](double bound, std::vector<std::int64_t>* out) {
-    std::int64_t left = layers;
     std::vector<std::int64_t> v(static_cast<std::size_t>(chunks), 0);
+    std::int64_t next = 0;
     for (std::int64_t c = 0; c < chunks; ++c) {
-      double extra = (c == 0 ? first_extra_s : 0.0) + (c == chunks - 1 ? last_extra_s : 0.0);
-      const auto room =
-          layer_s > 0 ? static_cast<std::int64_t>(std::floor((bound - extra) / layer_s + 1e-9))
-                      : left;
-      const std::int64_t remaining_chunks = chunks - c - 1;
-      // Every chunk needs at least one layer.
-      std::int64_t take = std::min(std::max<std::int64_t>(room, 1), left - remaining_chunks);
-      if (take < 1) return false;
+      double load = (c == 0 ? first_extra : 0.0) + (c == chunks - 1 ? last_extra : 0.0);
+      const std::int64_t last_allowed = layers - (chunks - c - 1);  // leave one per later chunk
+      std::int64_t take = 0;
+      while (next + take < last_allowed) {
+        const double w = layer_cost[static_cast<std::size_t>(next + take)];
+        // At least one layer; more while within the bound, to rounding.
+        if (take > 0 && load + w > bound + 1e-9 * std::max(w, 1e-300)) break;
+        load += w;
+        ++take;
+      }
+      if (c == chunks - 1 && next + take != layers) return false;
       v[static_cast<std::size_t>(c)] = take;
-      left -= take;
+      next += take;
     }
-    if (left != 0) return false;
     if (out) *out = v;
     return true;
   };
-  double lo = 0, hi = static_cast<double>(layers) * layer_s + first_extra_s + last_extra_s + 1;
+  double hi = first_extra + last_extra + 1;
+  for (auto w : layer_cost) hi += w;
+  double lo = 0;
   for (int i = 0; i < 100; ++i) {
     const double mid = 0.5 * (lo + hi);
     (fits(mid, nullptr) ? hi : lo) = mid;
@@ -101,8 +117,10 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
       // The head: its own matrix, or the embedding's when tied (DeepSpeed's TiedLayerSpec
       // keeps a copy on each end); the final norm beside it.
       const double head = (p.output > 0 ? p.output : p.embedding) + norm_params(model);
-      return balanced_chunks(model.layers, chunks, layer_params(model, model.layers - 1),
-                             p.embedding, head);
+      std::vector<double> layer(static_cast<std::size_t>(model.layers));
+      for (std::int64_t l = 0; l < model.layers; ++l)
+        layer[static_cast<std::size_t>(l)] = layer_params(model, l);
+      return balanced_chunks(layer, chunks, p.embedding, head);
     }
   }
   return {};
@@ -183,16 +201,34 @@ std::vector<std::int64_t> tuned_chunk_layers(
     const PipelineSplit& split, const ModelSpec& model, std::int64_t chunks,
     std::int64_t virtual_stages, double layer_s, double first_extra_s, double last_extra_s,
     const std::function<bool(const std::vector<std::int64_t>&)>& fits) {
+  return tuned_chunk_layers(
+      split, model, chunks, virtual_stages,
+      std::vector<double>(static_cast<std::size_t>(std::max<std::int64_t>(model.layers, 0)),
+                          layer_s),
+      first_extra_s, last_extra_s, fits);
+}
+
+std::vector<std::int64_t> tuned_chunk_layers(
+    const PipelineSplit& split, const ModelSpec& model, std::int64_t chunks,
+    std::int64_t virtual_stages, const std::vector<double>& layer_s, double first_extra_s,
+    double last_extra_s, const std::function<bool(const std::vector<std::int64_t>&)>& fits) {
   const auto pp = static_cast<std::size_t>(
       std::max<std::int64_t>(chunks / std::max<std::int64_t>(virtual_stages, 1), 1));
+  // Prefix sums of the layers' times: a chunk's time is a difference of two.
+  std::vector<double> upto(layer_s.size() + 1, 0.0);
+  for (std::size_t l = 0; l < layer_s.size(); ++l) upto[l + 1] = upto[l] + layer_s[l];
   std::vector<double> stage(pp);
   std::vector<std::int64_t> best;
   double best_s = 0;
   for_each_end_switch_split(
       split, model, chunks, virtual_stages, [&](const std::vector<std::int64_t>& v) {
         std::fill(stage.begin(), stage.end(), 0.0);
-        for (std::size_t c = 0; c < v.size(); ++c)
-          stage[c % pp] += static_cast<double>(v[c]) * layer_s;
+        std::size_t first = 0;
+        for (std::size_t c = 0; c < v.size(); ++c) {
+          const auto end = std::min(first + static_cast<std::size_t>(v[c]), layer_s.size());
+          stage[c % pp] += upto[end] - upto[std::min(first, end)];
+          first = end;
+        }
         stage.front() += first_extra_s;
         stage[(v.size() - 1) % pp] += last_extra_s;
         const double busiest = *std::max_element(stage.begin(), stage.end());

@@ -22,12 +22,22 @@ std::int64_t model_chunks(const ParallelConfig& config);
 // Contiguous chunks minimising the largest one; every chunk keeps a layer.
 std::vector<std::int64_t> balanced_chunks(std::int64_t layers, std::int64_t chunks, double layer_s,
                                           double first_extra_s, double last_extra_s);
+// The same with a cost per layer (`layer_cost[l]` for layer l): a model whose layers differ
+// (DeepSeek's dense first layers before its MoE layers) is balanced by what each layer weighs.
+// Hand example: costs 1, 1, 1, 1, 4, 4 in 3 chunks → 4, 1, 1 (4 each; equal costs would give
+// 2, 2, 2); with the first chunk 2 more → 3, 2, 1 (5, 5, 4).
+std::vector<std::int64_t> balanced_chunks(const std::vector<double>& layer_cost,
+                                          std::int64_t chunks, double first_extra,
+                                          double last_extra);
 
 // The layers per chunk the framework of `split` runs for `model` in `chunks` chunks; empty for a
 // `balanced` split (the trace builder balances by the layers' estimated time) and for more
 // chunks than layers (the mesh checks' error). `parameters`
-// weighs a middle layer's parameters against the embedding table (first chunk) and the head
-// with the final norm (last chunk; the head's matrix even when tied, as each end holds it).
+// weighs each layer's parameters (DeepSeek's dense first layers fewer than its MoE layers)
+// against the embedding table (first chunk) and the head with the final norm (last chunk; the
+// head's matrix even when tied, as each end holds it). Named assumption: the whole model's
+// parameters of each layer; DeepSpeed counts the modules a rank builds, the same ratios under
+// tensor parallelism but fewer experts per MoE layer under expert parallelism.
 // `virtual_stages`: the chunks a pipeline stage holds (interleaving); a framework that needs the
 // units to divide and gets none that do (runnable_split) runs Megatron's uneven split
 // (uneven_ends_chunks), and where that has none (layers not a multiple of the virtual stages)
@@ -76,6 +86,12 @@ std::vector<std::int64_t> tuned_chunk_layers(
     const PipelineSplit& split, const ModelSpec& model, std::int64_t chunks,
     std::int64_t virtual_stages, double layer_s, double first_extra_s, double last_extra_s,
     const std::function<bool(const std::vector<std::int64_t>&)>& fits = {});
+// The same with each layer's time (`layer_s[l]` for layer l; DeepSeek's dense first layers
+// weigh less than its MoE layers).
+std::vector<std::int64_t> tuned_chunk_layers(
+    const PipelineSplit& split, const ModelSpec& model, std::int64_t chunks,
+    std::int64_t virtual_stages, const std::vector<double>& layer_s, double first_extra_s,
+    double last_extra_s, const std::function<bool(const std::vector<std::int64_t>&)>& fits = {});
 
 // The ends' weights under which the framework's even split (framework_chunk_layers with those
 // weights) runs exactly `chunk_layers`: the split's own first, then each from 0 to kMaxEndWeight

@@ -1464,12 +1464,15 @@ std::vector<std::int64_t> Builder::split() const {
     check_stage_layers(opt_.chunk_layers, G, m_);
     return opt_.chunk_layers;
   }
-  // A layer's estimated time and the ends': what a balanced or a tuned split weighs.
-  const auto& lp = m_.moe ? costs_.moe : costs_.dense;
-  double layer_s = 0;
-  for (std::size_t i = 0; i < kSegCount; ++i)
-    layer_s +=
-        lp.forward[i].time.seconds() + lp.dgrad[i].time.seconds() + lp.wgrad[i].time.seconds();
+  // Each layer's estimated time (a dense first layer of an MoE model its own) and the ends':
+  // what a balanced or a tuned split weighs.
+  std::vector<double> layer_s(static_cast<std::size_t>(m_.layers), 0.0);
+  for (std::int64_t l = 0; l < m_.layers; ++l) {
+    const auto& lp = plan(l);
+    for (std::size_t i = 0; i < kSegCount; ++i)
+      layer_s[static_cast<std::size_t>(l)] +=
+          lp.forward[i].time.seconds() + lp.dgrad[i].time.seconds() + lp.wgrad[i].time.seconds();
+  }
   const auto end_s = [](const EndCost& e) {
     return e.forward.time.seconds() + e.dgrad.time.seconds() + e.wgrad.time.seconds();
   };
@@ -1481,7 +1484,7 @@ std::vector<std::int64_t> Builder::split() const {
       return tuned;
   if (auto framework = framework_chunk_layers(split, m_, G, v); !framework.empty())
     return framework;
-  return balanced_chunks(m_.layers, G, layer_s, end_s(costs_.embedding), end_s(costs_.head));
+  return balanced_chunks(layer_s, G, end_s(costs_.embedding), end_s(costs_.head));
 }
 
 double Builder::lower_bound_s(const std::vector<std::int64_t>& chunk_layers) {

@@ -45,6 +45,23 @@ TEST_CASE("framework_chunk_layers: each bundled stack's framework split of Llama
   CHECK(layer_params(m, 0) == doctest::Approx(218112000.0));
   CHECK(count_params(m).embedding == doctest::Approx(525336576.0));
   CHECK(framework_chunk_layers(bundled_stack("deepspeed")->pipeline_split, m, 4) == V{7, 9, 9, 7});
+  // DeepSeek-V3 by parameters, each layer its own: a dense layer 0.583 B, an MoE layer 11.507 B
+  // (all experts counted: DeepSpeed counts a rank's own modules, fewer experts under expert
+  // parallelism; named assumption in framework_chunk_layers), the embedding and the head
+  // 0.927 B each. 58 MoE layers on 8 stages put 8 on one, so no stage can be held below
+  // 8 × 11.507 = 92.06 B; under it the first stage takes the embedding, the 3 dense layers and
+  // 7 MoE (89.2 B), six stages 8, and the last the 3 left (35.4 B): the greedy fill at the least
+  // bound, as DeepSpeed's partition_balanced. Every layer priced as an MoE one gave
+  // 7, 8, 8, 8, 8, 8, 8, 6.
+  {
+    const auto v3 = load_model(source_path("workloads/models/deepseek-v3.json"));
+    const auto p = count_params(v3);
+    CHECK(layer_params(v3, 2) == doctest::Approx(0.583483e9).epsilon(1e-5));
+    CHECK(layer_params(v3, 3) == doctest::Approx(11.5073e9).epsilon(1e-5));
+    CHECK(p.embedding == doctest::Approx(0.926679e9).epsilon(1e-5));
+    CHECK(framework_chunk_layers(bundled_stack("deepspeed")->pipeline_split, v3, 8) ==
+          V{10, 8, 8, 8, 8, 8, 8, 3});
+  }
   // The ideal stack balances by time in the trace builder: nothing here. More chunks than
   // layers: nothing either (the mesh checks refuse it).
   CHECK(framework_chunk_layers(bundled_stack("ideal")->pipeline_split, m, 4).empty());
@@ -191,6 +208,32 @@ TEST_CASE("tuned_chunk_layers: the switches' split whose busiest stage is least,
   CHECK(tuned_chunk_layers(mg, m, 4, 1, 1.0, 0.0, 4.0, first_at_most_8) == V{8, 9, 9, 6});
   CHECK(asked > 0);
   CHECK(asked < 40);  // of the 227 splits
+}
+
+TEST_CASE("tuned_chunk_layers and balanced_chunks weigh each layer by its own time") {
+  using V = std::vector<std::int64_t>;
+  const auto m = split_test_llama8b();
+  const auto& mg = bundled_stack("megatron")->pipeline_split;
+  // Megatron on 2 stages, the first 4 layers 0.25 s (dense before MoE), the other 28 1 s, the
+  // embedding 0.2 s, head and loss 1.5 s: a first stage of a layers is a − 3 + 0.2 s, the last
+  // 32 − a + 1.5 s; a = 18 → 15.2 / 15.5 (17 → 16.5, 19 → 16.2). Equal layers gave 17, 15.
+  std::vector<double> layer(32, 1.0);
+  for (int l = 0; l < 4; ++l) layer[static_cast<std::size_t>(l)] = 0.25;
+  CHECK(tuned_chunk_layers(mg, m, 2, 1, layer, 0.2, 1.5) == V{18, 14});
+  // The uniform overload is the vector one with every layer alike.
+  CHECK(tuned_chunk_layers(mg, m, 2, 1, std::vector<double>(32, 1.0), 0.2, 1.5) ==
+        tuned_chunk_layers(mg, m, 2, 1, 1.0, 0.2, 1.5));
+  // Costs 1, 1, 1, 1, 4, 4 in 3 chunks: 4, 1, 1 holds each to 4 (equal costs: 2, 2, 2). With
+  // the first chunk 2 more: below 5 the first takes two layers, the second two (1 + 1; a third
+  // would be 6), and the last two MoE layers would be 8; at 5: 3, 2, 1 (5, 5, 4).
+  const std::vector<double> cost{1, 1, 1, 1, 4, 4};
+  CHECK(balanced_chunks(cost, 3, 0.0, 0.0) == V{4, 1, 1});
+  CHECK(balanced_chunks(cost, 3, 2.0, 0.0) == V{3, 2, 1});
+  CHECK(balanced_chunks(std::vector<double>(6, 1.0), 3, 0.0, 0.0) == V{2, 2, 2});
+  // An end heavier than any bound keeps its one layer; the others balance among themselves.
+  CHECK(balanced_chunks(std::vector<double>(7, 1.0), 3, 100.0, 0.0) == V{1, 3, 3});
+  CHECK(balanced_chunks(cost, 7, 0.0, 0.0) == split_layers(6, 7));
+  CHECK(balanced_chunks(cost, 0, 0.0, 0.0).empty());
 }
 
 TEST_CASE("weights_giving and end_switch_note: the switches that say a split") {

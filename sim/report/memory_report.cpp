@@ -69,6 +69,15 @@ std::string memory_text(const MemoryRun& run) {
     std::vector<std::string> totals;
     for (const auto& s : run.stages) totals.push_back(gb(s.total()));
     out += fmt::format("{:<16}{}\n", "total by stage", fmt::join(totals, " "));
+    // The split those totals are for: each stage's layers (its chunks' with interleaving).
+    const auto& chunks = run.training ? run.training->chunk_layers : std::vector<std::int64_t>{};
+    if (!chunks.empty() && chunks.size() % run.stages.size() == 0) {
+      std::vector<std::int64_t> layers(run.stages.size(), 0);
+      for (std::size_t g = 0; g < chunks.size(); ++g) layers[g % layers.size()] += chunks[g];
+      out += fmt::format("{:<16}{}", "layers by stage", fmt::join(layers, " "));
+      if (chunks.size() > layers.size()) out += fmt::format(" (chunks {})", fmt::join(chunks, " "));
+      out += "\n";
+    }
   }
   if (b.total() <= run.gpu_bytes)
     out += fmt::format("verdict: fits ({} GB free of {})\n", gb(run.gpu_bytes - b.total()),
@@ -91,6 +100,8 @@ Json memory_run_json(const MemoryRun& run) {
     Json per_stage = Json::array();
     for (const auto& s : run.stages) per_stage.push_back(s.total());
     j["stage_total_bytes"] = per_stage;
+    // Layers per model chunk, as train's and search's "stage_layers" (pp × virtual stages).
+    if (run.training) j["stage_layers"] = run.training->chunk_layers;
   }
   j["mode"] = run.serving ? "serve" : "train";
   j["mesh"] = mesh_json(run.config->mesh);

@@ -34,9 +34,8 @@ MemoryBreakdown reported_memory(const MemoryRun& run);
 
 std::string memory_text(const MemoryRun& run);
 // {"mode", "mesh", "params", "per_gpu_bytes", "model_state_bytes", "total_bytes", "gpu",
-//  "gpu_bytes", "fits", "activations_modeled", "notes"}, with "stage" and "stage_total_bytes"
-//  (train) or
-// "kv_bytes_per_token" (serve).
+//  "gpu_bytes", "fits", "activations_modeled", "notes"}, with "stage", "stage_total_bytes" and
+//  "stage_layers" (train: layers per model chunk) or "kv_bytes_per_token" (serve).
 Json memory_run_json(const MemoryRun& run);
 
 }  // namespace meshsim

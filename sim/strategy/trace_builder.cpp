@@ -148,6 +148,11 @@ class Builder {
   // The optimizer step of pipeline stage `stage`: Adam over its chunks' local parameters.
   SegmentCost optimizer_cost(std::int64_t stage) const;
   std::vector<std::int64_t> split() const;
+  // The split build() runs, with the costs it weighs (trace_chunk_layers).
+  std::vector<std::int64_t> split_entry() {
+    prepare();
+    return split();
+  }
   // `chains`: the layers' passes are priced as chains with their collectives (layer_chains), not
   // as compute alone; the builder's comm model must be it.
   // `full`: every stage's chains, and the data-parallel streams' collectives count too (ZeRO-3's
@@ -190,6 +195,8 @@ class Builder {
     bool bulk_dgrad_ag = false;
   };
   void compute_costs();
+  // What build() and the bound set before anything else: the flags and the layer costs.
+  void prepare();
   Time gemm_time(const Kernel& k, std::int64_t chunks, const ComputeModel* fewer_sms) const;
   Time gemms_time(const std::vector<TpGemm>& gemms, TpRole role, int pass, std::int64_t chunks,
                   const ComputeModel* fewer_sms) const;
@@ -1673,10 +1680,14 @@ Builder::RankState Builder::rank_state(std::int32_t r, bool host_issue) {
   return rs;
 }
 
-Trace Builder::build(const std::vector<std::int32_t>& ranks) {
+void Builder::prepare() {
   sp_ = cfg_.sp && mesh_.tp > 1;
   zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
   compute_costs();
+}
+
+Trace Builder::build(const std::vector<std::int32_t>& ranks) {
+  prepare();
   const std::int64_t v = virtual_stages(cfg_), G = model_chunks(cfg_);
   chunk_layers_ = split();
   chunk_first_.assign(static_cast<std::size_t>(G), 0);
@@ -1821,9 +1832,7 @@ const Builder::LayerChains& Builder::layer_chains(std::int64_t stage, std::int64
 double Builder::bound_entry(DeferredComm* chains, bool full) {
   chains_ = chains;
   full_bound_ = chains && full;
-  sp_ = cfg_.sp && mesh_.tp > 1;
-  zb_ = cfg_.schedule.kind == ScheduleKind::zero_bubble;
-  compute_costs();
+  prepare();
   const auto chunks = split();  // the given, a tuned, the stack's framework or the balanced split
   double bound = lower_bound_s(chunks);
   // The split simulate_training may run instead (fallback_split).
@@ -1865,6 +1874,16 @@ double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
   DeferredComm deferred(comm, level == BoundLevel::unloaded);
   Builder b(model, job, config, placement, cm, deferred, options);
   return b.bound_entry(&deferred, level != BoundLevel::chains);
+}
+
+std::vector<std::int64_t> trace_chunk_layers(const ModelSpec& model, const TrainingJob& job,
+                                             const ParallelConfig& config, const ComputeModel& cm,
+                                             const StrategyOptions& options) {
+  if (!model.has_architecture()) return {};
+  const Placement placement(config.mesh);
+  NoComm none;
+  Builder b(model, job, config, placement, cm, none, options);
+  return b.split_entry();
 }
 
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,

@@ -115,6 +115,12 @@ double step_time_lower_bound(const ModelSpec& model, const TrainingJob& job,
                              const ComputeModel& cm, FoldedComm& comm,
                              const StrategyOptions& options, BoundLevel level = BoundLevel::full);
 
+// The layers per model chunk build_trace gives `config`: the options' own split, a tuned one
+// (StrategyOptions::tune_split, with split_fits where set), the stack's framework split or the
+// one balanced by estimated time. What `memory --tune-split` reports without simulating.
+std::vector<std::int64_t> trace_chunk_layers(const ModelSpec& model, const TrainingJob& job,
+                                             const ParallelConfig& config, const ComputeModel& cm,
+                                             const StrategyOptions& options);
 // `ranks`: the ranks to simulate (every rank, or one representative per pipeline stage).
 Trace build_trace(const ModelSpec& model, const TrainingJob& job, const ParallelConfig& config,
                   const Placement& placement, const ComputeModel& cm, CommModel& comm,

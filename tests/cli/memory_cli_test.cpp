@@ -10,6 +10,7 @@
 using meshsim::test::model_path;
 using meshsim::test::run_cli;
 using meshsim::test::source_path;
+using meshsim::test::topology_path;
 using nlohmann::json;
 
 namespace {
@@ -189,5 +190,73 @@ TEST_CASE("memory: --recompute-modules frees each module's tensors") {
         32.0 * (2.0 * 8192 * 14336 + 2.0 * 4096 * 4096));
   const auto text = run_cli("memory " + job + " --recompute-modules moe_act,layernorm");
   CHECK(text.out.find("ZeRO-1, recompute selective (moe_act, layernorm), sp off") !=
+        std::string::npos);
+}
+
+TEST_CASE("memory --tune-split reports the split train --tune-split runs") {
+  using V = std::vector<std::int64_t>;
+  // Llama 3.1 8B on one DGX H100, pp=2 (dp fills the node): train --tune-split lightens the
+  // stage that carries the 128K-vocabulary head and loss.
+  const std::string job = " --topology " + topology_path("dgx-h100.json") + " --workload " +
+                          source_path("workloads/models/llama3.1-8b.json") +
+                          " --mesh pp=2 --seq 4096 --gbs 64 --zero 1";
+  const auto trained = meshsim::test::run_cli_json("train" + job + " --tune-split --json");
+  const auto chunks = trained["stage_layers"].get<V>();
+  REQUIRE(chunks.size() == 2);
+  CHECK(chunks != V{16, 16});
+  const auto own = memory_json(job);
+  const auto tuned = memory_json(job + " --tune-split");
+  CHECK(own["stage_layers"].get<V>() == V{16, 16});
+  CHECK(tuned["stage_layers"].get<V>() == chunks);
+  // The memory of that split given by hand, and train's peak.
+  const auto by_hand = memory_json(job + " --stage-layers " + std::to_string(chunks[0]) + "," +
+                                   std::to_string(chunks[1]));
+  CHECK(tuned["stage_total_bytes"] == by_hand["stage_total_bytes"]);
+  CHECK(tuned["total_bytes"].get<double>() ==
+        doctest::Approx(trained["memory"]["total"].get<double>()).epsilon(1e-9));
+  bool named = false;
+  for (const auto& n : tuned["notes"])
+    named = named || n.get<std::string>().find("--decoder-last-pipeline-num-layers " +
+                                               std::to_string(chunks[1])) != std::string::npos;
+  CHECK(named);
+  // The text names each stage's layers; with interleaving, the chunks too.
+  const auto text = run_cli("memory" + job + " --tune-split");
+  CHECK(text.out.find("layers by stage " + std::to_string(chunks[0]) + " " +
+                      std::to_string(chunks[1]) + "\n") != std::string::npos);
+  const auto interleaved = run_cli("memory" + job + " --schedule interleaved:2");
+  CHECK(interleaved.out.find("layers by stage 16 16 (chunks 8 8 8 8)\n") != std::string::npos);
+  // A split given, or a serving replica: one error line, exit 2.
+  const auto both = run_cli("memory" + job + " --tune-split --stage-layers 16,16");
+  CHECK(both.exit_code == 2);
+  CHECK(both.err == "error: --tune-split: --stage-layers gives the split; leave one of them out\n");
+  const auto serve = run_cli("memory --workload " + model_path("dense-70b") +
+                             " --mode serve --mesh tp=8 --context 4096 --tune-split");
+  CHECK(serve.exit_code == 2);
+  CHECK(serve.err ==
+        "error: --tune-split: is for training (a serving replica splits its own way)\n");
+}
+
+TEST_CASE("memory on a stack balanced by time reports train's split, and its even fall-back") {
+  using V = std::vector<std::int64_t>;
+  // The ideal stack balances Llama 3.1 8B's stages by the kernel model's estimate (the head and
+  // loss on the last stage: 17, 15 at 8K); at 11K that first stage no longer fits the GPU while
+  // 16, 16 does, and train falls back to it with a note: memory says the same.
+  const auto job = [](const std::string& seq) {
+    return " --topology " + topology_path("dgx-h100.json") + " --workload " +
+           source_path("workloads/models/llama3.1-8b.json") +
+           " --mesh pp=2 --gbs 64 --zero 1 --stack ideal --seq " + seq;
+  };
+  for (const char* seq : {"8192", "11264"}) {
+    INFO("seq " << seq);
+    const auto trained = meshsim::test::run_cli_json("train" + job(seq) + " --json");
+    const auto mem = memory_json(job(seq));
+    CHECK(mem["stage_layers"] == trained["stage_layers"]);
+    CHECK(mem["total_bytes"].get<double>() ==
+          doctest::Approx(trained["memory"]["total"].get<double>()).epsilon(1e-9));
+  }
+  CHECK(memory_json(job("8192"))["stage_layers"].get<V>() == V{17, 15});
+  const auto fallen = memory_json(job("11264"));
+  CHECK(fallen["stage_layers"].get<V>() == V{16, 16});
+  CHECK(fallen["notes"].dump().find("stages balanced by time did not fit memory") !=
         std::string::npos);
 }

@@ -1,12 +1,13 @@
 // meshsim memory --workload W --mesh dp=64[,tp=..,pp=..,cp=..,ep=..] [--zero 0..3]
 //                [--recompute none|selective|full] [--seq S --gbs G --mbs B --dtype bf16|fp16|fp8
-//                --sp on|off] [--mode train|serve --concurrency C --context S] [--gpu NAME |
-//                --topology T] [--json]
+//                --sp on|off] [--stage-layers L | --tune-split] [--mode train|serve
+//                --concurrency C --context S] [--gpu NAME | --topology T] [--json]
 // Memory per GPU by category against the GPU's capacity, with a fits / does-not-fit verdict.
 
 #include <iostream>
 
 #include "commands.hpp"
+#include "compute/compute_model.hpp"
 #include "job_args.hpp"
 #include "memory/memory_model.hpp"
 #include "model/param_count.hpp"
@@ -14,6 +15,7 @@
 #include "parallel/mesh_rules.hpp"
 #include "report/memory_report.hpp"
 #include "strategy/pipeline_split.hpp"
+#include "strategy/trace_builder.hpp"
 #include "topology/topology_loader.hpp"
 
 namespace meshsim::cli {
@@ -27,6 +29,7 @@ struct MemoryArgs {
   std::string kv_dtype;
   std::string gpu, topology;
   std::string stage_layers;  // training: layers per pipeline chunk (train --stage-layers)
+  bool tune_split = false;   // training: the stack's end switches set as search sets them
   std::int32_t nodes = 0;
   double allocator_headroom = -1;
   bool json = false;
@@ -36,7 +39,7 @@ int run_memory(const MemoryArgs& a) {
   const bool serve = a.mode == "serve";
   if (!serve && a.mode != "train")
     throw Error("", "--mode", "'" + a.mode + "': expected train or serve");
-  const auto resolved_gpu = resolve_gpu(a.gpu, a.topology, a.nodes);
+  auto resolved_gpu = resolve_gpu(a.gpu, a.topology, a.nodes);
   const auto& gpu = resolved_gpu.gpu;
   // A training mesh without dp fills the cluster when one is given.
   const auto job_flags =
@@ -64,6 +67,8 @@ int run_memory(const MemoryArgs& a) {
   if (serve) {
     if (!a.stage_layers.empty())
       throw Error("", "--stage-layers", "is for training (a serving replica splits its own way)");
+    if (a.tune_split)
+      throw Error("", "--tune-split", "is for training (a serving replica splits its own way)");
     if (cfg.mesh.dp != 1 || cfg.mesh.cp != 1 || cfg.mesh.ep != 1)
       throw Error("", "--mesh", "a serving replica is tp=..,pp=.. (replicas are separate GPUs)");
     ParallelConfig check;
@@ -116,9 +121,49 @@ int run_memory(const MemoryArgs& a) {
       if (model.has_architecture())
         check_stage_layers(training.chunk_layers, model_chunks(cfg), model);
     }
+    if (a.tune_split && !training.chunk_layers.empty())
+      throw Error("", "--tune-split",
+                  a.stage_layers.empty()
+                      ? "the launch configuration gives the split; leave --tune-split out"
+                      : "--stage-layers gives the split; leave one of them out");
+    const auto own = framework_chunk_layers(job_flags.stack.pipeline_split, model,
+                                            model_chunks(cfg), virtual_stages(cfg));
+    const bool balanced = job_flags.stack.pipeline_split.method == PipelineSplitMethod::balanced;
+    const auto fits = [&](const std::vector<std::int64_t>& chunks) {
+      TrainingMemoryJob t = training;
+      t.chunk_layers = chunks;
+      return worst_stage(training_memory_per_stage(model, t, cfg, opt)).total() <=
+             gpu.hbm_bytes.as_double();
+    };
+    if (training.chunk_layers.empty() && (a.tune_split || balanced) && model.has_architecture()) {
+      // The split train runs: a balanced stack's by estimated time, and with --tune-split the
+      // least busy the stack's end switches give among those whose worst stage fits (search's),
+      // by the kernel model (the cluster's profile, else the GPU's bundled fit).
+      std::optional<CalibrationProfile> profile;
+      if (resolved_gpu.topology) profile = calibration_for(*resolved_gpu.topology, "");
+      const ComputeModel cm(gpu, profile);
+      StrategyOptions strategy;
+      strategy.stack = job_flags.stack;
+      strategy.tp_overlap = job_flags.tp_overlap;
+      strategy.tune_split = a.tune_split;
+      strategy.split_fits = fits;
+      const TrainingJob job{training.seq,   training.global_batch,     training.micro_batch,
+                            training.dtype, job_flags.flash_attention, training.pipeline_steps};
+      training.chunk_layers = trace_chunk_layers(model, job, cfg, cm, strategy);
+      if (!own.empty() && own != training.chunk_layers)
+        run.notes.push_back(end_switch_note(job_flags.stack, model, training.chunk_layers, own,
+                                            virtual_stages(cfg)));
+      // As simulate_training: stages balanced by time that do not fit fall back to an even
+      // split that does.
+      if (const auto even = split_layers(model.layers, model_chunks(cfg));
+          balanced && model_chunks(cfg) > 1 && even != training.chunk_layers &&
+          !fits(training.chunk_layers) && fits(even)) {
+        training.chunk_layers = even;
+        run.notes.push_back("stages balanced by time did not fit memory; layers split evenly");
+      }
+    }
     if (training.chunk_layers.empty()) {
-      training.chunk_layers = framework_chunk_layers(job_flags.stack.pipeline_split, model,
-                                                     model_chunks(cfg), virtual_stages(cfg));
+      training.chunk_layers = own;
       if (auto n =
               framework_split_note(job_flags.stack, model, model_chunks(cfg), virtual_stages(cfg));
           !n.empty())
@@ -144,6 +189,10 @@ Runner add_memory_command(CLI::App& app) {
   cmd->add_option("--stage-layers", a->stage_layers,
                   "Train: layers per pipeline stage (pp × virtual entries), e.g. 7,8,8,7 "
                   "(default: the stack's split)");
+  cmd->add_flag("--tune-split", a->tune_split,
+                "Train: the stack's end switches set as search sets them (e.g. Megatron's "
+                "--decoder-last-pipeline-num-layers), to balance the stages' estimated time "
+                "among the splits that fit");
   cmd->add_option("--gpu", a->gpu, "GPU model (default H100-SXM5-80GB)");
   cmd->add_option("--topology", a->topology, "Take the GPU from a cluster file");
   cmd->add_option("--nodes", a->nodes, "With --topology: rebuild with N nodes")

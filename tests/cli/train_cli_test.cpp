@@ -283,6 +283,20 @@ TEST_CASE("train and memory: the layers split as the framework splits them") {
       "--recompute-num-layers 1\"");
   CHECK(uneven["stage_layers"].get<V>() == V{7, 9, 9, 7});
   CHECK(uneven["step_time_s"] == run(flags + " --stage-layers 7,9,9,7")["step_time_s"]);
+  // A split the launch configuration gives is not tuned: train and memory say so.
+  const std::string line =
+      " --from-megatron \"--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 7 "
+      "--decoder-last-pipeline-num-layers 7 --seq-length 4096 --micro-batch-size 1 "
+      "--global-batch-size 8 --bf16\" --tune-split";
+  for (const char* command : {"train --topology ", "memory --topology "}) {
+    const auto given = run_cli(command + topology_path("dgx-h100.json") + " --workload " +
+                               source_path("workloads/models/llama3.1-8b.json") + line);
+    INFO(command);
+    CHECK(given.exit_code == 2);
+    CHECK(given.err ==
+          "error: --tune-split: the launch configuration gives the split; leave --tune-split "
+          "out\n");
+  }
   // A torchtitan config's first-stage weight: 33 units, 9, 8, 8, 8, less the output's 1.
   const auto toml = (std::filesystem::temp_directory_path() / "meshsim_split.toml").string();
   std::ofstream(toml) << "[parallelism]\npipeline_parallel_degree = 4\n"

@@ -74,6 +74,9 @@ int run_train(const TrainArgs& a) {
   if (!a.stage_layers.empty() && a.tune_split)
     throw Error("", "--tune-split", "--stage-layers gives the split; leave one of them out");
   if (!a.stage_layers.empty()) setup.strategy.chunk_layers = parse_stage_layers(a.stage_layers);
+  if (a.tune_split && !setup.strategy.chunk_layers.empty())
+    throw Error("", "--tune-split",
+                "the launch configuration gives the split; leave --tune-split out");
   setup.strategy.tune_split = a.tune_split;
   if (a.bucket_mb < 0) throw Error("", "--bucket-mb", "must be positive");
   if (a.bucket_mb > 0) setup.strategy.bucket_bytes = a.bucket_mb * 1024 * 1024;

@@ -259,4 +259,19 @@ TEST_CASE("memory on a stack balanced by time reports train's split, and its eve
   CHECK(fallen["stage_layers"].get<V>() == V{16, 16});
   CHECK(fallen["notes"].dump().find("stages balanced by time did not fit memory") !=
         std::string::npos);
+  // FP8 on an A100 has no time to balance by (train refuses it): memory splits evenly and says
+  // why; --tune-split, which asks for that estimate, is refused.
+  const std::string a100 = " --gpu A100-SXM4-80GB --workload " +
+                           source_path("workloads/models/llama3.1-8b.json") +
+                           " --mesh pp=2,dp=4 --gbs 64 --seq 4096 --zero 1 --dtype fp8";
+  const auto even = memory_json(a100 + " --stack ideal");
+  CHECK(even["stage_layers"].get<V>() == V{16, 16});
+  CHECK(even["notes"].dump().find("layers split evenly: train balances them by estimated time, "
+                                  "which needs A100-SXM4-80GB's fp8 peak (it has none)") !=
+        std::string::npos);
+  const auto refused = run_cli("memory" + a100 + " --tune-split");
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err ==
+        "error: --tune-split: A100-SXM4-80GB has no fp8 tensor-core peak to estimate the stages' "
+        "time\n");
 }

@@ -4,6 +4,8 @@
 //                --concurrency C --context S] [--gpu NAME | --topology T] [--json]
 // Memory per GPU by category against the GPU's capacity, with a fits / does-not-fit verdict.
 
+#include <fmt/format.h>
+
 #include <iostream>
 
 #include "commands.hpp"
@@ -135,7 +137,20 @@ int run_memory(const MemoryArgs& a) {
       return worst_stage(training_memory_per_stage(model, t, cfg, opt)).total() <=
              gpu.hbm_bytes.as_double();
     };
-    if (training.chunk_layers.empty() && (a.tune_split || balanced) && model.has_architecture()) {
+    // Estimated times need the GPU's peak for the job's dtype (train refuses FP8 on an A100):
+    // without it a balanced stack's layers stay split evenly, as memory alone can report them.
+    const bool priced = gpu.peak_flops.find(name_of(training.dtype)) != gpu.peak_flops.end();
+    if (a.tune_split && !priced)
+      throw Error("", "--tune-split",
+                  fmt::format("{} has no {} tensor-core peak to estimate the stages' time",
+                              gpu.model, name_of(training.dtype)));
+    if (balanced && !priced && model_chunks(cfg) > 1 && training.chunk_layers.empty())
+      run.notes.push_back(fmt::format(
+          "layers split evenly: train balances them by estimated time, which needs {}'s {} peak "
+          "(it has none)",
+          gpu.model, name_of(training.dtype)));
+    if (training.chunk_layers.empty() && (a.tune_split || balanced) && priced &&
+        model.has_architecture()) {
       // The split train runs: a balanced stack's by estimated time, and with --tune-split the
       // least busy the stack's end switches give among those whose worst stage fits (search's),
       // by the kernel model (the cluster's profile, else the GPU's bundled fit).
@@ -169,6 +184,10 @@ int run_memory(const MemoryArgs& a) {
           !n.empty())
         run.notes.push_back(std::move(n));
     }
+    // The memory model's own even split where nothing above gave one, named in the report.
+    if (training.chunk_layers.empty() && model.has_architecture() &&
+        model_chunks(cfg) <= model.layers)
+      training.chunk_layers = split_layers(model.layers, model_chunks(cfg));
     run.stages = training_memory_per_stage(model, training, cfg, opt);
   }
   cli_out() << (a.json ? json_text(memory_run_json(run)) + "\n" : memory_text(run));

@@ -59,6 +59,12 @@ double layer_params(const ModelSpec& m, std::int64_t layer) {
   return common + moe_fixed_params(m) + routed_expert_params(m);
 }
 
+double layer_params_on_rank(const ModelSpec& m, std::int64_t layer, std::int64_t expert_parallel) {
+  if (!m.is_moe_layer(layer) || expert_parallel <= 1) return layer_params(m, layer);
+  return layer_params(m, layer) -
+         routed_expert_params(m) * (1.0 - 1.0 / as_double(expert_parallel));
+}
+
 double layer_active_params(const ModelSpec& m, std::int64_t layer) {
   if (!m.is_moe_layer(layer)) return layer_params(m, layer);
   return attention_params(m) + 2 * norm_params(m) + moe_fixed_params(m) +

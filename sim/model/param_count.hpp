@@ -19,6 +19,9 @@ double attention_params(const ModelSpec& m);
 double mlp_params(const ModelSpec& m, std::int64_t ffn);
 double norm_params(const ModelSpec& m);  // one norm of width `hidden`
 double layer_params(const ModelSpec& m, std::int64_t layer);
+// The part of layer_params one expert-parallel rank builds: an MoE layer's routed experts split
+// over `expert_parallel` ranks (experts / EP each), everything else whole.
+double layer_params_on_rank(const ModelSpec& m, std::int64_t layer, std::int64_t expert_parallel);
 double layer_active_params(const ModelSpec& m, std::int64_t layer);
 
 // For a model known only by its count (ModelSpec::declared_params) total = active = that count.

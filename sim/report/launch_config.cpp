@@ -336,7 +336,7 @@ std::string torchtitan_toml(const ModelSpec& m, const ParallelConfig& c, const L
   // A split other than the stack's own (a search's tuned one): the ends' weights that give it.
   if (const auto& want = stack.chunk_layers;
       mesh.pp > 1 && static_cast<std::int64_t>(want.size()) == model_chunks(c) &&
-      want != framework_chunk_layers(split, m, model_chunks(c), virtual_stages(c))) {
+      want != framework_chunk_layers(split, m, c)) {
     if (const auto w =
             weights_giving(PipelineSplit{PipelineSplitMethod::even}, m, want, virtual_stages(c)))
       split = *w;

@@ -193,10 +193,8 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     continue;
                   }
                   apply_stack_policy(c, stack);
-                  TrainingMemoryJob mj{
-                      job.seq, job.global_batch, mbs, job.dtype,
-                      framework_chunk_layers(stack.pipeline_split, model, model_chunks(cfg),
-                                             virtual_stages(cfg))};
+                  TrainingMemoryJob mj{job.seq, job.global_batch, mbs, job.dtype,
+                                       framework_chunk_layers(stack.pipeline_split, model, cfg)};
                   MemoryOptions mo = memory;
                   mo.flash_attention = job.flash_attention;
                   const auto stages = training_memory_per_stage(model, mj, cfg, mo);

@@ -98,7 +98,14 @@ std::vector<std::int64_t> uneven_ends_chunks(std::int64_t layers, std::int64_t c
 }
 
 std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
-                                                 std::int64_t chunks, std::int64_t virtual_stages) {
+                                                 const ParallelConfig& config) {
+  return framework_chunk_layers(split, model, model_chunks(config), virtual_stages(config),
+                                config.mesh.ep);
+}
+
+std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
+                                                 std::int64_t chunks, std::int64_t virtual_stages,
+                                                 std::int64_t expert_parallel) {
   if (chunks < 1 || chunks > model.layers) return {};  // the mesh checks say why
   switch (split.method) {
     case PipelineSplitMethod::balanced:
@@ -119,7 +126,7 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
       const double head = (p.output > 0 ? p.output : p.embedding) + norm_params(model);
       std::vector<double> layer(static_cast<std::size_t>(model.layers));
       for (std::int64_t l = 0; l < model.layers; ++l)
-        layer[static_cast<std::size_t>(l)] = layer_params(model, l);
+        layer[static_cast<std::size_t>(l)] = layer_params_on_rank(model, l, expert_parallel);
       return balanced_chunks(layer, chunks, p.embedding, head);
     }
   }

@@ -35,9 +35,11 @@ std::vector<std::int64_t> balanced_chunks(const std::vector<double>& layer_cost,
 // chunks than layers (the mesh checks' error). `parameters`
 // weighs each layer's parameters (DeepSeek's dense first layers fewer than its MoE layers)
 // against the embedding table (first chunk) and the head with the final norm (last chunk; the
-// head's matrix even when tied, as each end holds it). Named assumption: the whole model's
-// parameters of each layer; DeepSpeed counts the modules a rank builds, the same ratios under
-// tensor parallelism but fewer experts per MoE layer under expert parallelism.
+// head's matrix even when tied, as each end holds it), each counted as DeepSpeed counts them,
+// the parameters of the modules a rank builds: an MoE layer's routed experts over
+// `expert_parallel` ranks (DeepSpeed-MoE builds experts / EP of them); tensor parallelism
+// shards the layers and both ends alike, so their ratios are the whole model's (named
+// assumption: the norms, which it does not shard, are left at their whole size).
 // `virtual_stages`: the chunks a pipeline stage holds (interleaving); a framework that needs the
 // units to divide and gets none that do (runnable_split) runs Megatron's uneven split
 // (uneven_ends_chunks), and where that has none (layers not a multiple of the virtual stages)
@@ -45,7 +47,11 @@ std::vector<std::int64_t> balanced_chunks(const std::vector<double>& layer_cost,
 // framework_split_note says so).
 std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
                                                  std::int64_t chunks,
-                                                 std::int64_t virtual_stages = 1);
+                                                 std::int64_t virtual_stages = 1,
+                                                 std::int64_t expert_parallel = 1);
+// framework_chunk_layers of a layout: its chunks, virtual stages and expert parallelism.
+std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, const ModelSpec& model,
+                                                 const ParallelConfig& config);
 
 // A note when the stack's `even` split was not run as the stack states it: its framework needs
 // the units to divide (PipelineSplit::must_divide) and only a weighting of the ends divides them

@@ -1484,12 +1484,13 @@ std::vector<std::int64_t> Builder::split() const {
     return e.forward.time.seconds() + e.dgrad.time.seconds() + e.wgrad.time.seconds();
   };
   const auto& split = opt_.stack.pipeline_split;
-  if (opt_.tune_split)
+  // Only an even split has end switches (a framework splitting by parameters has none).
+  if (opt_.tune_split && split.end_switches != EndSwitches::none)
     if (auto tuned = tuned_chunk_layers(split, m_, G, v, layer_s, end_s(costs_.embedding),
                                         end_s(costs_.head), opt_.split_fits);
         !tuned.empty())
       return tuned;
-  if (auto framework = framework_chunk_layers(split, m_, G, v); !framework.empty())
+  if (auto framework = framework_chunk_layers(split, m_, cfg_); !framework.empty())
     return framework;
   return balanced_chunks(layer_s, G, end_s(costs_.embedding), end_s(costs_.head));
 }
@@ -1852,7 +1853,7 @@ std::vector<std::int64_t> fallback_split(const ModelSpec& model, const ParallelC
   if (split.method == PipelineSplitMethod::balanced)
     return split_layers(model.layers, static_cast<std::int64_t>(chunk_layers.size()));
   if (options.tune_split && !options.split_fits)
-    return framework_chunk_layers(split, model, model_chunks(config), virtual_stages(config));
+    return framework_chunk_layers(split, model, config);
   return {};
 }
 

@@ -297,8 +297,8 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   r.memory = worst_stage(r.memory_per_stage);
   r.chunk_layers = r.trace.chunk_layers;
   if (setup.strategy.chunk_layers.empty()) {
-    const auto stack_split = framework_chunk_layers(setup.strategy.stack.pipeline_split, model,
-                                                    model_chunks(cfg), virtual_stages(cfg));
+    const auto stack_split =
+        framework_chunk_layers(setup.strategy.stack.pipeline_split, model, cfg);
     if (setup.strategy.tune_split && !stack_split.empty() && stack_split != r.chunk_layers) {
       r.tuned_split_note = end_switch_note(setup.strategy.stack, model, r.chunk_layers, stack_split,
                                            virtual_stages(cfg));

@@ -46,13 +46,11 @@ TEST_CASE("framework_chunk_layers: each bundled stack's framework split of Llama
   CHECK(count_params(m).embedding == doctest::Approx(525336576.0));
   CHECK(framework_chunk_layers(bundled_stack("deepspeed")->pipeline_split, m, 4) == V{7, 9, 9, 7});
   // DeepSeek-V3 by parameters, each layer its own: a dense layer 0.583 B, an MoE layer 11.507 B
-  // (all experts counted: DeepSpeed counts a rank's own modules, fewer experts under expert
-  // parallelism; named assumption in framework_chunk_layers), the embedding and the head
-  // 0.927 B each. 58 MoE layers on 8 stages put 8 on one, so no stage can be held below
-  // 8 × 11.507 = 92.06 B; under it the first stage takes the embedding, the 3 dense layers and
-  // 7 MoE (89.2 B), six stages 8, and the last the 3 left (35.4 B): the greedy fill at the least
-  // bound, as DeepSpeed's partition_balanced. Every layer priced as an MoE one gave
-  // 7, 8, 8, 8, 8, 8, 8, 6.
+  // (every expert on the rank, no expert parallelism), the embedding and the head 0.927 B each. 58
+  // MoE layers on 8 stages put 8 on one, so no stage can be held below 8 × 11.507 = 92.06 B; under
+  // it the first stage takes the embedding, the 3 dense layers and 7 MoE (89.2 B), six stages 8,
+  // and the last the 3 left (35.4 B): the greedy fill at the least bound, as DeepSpeed's
+  // partition_balanced. Every layer priced as an MoE one gave 7, 8, 8, 8, 8, 8, 8, 6.
   {
     const auto v3 = load_model(source_path("workloads/models/deepseek-v3.json"));
     const auto p = count_params(v3);
@@ -61,6 +59,14 @@ TEST_CASE("framework_chunk_layers: each bundled stack's framework split of Llama
     CHECK(p.embedding == doctest::Approx(0.926679e9).epsilon(1e-5));
     CHECK(framework_chunk_layers(bundled_stack("deepspeed")->pipeline_split, v3, 8) ==
           V{10, 8, 8, 8, 8, 8, 8, 3});
+    // With expert parallelism 32 a rank builds 8 of an MoE layer's 256 routed experts (11.274 B
+    // of its parameters, 0.352 B on the rank): 0.585 B, as light as a dense layer. The least
+    // bound is then the first stage's embedding, 3 dense and 4 MoE layers (5.018 B): a first
+    // stage of 6 leaves the last 7 (5.024 B), a middle stage of 9 is 5.268 B.
+    CHECK(layer_params_on_rank(v3, 3, 32) == doctest::Approx(0.585318e9).epsilon(1e-5));
+    CHECK(layer_params_on_rank(v3, 2, 32) == layer_params(v3, 2));
+    CHECK(framework_chunk_layers(bundled_stack("deepspeed")->pipeline_split, v3, 8, 1, 32) ==
+          V{7, 8, 8, 8, 8, 8, 8, 6});
   }
   // The ideal stack balances by time in the trace builder: nothing here. More chunks than
   // layers: nothing either (the mesh checks refuse it).

@@ -128,8 +128,7 @@ int run_memory(const MemoryArgs& a) {
                   a.stage_layers.empty()
                       ? "the launch configuration gives the split; leave --tune-split out"
                       : "--stage-layers gives the split; leave one of them out");
-    const auto own = framework_chunk_layers(job_flags.stack.pipeline_split, model,
-                                            model_chunks(cfg), virtual_stages(cfg));
+    const auto own = framework_chunk_layers(job_flags.stack.pipeline_split, model, cfg);
     const bool balanced = job_flags.stack.pipeline_split.method == PipelineSplitMethod::balanced;
     const auto fits = [&](const std::vector<std::int64_t>& chunks) {
       TrainingMemoryJob t = training;

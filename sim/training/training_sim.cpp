@@ -16,6 +16,7 @@
 #include "strategy/layer_plan.hpp"
 #include "strategy/pipeline_split.hpp"
 #include "topology/topology_summary.hpp"
+#include "training/training_split.hpp"
 
 namespace meshsim {
 namespace {
@@ -291,7 +292,7 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
       so.chunk_layers = even;
       r.trace = build_trace(model, job, cfg, placement, cm, *comm, so, ranks);
       r.memory_per_stage = std::move(even_memory);
-      r.notes.push_back("stages balanced by time did not fit memory; layers split evenly");
+      r.notes.emplace_back(kEvenFallbackNote);
     }
   }
   r.memory = worst_stage(r.memory_per_stage);

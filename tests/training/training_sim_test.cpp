@@ -20,6 +20,7 @@
 #include "strategy/layer_plan.hpp"
 #include "test_paths.hpp"
 #include "topology/topology_loader.hpp"
+#include "training/training_split.hpp"
 
 using namespace meshsim;
 using meshsim::test::source_path;
@@ -1521,4 +1522,46 @@ TEST_CASE("a tuned split is the least busy one that fits memory, not all or noth
   CHECK(limited.chunk_layers[0] < free.chunk_layers[0]);
   CHECK(limited.step_time_s < own.step_time_s);
   CHECK_FALSE(limited.tuned_split_note.empty());
+}
+
+TEST_CASE("training_split: the split simulate_training runs, worked out without a trace") {
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto m = bundled("llama3.1-8b");
+  const double hbm = topo.gpu.hbm_bytes.as_double();
+  const ComputeModel cm(topo.gpu);
+  // Balanced by time (ideal), tuned by the end switches (megatron), the stack's own, given.
+  for (const auto& [stack, tune] : std::vector<std::pair<std::string, bool>>{
+           {"ideal", false}, {"megatron", true}, {"megatron", false}, {"deepspeed", false}}) {
+    auto s = setup("pp=2,dp=4", 4096, 64, 1, stack);
+    s.strategy.tune_split = tune;
+    const auto& stack_ = stack;  // clang 14 cannot capture a structured binding
+    INFO("stack " << stack_);
+    const auto split = training_split(m, s, cm, hbm);
+    const auto r = simulate_training(topo, m, s);
+    CHECK(split.chunk_layers == r.chunk_layers);
+  }
+  auto given = setup("pp=2,dp=4", 4096, 64, 1, "ideal");
+  given.strategy.chunk_layers = {20, 12};
+  CHECK(training_split(m, given, cm, hbm).chunk_layers == std::vector<std::int64_t>{20, 12});
+  // 8B pp=2 ideal at 11K: the time-balanced 17, 15 does not fit and 16, 16 does (simulate's
+  // fall-back, with its note).
+  const auto tight = setup("pp=2,dp=4", 11264, 64, 1, "ideal");
+  const auto fallen = training_split(m, tight, cm, hbm);
+  CHECK(fallen.chunk_layers == std::vector<std::int64_t>{16, 16});
+  CHECK(fallen.notes == std::vector<std::string>{std::string(kEvenFallbackNote)});
+  CHECK(simulate_training(topo, m, tight).chunk_layers == fallen.chunk_layers);
+  // FP8 on an A100: no time to balance by; an even split and a note, and tuning refused.
+  auto fp8 = setup("pp=2,dp=4", 4096, 64, 1, "ideal");
+  fp8.job.dtype = DType::fp8;
+  const ComputeModel a100(*find_gpu("A100-SXM4-80GB"));
+  const auto even = training_split(m, fp8, a100, hbm);
+  CHECK(even.chunk_layers == std::vector<std::int64_t>{16, 16});
+  REQUIRE(even.notes.size() == 1);
+  CHECK(even.notes[0].find("needs A100-SXM4-80GB's fp8 peak") != std::string::npos);
+  fp8.strategy.stack = *bundled_stack("megatron");
+  fp8.strategy.tune_split = true;
+  CHECK_THROWS_WITH_AS(training_split(m, fp8, a100, hbm),
+                       "--tune-split: A100-SXM4-80GB has no fp8 tensor-core peak to estimate the "
+                       "stages' time",
+                       Error);
 }

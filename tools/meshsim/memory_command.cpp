@@ -4,8 +4,6 @@
 //                --concurrency C --context S] [--gpu NAME | --topology T] [--json]
 // Memory per GPU by category against the GPU's capacity, with a fits / does-not-fit verdict.
 
-#include <fmt/format.h>
-
 #include <iostream>
 
 #include "commands.hpp"
@@ -17,8 +15,8 @@
 #include "parallel/mesh_rules.hpp"
 #include "report/memory_report.hpp"
 #include "strategy/pipeline_split.hpp"
-#include "strategy/trace_builder.hpp"
 #include "topology/topology_loader.hpp"
+#include "training/training_split.hpp"
 
 namespace meshsim::cli {
 namespace {
@@ -128,65 +126,24 @@ int run_memory(const MemoryArgs& a) {
                   a.stage_layers.empty()
                       ? "the launch configuration gives the split; leave --tune-split out"
                       : "--stage-layers gives the split; leave one of them out");
-    const auto own = framework_chunk_layers(job_flags.stack.pipeline_split, model, cfg);
-    const bool balanced = job_flags.stack.pipeline_split.method == PipelineSplitMethod::balanced;
-    const auto fits = [&](const std::vector<std::int64_t>& chunks) {
-      TrainingMemoryJob t = training;
-      t.chunk_layers = chunks;
-      return worst_stage(training_memory_per_stage(model, t, cfg, opt)).total() <=
-             gpu.hbm_bytes.as_double();
-    };
-    // Estimated times need the GPU's peak for the job's dtype (train refuses FP8 on an A100):
-    // without it a balanced stack's layers stay split evenly, as memory alone can report them.
-    const bool priced = gpu.peak_flops.find(name_of(training.dtype)) != gpu.peak_flops.end();
-    if (a.tune_split && !priced)
-      throw Error("", "--tune-split",
-                  fmt::format("{} has no {} tensor-core peak to estimate the stages' time",
-                              gpu.model, name_of(training.dtype)));
-    if (balanced && !priced && model_chunks(cfg) > 1 && training.chunk_layers.empty())
-      run.notes.push_back(fmt::format(
-          "layers split evenly: train balances them by estimated time, which needs {}'s {} peak "
-          "(it has none)",
-          gpu.model, name_of(training.dtype)));
-    if (training.chunk_layers.empty() && (a.tune_split || balanced) && priced &&
-        model.has_architecture()) {
-      // The split train runs: a balanced stack's by estimated time, and with --tune-split the
-      // least busy the stack's end switches give among those whose worst stage fits (search's),
-      // by the kernel model (the cluster's profile, else the GPU's bundled fit).
-      std::optional<CalibrationProfile> profile;
-      if (resolved_gpu.topology) profile = calibration_for(*resolved_gpu.topology, "");
-      const ComputeModel cm(gpu, profile);
-      StrategyOptions strategy;
-      strategy.stack = job_flags.stack;
-      strategy.tp_overlap = job_flags.tp_overlap;
-      strategy.tune_split = a.tune_split;
-      strategy.split_fits = fits;
-      const TrainingJob job{training.seq,   training.global_batch,     training.micro_batch,
-                            training.dtype, job_flags.flash_attention, training.pipeline_steps};
-      training.chunk_layers = trace_chunk_layers(model, job, cfg, cm, strategy);
-      if (!own.empty() && own != training.chunk_layers)
-        run.notes.push_back(end_switch_note(job_flags.stack, model, training.chunk_layers, own,
-                                            virtual_stages(cfg)));
-      // As simulate_training: stages balanced by time that do not fit fall back to an even
-      // split that does.
-      if (const auto even = split_layers(model.layers, model_chunks(cfg));
-          balanced && model_chunks(cfg) > 1 && even != training.chunk_layers &&
-          !fits(training.chunk_layers) && fits(even)) {
-        training.chunk_layers = even;
-        run.notes.push_back("stages balanced by time did not fit memory; layers split evenly");
-      }
-    }
-    if (training.chunk_layers.empty()) {
-      training.chunk_layers = own;
-      if (auto n =
-              framework_split_note(job_flags.stack, model, model_chunks(cfg), virtual_stages(cfg));
-          !n.empty())
-        run.notes.push_back(std::move(n));
-    }
-    // The memory model's own even split where nothing above gave one, named in the report.
-    if (training.chunk_layers.empty() && model.has_architecture() &&
-        model_chunks(cfg) <= model.layers)
-      training.chunk_layers = split_layers(model.layers, model_chunks(cfg));
+    // The split train runs (training_split): the stack's, a balanced stack's by estimated time,
+    // or with --tune-split the one search picks, by the kernel model of the cluster's profile
+    // or the GPU's bundled fit.
+    TrainingSetup setup;
+    setup.job = {training.seq,   training.global_batch,     training.micro_batch,
+                 training.dtype, job_flags.flash_attention, training.pipeline_steps};
+    setup.config = cfg;
+    setup.memory = opt;
+    setup.strategy.stack = job_flags.stack;
+    setup.strategy.tp_overlap = job_flags.tp_overlap;
+    setup.strategy.chunk_layers = training.chunk_layers;
+    setup.strategy.tune_split = a.tune_split;
+    std::optional<CalibrationProfile> profile;
+    if (resolved_gpu.topology) profile = calibration_for(*resolved_gpu.topology, "");
+    auto split =
+        training_split(model, setup, ComputeModel(gpu, profile), gpu.hbm_bytes.as_double());
+    training.chunk_layers = std::move(split.chunk_layers);
+    for (auto& n : split.notes) run.notes.push_back(std::move(n));
     run.stages = training_memory_per_stage(model, training, cfg, opt);
   }
   cli_out() << (a.json ? json_text(memory_run_json(run)) + "\n" : memory_text(run));

@@ -1,0 +1,36 @@
+#pragma once
+// The layers per pipeline chunk a training step runs, worked out without simulating it: what
+// `memory` reports for the layout `train` would run.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compute/compute_model.hpp"
+#include "model/model_spec.hpp"
+#include "training/training_sim.hpp"
+
+namespace meshsim {
+
+// What simulate_training and training_split say where a split balanced by time did not fit
+// memory and the even split that replaced it does.
+inline constexpr std::string_view kEvenFallbackNote =
+    "stages balanced by time did not fit memory; layers split evenly";
+
+struct TrainingSplit {
+  std::vector<std::int64_t> chunk_layers;  // per model chunk (pp × virtual stages)
+  std::vector<std::string> notes;          // why it is not the stack's own, where it is not
+};
+
+// The split simulate_training runs for `setup` on GPUs of `capacity_bytes` priced by `cm`:
+// setup.strategy.chunk_layers where given; else with tune_split the least busy the stack's end
+// switches give among those whose worst stage fits (the memory check simulate_training sets),
+// with the note naming the switches; else the stack's framework split; on a balanced stack the
+// split by estimated time, or the even split where that one does not fit and the even one does.
+// The times need `cm`'s GPU to have a peak for the job's dtype: without one (FP8 on an A100,
+// which train refuses) a balanced stack's layers stay even, with a note, and tune_split is an
+// Error naming --tune-split. A model without an architecture gets the framework split.
+TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
+                             const ComputeModel& cm, double capacity_bytes);
+
+}  // namespace meshsim

@@ -272,43 +272,17 @@ TrainingResult simulate_training(const Topology& topo, const ModelSpec& model,
   auto memory_of = [&](const std::vector<std::int64_t>& chunks) {
     return setup_memory_per_stage(model, setup, chunks);
   };
-  const double capacity = topo.gpu.hbm_bytes.as_double();
-  // A tuned split is the least busy one that fits memory (the search's bound makes the same
-  // choice), else the stack's own.
+  // The split (training_split): given, tuned with the memory check, the stack's own, or balanced
+  // by time with its even fall-back; the trace runs it as given.
+  auto split = training_split(model, setup, cm, topo.gpu.hbm_bytes.as_double());
   StrategyOptions strategy = setup.strategy;
-  if (strategy.tune_split && !strategy.split_fits)
-    strategy.split_fits = split_memory_check(model, setup, capacity);
+  strategy.chunk_layers = split.chunk_layers;
   r.trace = build_trace(model, job, cfg, placement, cm, *comm, strategy, ranks);
   r.memory_per_stage = memory_of(r.trace.chunk_layers);
-  // Stages balanced by time can overload the first stage's memory (it keeps the most
-  // micro-batches in flight); when they do and an even split fits, the even split is used.
-  if (const auto even = fallback_split(model, cfg, setup.strategy, r.trace.chunk_layers);
-      setup.strategy.stack.pipeline_split.method == PipelineSplitMethod::balanced &&
-      !even.empty() && even != r.trace.chunk_layers &&
-      worst_stage(r.memory_per_stage).total() > capacity) {
-    auto even_memory = memory_of(even);
-    if (worst_stage(even_memory).total() <= capacity) {
-      StrategyOptions so = strategy;
-      so.chunk_layers = even;
-      r.trace = build_trace(model, job, cfg, placement, cm, *comm, so, ranks);
-      r.memory_per_stage = std::move(even_memory);
-      r.notes.emplace_back(kEvenFallbackNote);
-    }
-  }
   r.memory = worst_stage(r.memory_per_stage);
   r.chunk_layers = r.trace.chunk_layers;
-  if (setup.strategy.chunk_layers.empty()) {
-    const auto stack_split =
-        framework_chunk_layers(setup.strategy.stack.pipeline_split, model, cfg);
-    if (setup.strategy.tune_split && !stack_split.empty() && stack_split != r.chunk_layers) {
-      r.tuned_split_note = end_switch_note(setup.strategy.stack, model, r.chunk_layers, stack_split,
-                                           virtual_stages(cfg));
-      r.notes.push_back(r.tuned_split_note);
-    } else if (auto n = framework_split_note(setup.strategy.stack, model, model_chunks(cfg),
-                                             virtual_stages(cfg));
-               !n.empty())
-      r.notes.push_back(std::move(n));
-  }
+  r.tuned_split_note = std::move(split.tuned_note);
+  for (auto& n : split.notes) r.notes.push_back(std::move(n));
   r.notes.insert(r.notes.end(), r.trace.notes.begin(), r.trace.notes.end());
   r.microbatches = r.trace.microbatches;
   r.simulated_ranks = ranks.size();

@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
-#include "core/error.hpp"
 #include "parallel/parallel_config.hpp"
 #include "strategy/pipeline_split.hpp"
 #include "strategy/trace_builder.hpp"
 
 namespace meshsim {
+
+bool gpu_prices(const GpuSpec& gpu, DType dtype) {
+  return gpu.peak_flops.find(name_of(dtype)) != gpu.peak_flops.end();
+}
 
 TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
                              const ComputeModel& cm, double capacity_bytes) {
@@ -21,35 +24,31 @@ TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
   const auto chunks = model_chunks(cfg);
   const auto own = framework_chunk_layers(strategy.stack.pipeline_split, model, cfg);
   const bool balanced = strategy.stack.pipeline_split.method == PipelineSplitMethod::balanced;
-  // Estimated times need the GPU's peak for the job's dtype (train refuses FP8 on an A100):
-  // without it a balanced stack's layers stay split evenly, as memory alone can report them.
-  const auto& gpu = cm.gpu();
-  const bool priced = gpu.peak_flops.find(name_of(setup.job.dtype)) != gpu.peak_flops.end();
-  if (strategy.tune_split && !priced)
-    throw Error("", "--tune-split",
-                fmt::format("{} has no {} tensor-core peak to estimate the stages' time", gpu.model,
-                            name_of(setup.job.dtype)));
   if (model.has_architecture() && (strategy.tune_split || balanced)) {
-    if (!priced) {
-      if (chunks > 1)
+    const auto& gpu = cm.gpu();
+    if (!gpu_prices(gpu, setup.job.dtype)) {
+      // No time to weigh by (the trace builder refuses the dtype; memory alone can report it).
+      if (balanced && chunks > 1)
         out.notes.push_back(fmt::format(
             "layers split evenly: train balances them by estimated time, which needs {}'s {} "
             "peak (it has none)",
             gpu.model, name_of(setup.job.dtype)));
     } else {
-      // The trace builder's own choice, with the memory check simulate_training sets.
+      // The trace builder's own choice, a tuned split with the memory check.
       StrategyOptions so = strategy;
       if (so.tune_split && !so.split_fits)
         so.split_fits = split_memory_check(model, setup, capacity_bytes);
       out.chunk_layers = trace_chunk_layers(model, setup.job, cfg, cm, so);
-      if (!own.empty() && own != out.chunk_layers)
-        out.notes.push_back(
-            end_switch_note(strategy.stack, model, out.chunk_layers, own, virtual_stages(cfg)));
+      if (!own.empty() && own != out.chunk_layers) {
+        out.tuned_note =
+            end_switch_note(strategy.stack, model, out.chunk_layers, own, virtual_stages(cfg));
+        out.notes.push_back(out.tuned_note);
+      }
+      // Stages balanced by time can overload the first stage's memory (it keeps the most
+      // micro-batches in flight); when they do and an even split fits, the even split runs.
       const auto fits = [&](const std::vector<std::int64_t>& c) {
         return worst_stage(setup_memory_per_stage(model, setup, c)).total() <= capacity_bytes;
       };
-      // As simulate_training: stages balanced by time that do not fit fall back to an even
-      // split that does.
       if (const auto even = split_layers(model.layers, chunks);
           balanced && chunks > 1 && even != out.chunk_layers && !fits(out.chunk_layers) &&
           fits(even)) {

@@ -12,14 +12,14 @@
 
 namespace meshsim {
 
-// What simulate_training and training_split say where a split balanced by time did not fit
-// memory and the even split that replaced it does.
+// The note of a split balanced by time that did not fit memory, replaced by the even split.
 inline constexpr std::string_view kEvenFallbackNote =
     "stages balanced by time did not fit memory; layers split evenly";
 
 struct TrainingSplit {
   std::vector<std::int64_t> chunk_layers;  // per model chunk (pp × virtual stages)
   std::vector<std::string> notes;          // why it is not the stack's own, where it is not
+  std::string tuned_note;  // of notes, the one naming the end switches of a tuned split
 };
 
 // The split simulate_training runs for `setup` on GPUs of `capacity_bytes` priced by `cm`:
@@ -27,9 +27,13 @@ struct TrainingSplit {
 // switches give among those whose worst stage fits (the memory check simulate_training sets),
 // with the note naming the switches; else the stack's framework split; on a balanced stack the
 // split by estimated time, or the even split where that one does not fit and the even one does.
-// The times need `cm`'s GPU to have a peak for the job's dtype: without one (FP8 on an A100,
-// which train refuses) a balanced stack's layers stay even, with a note, and tune_split is an
-// Error naming --tune-split. A model without an architecture gets the framework split.
+// The times need `cm`'s GPU to have a peak for the job's dtype (gpu_prices): without one (FP8
+// on an A100, which the trace builder refuses) a balanced stack's layers stay even, with a note,
+// and a tuned one is the stack's own. A model without an architecture gets the framework split.
+// What simulate_training runs and `memory` reports.
+// Whether `gpu` has a tensor-core peak for `dtype`, so that kernel times can be estimated.
+bool gpu_prices(const GpuSpec& gpu, DType dtype);
+
 TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
                              const ComputeModel& cm, double capacity_bytes);
 

@@ -138,6 +138,10 @@ int run_memory(const MemoryArgs& a) {
     setup.strategy.tp_overlap = job_flags.tp_overlap;
     setup.strategy.chunk_layers = training.chunk_layers;
     setup.strategy.tune_split = a.tune_split;
+    if (a.tune_split && !gpu_prices(gpu, training.dtype))
+      throw Error("", "--tune-split",
+                  gpu.model + " has no " + std::string(name_of(training.dtype)) +
+                      " tensor-core peak to estimate the stages' time");
     std::optional<CalibrationProfile> profile;
     if (resolved_gpu.topology) profile = calibration_for(*resolved_gpu.topology, "");
     auto split =

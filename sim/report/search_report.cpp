@@ -94,6 +94,7 @@ Json search_json(const SearchRun& run) {
   Json rej = Json::object();
   for (const auto& [k, v] : en.rejected) rej[k] = v;
   j["rejected"] = rej;
+  j["moved_layers"] = en.moved_layers;
   j["evaluated"] = r.results.size() - run.skipped;
   if (run.skipped > 0) {
     j["not_simulated"] = run.skipped;
@@ -152,6 +153,11 @@ std::string search_text(const SearchRun& run) {
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
   out += fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,
                      r.results.size() - run.skipped);
+  if (en.moved_layers > 0)
+    out += fmt::format(
+        "# {} kept layouts fit memory only with layers moved off a stage by the stack's end "
+        "switches (its own split does not fit)\n",
+        en.moved_layers);
   if (run.skipped > 0) out += "# stopped early (" + run.stopped + ")\n";
   if (r.results.empty() || !r.results.front().error.empty()) {
     if (run.skipped > 0 && run.skipped == r.results.size())

@@ -67,7 +67,7 @@ void apply_stack_policy(Candidate& c, const Stack& stack) {
 Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, std::int64_t gpus,
                                  std::int64_t gpus_per_node, const GpuSpec& gpu,
                                  const SearchSpace& space, const MemoryOptions& memory,
-                                 const Stack& stack) {
+                                 const Stack& stack, bool tune_split) {
   if (!model.has_architecture())
     throw Error(
         model.file, "",
@@ -198,14 +198,41 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                   MemoryOptions mo = memory;
                   mo.flash_attention = job.flash_attention;
                   const auto stages = training_memory_per_stage(model, mj, cfg, mo);
+                  bool moved_layers = false;
                   if (worst_stage(stages).total() > capacity) {
-                    reject("does not fit memory");
-                    continue;
+                    // Where the split is tuned with the stack's end switches, a layout whose
+                    // own split leaves a stage over memory is kept if one of theirs fits
+                    // (simulate_training then runs the least busy that does). Such a split can
+                    // be busier than the stack's own, so it dominates no other ZeRO stage or
+                    // recompute policy of the layout.
+                    auto moved = tune_split && pp > 1
+                                     ? fitting_end_switch_split(
+                                           stack.pipeline_split, model, pp * sched.virtual_stages,
+                                           sched.virtual_stages,
+                                           [&](const std::vector<std::int64_t>& chunk_layers) {
+                                             TrainingMemoryJob j = mj;
+                                             j.chunk_layers = chunk_layers;
+                                             std::vector<bool> fit;
+                                             for (const auto& st :
+                                                  training_memory_per_stage(model, j, cfg, mo))
+                                               fit.push_back(st.total() <= capacity);
+                                             return fit;
+                                           })
+                                     : std::vector<std::int64_t>{};
+                    if (moved.empty()) {
+                      reject("does not fit memory");
+                      continue;
+                    }
+                    mj.chunk_layers = std::move(moved);
+                    moved_layers = true;
                   }
                   // Partial full recompute, as the stack offers it: the fewest layers of each
                   // chunk recomputed that still fit (memory only falls as more layers are).
                   const std::int64_t longest =
-                      (model.layers + pp * sched.virtual_stages - 1) / (pp * sched.virtual_stages);
+                      mj.chunk_layers.empty()
+                          ? (model.layers + pp * sched.virtual_stages - 1) /
+                                (pp * sched.virtual_stages)
+                          : *std::max_element(mj.chunk_layers.begin(), mj.chunk_layers.end());
                   const auto fits = [&] {
                     return worst_stage(training_memory_per_stage(model, mj, cfg, mo)).total() <=
                            capacity;
@@ -240,9 +267,13 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                       continue;
                     }
                   }
-                  found = true;
-                  lowest_zero = std::min(lowest_zero, zero);
-                  if (rc == Recompute::none) lowest_zero_none = zero;
+                  if (moved_layers) {
+                    ++e.moved_layers;
+                  } else {
+                    found = true;
+                    lowest_zero = std::min(lowest_zero, zero);
+                    if (rc == Recompute::none) lowest_zero_none = zero;
+                  }
                   e.kept.push_back(c);
                   // HSDP: a layout that needs ZeRO-3 also runs with the smallest shard group
                   // (in DP ranks) that fits, replicated across the rest: its all-gathers and

@@ -45,6 +45,9 @@ struct Enumeration {
   std::int64_t total = 0;                        // every combination considered
   std::map<std::string, std::int64_t> rejected;  // reason → count
   std::vector<Candidate> kept;
+  // Of `kept`, those whose stack's own split does not fit memory but a split of its end
+  // switches does (enumerate_candidates' `tune_split`).
+  std::int64_t moved_layers = 0;
 };
 
 // `gpus_per_node` bounds TP unless TP may cross nodes. Memory is checked with the memory model
@@ -54,10 +57,14 @@ struct Enumeration {
 // with the smallest shard group that fits (Mesh::fsdp), unless `no_hsdp`.
 // Candidates run `stack`'s recompute policies (apply_stack_policy): memory is checked with them,
 // and selective recompute is dominated by none only where the stack's policy frees nothing.
+// With `tune_split` (the search tunes the split with the stack's end switches,
+// StrategyOptions::tune_split), a pipelined layout whose stack's own split leaves a stage over
+// memory is kept where a split of the switches fits (fitting_end_switch_split), and its
+// recompute and HSDP choices are made on that split.
 Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, std::int64_t gpus,
                                  std::int64_t gpus_per_node, const GpuSpec& gpu,
                                  const SearchSpace& space, const MemoryOptions& memory,
-                                 const Stack& stack);
+                                 const Stack& stack, bool tune_split = false);
 
 // The stack's policy for the recompute mode `c` runs: its selective regions and modules, its
 // full policy's period.

@@ -334,19 +334,22 @@ Enumeration enumerate_search(const Topology& topo, const ModelSpec& model, const
   const auto gpus = static_cast<std::int64_t>(topo.gpus().size());
   if (options.stacks.empty()) {
     return enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space,
-                                options.memory, options.strategy.stack);
+                                options.memory, options.strategy.stack,
+                                options.strategy.tune_split);
   }
   Enumeration out;
   for (const auto& st : options.stacks) {
     MemoryOptions mo = options.memory;
     mo.recipe = stack_recipe(st, job.dtype);
-    auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, mo, st);
+    auto e = enumerate_candidates(model, job, gpus, topo.gpus_per_node(), topo.gpu, space, mo, st,
+                                  options.strategy.tune_split);
     if (options.cp_only.contains(st.name))
       e.rejected[kSameWithoutCp] += static_cast<std::int64_t>(
           std::erase_if(e.kept, [](const Candidate& c) { return c.config.mesh.cp == 1; }));
     for (auto& c : e.kept) c.stack = st.name;
     out.total += e.total;
     for (const auto& [why, n] : e.rejected) out.rejected[why] += n;
+    out.moved_layers += e.moved_layers;
     out.kept.insert(out.kept.end(), e.kept.begin(), e.kept.end());
   }
   return out;

@@ -135,6 +135,19 @@ std::vector<std::int64_t> framework_chunk_layers(const PipelineSplit& split, con
 
 namespace {
 
+// Megatron's --decoder-first/last-pipeline-num-layers split into `v` (pp × vs chunks): the first
+// stage `first` layers, the last `last`, each middle stage `mid`, each stage's layers spread
+// evenly over its `vs` virtual stages (chunk g is stage g mod pp's), so every count is a multiple
+// of them (Megatron-Core's get_num_layers_to_build; megatron_uneven_chunks reads it back).
+void first_last_chunks(std::vector<std::int64_t>& v, std::int64_t pp, std::int64_t vs,
+                       std::int64_t first, std::int64_t mid, std::int64_t last) {
+  std::fill(v.begin(), v.end(), mid / vs);
+  for (std::int64_t j = 0; j < vs; ++j) {
+    v[static_cast<std::size_t>(j * pp)] = first / vs;
+    v[static_cast<std::size_t>(j * pp + pp - 1)] = last / vs;
+  }
+}
+
 // Calls `on` with each split end_switch_splits lists, in its order (one buffer for the
 // first/last-stage family: a search prices the splits of every pipelined candidate).
 template <class On>
@@ -156,9 +169,7 @@ void for_each_end_switch_split(const PipelineSplit& split, const ModelSpec& mode
           if (weighted_units_divide(layers, chunks, e, l))
             on(even_chunk_layers(layers, chunks, e, l));
       // --decoder-first/last-pipeline-num-layers: the first stage `a` layers, the last the rest
-      // of `ends`, the (pp − 2) middle stages `mid` each; each stage's layers spread evenly over
-      // its virtual stages (chunk g is stage g mod pp's), so every count is a multiple of them
-      // (Megatron-Core's get_num_layers_to_build; megatron_uneven_chunks reads it back).
+      // of `ends`, the (pp − 2) middle stages `mid` each (first_last_chunks).
       const std::int64_t vs = std::max<std::int64_t>(virtual_stages, 1);
       if (chunks % vs != 0) break;
       const std::int64_t pp = chunks / vs, middle_stages = pp - 2;
@@ -167,13 +178,9 @@ void for_each_end_switch_split(const PipelineSplit& split, const ModelSpec& mode
       for (std::int64_t mid = middle_stages > 0 ? vs : 0;; mid += vs) {
         const std::int64_t ends = layers - middle_stages * mid;
         if (ends < 2 * vs) break;
-        std::fill(v.begin(), v.end(), mid / vs);
         for (std::int64_t a = vs; a + vs <= ends; a += vs) {
           if ((ends - a) % vs != 0) continue;
-          for (std::int64_t j = 0; j < vs; ++j) {
-            v[static_cast<std::size_t>(j * pp)] = a / vs;
-            v[static_cast<std::size_t>(j * pp + pp - 1)] = (ends - a) / vs;
-          }
+          first_last_chunks(v, pp, vs, a, mid, ends - a);
           on(v);
         }
         if (middle_stages == 0) break;
@@ -227,6 +234,7 @@ std::vector<std::int64_t> tuned_chunk_layers(
   std::vector<double> stage(pp);
   std::vector<std::int64_t> best;
   double best_s = 0;
+  bool best_fits = true;  // false only for the framework's own, where `fits` refuses it
   for_each_end_switch_split(
       split, model, chunks, virtual_stages, [&](const std::vector<std::int64_t>& v) {
         std::fill(stage.begin(), stage.end(), 0.0);
@@ -239,14 +247,82 @@ std::vector<std::int64_t> tuned_chunk_layers(
         stage.front() += first_extra_s;
         stage[(v.size() - 1) % pp] += last_extra_s;
         const double busiest = *std::max_element(stage.begin(), stage.end());
-        // A relative margin: a split as busy as an earlier one, to rounding,
-        // does not replace it.
-        if (best.empty() || (busiest < best_s * (1 - 1e-12) && (!fits || fits(v)))) {
+        if (best.empty()) {
           best = v;
           best_s = busiest;
+          best_fits = !fits || fits(v);
+          return;
+        }
+        // A relative margin: a split as busy as an earlier one, to rounding, does not replace
+        // it; any split that fits replaces a framework's own that does not.
+        if ((!best_fits || busiest < best_s * (1 - 1e-12)) && (!fits || fits(v))) {
+          best = v;
+          best_s = busiest;
+          best_fits = true;
         }
       });
   return best;
+}
+
+std::vector<std::int64_t> fitting_end_switch_split(const PipelineSplit& split,
+                                                   const ModelSpec& model, std::int64_t chunks,
+                                                   std::int64_t virtual_stages,
+                                                   const StageFits& stage_fits) {
+  const auto all_true = [](auto first, auto last) {
+    return std::all_of(first, last, [](bool b) { return b; });
+  };
+  if (split.method != PipelineSplitMethod::even || chunks < 2) return {};
+  if (split.end_switches == EndSwitches::none) return {};
+  if (split.end_switches == EndSwitches::weights) {
+    for (const auto& v : end_switch_splits(split, model, chunks, virtual_stages))
+      if (const auto f = stage_fits(v); all_true(f.begin(), f.end())) return v;
+    return {};
+  }
+  // Megatron's first/last-stage family (for_each_end_switch_split), in units of the virtual
+  // stages: a stage's memory grows with its own layers, so the middle stages take the most
+  // that fits them, the first stage the most that fits it of the rest, and the last stage what
+  // is left, if it fits.
+  const std::int64_t vs = std::max<std::int64_t>(virtual_stages, 1);
+  const std::int64_t layers = model.layers;
+  if (chunks % vs != 0 || layers % vs != 0) return {};
+  const std::int64_t pp = chunks / vs, middle = pp - 2;
+  if (pp < 2) return {};
+  std::vector<std::int64_t> v(static_cast<std::size_t>(chunks));
+  const auto fits_of = [&](std::int64_t first_units, std::int64_t mid_units) {
+    const std::int64_t first = first_units * vs, mid = mid_units * vs;
+    first_last_chunks(v, pp, vs, first, mid, layers - middle * mid - first);
+    return stage_fits(v);
+  };
+  // The largest k in [lo, hi] with ok(k), lo's tried first; 0 where not even lo is.
+  const auto largest = [](std::int64_t lo, std::int64_t hi, const auto& ok) -> std::int64_t {
+    if (hi < lo || !ok(lo)) return 0;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo + 1) / 2;
+      if (ok(mid))
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    return lo;
+  };
+  const std::int64_t units = layers / vs;
+  std::int64_t mid_units = 0;
+  if (middle > 0) {
+    // The ends keep a unit each; the middle stages' fit does not depend on how the ends share
+    // theirs (an even share is priced).
+    mid_units = largest(1, (units - 2) / middle, [&](std::int64_t k) -> bool {
+      const auto f = fits_of((units - middle * k) / 2, k);
+      return all_true(f.begin() + 1, f.end() - 1);
+    });
+    if (mid_units == 0) return {};
+  }
+  const std::int64_t ends = units - middle * mid_units;
+  const std::int64_t first_units =
+      largest(1, ends - 1, [&](std::int64_t a) -> bool { return fits_of(a, mid_units).front(); });
+  if (first_units == 0) return {};
+  const auto f = fits_of(first_units, mid_units);  // and `v` is that split
+  if (!all_true(f.begin(), f.end())) return {};
+  return v;
 }
 
 std::optional<PipelineSplit> weights_giving(const PipelineSplit& split, const ModelSpec& model,
@@ -275,7 +351,8 @@ std::optional<PipelineSplit> weights_giving(const PipelineSplit& split, const Mo
 
 std::string end_switch_note(const Stack& stack, const ModelSpec& model,
                             const std::vector<std::int64_t>& chunk_layers,
-                            const std::vector<std::int64_t>& own, std::int64_t virtual_stages) {
+                            const std::vector<std::int64_t>& own, std::int64_t virtual_stages,
+                            bool for_memory) {
   const auto& split = stack.pipeline_split;
   std::string how;
   if (const auto w = weights_giving(split, model, chunk_layers, virtual_stages)) {
@@ -300,9 +377,13 @@ std::string end_switch_note(const Stack& stack, const ModelSpec& model,
         chunk_layers.front() * v, chunk_layers[pp - 1] * v);
   }
   return fmt::format(
-      "layers split {} by the stack's end switches, {}, to balance the stages' estimated time; "
-      "stack '{}' splits them {} without the switches",
-      fmt::join(chunk_layers, ", "), how, stack.name, fmt::join(own, ", "));
+      "layers split {} by the stack's end switches, {}, {}; stack '{}' splits them {} without "
+      "the switches",
+      fmt::join(chunk_layers, ", "), how,
+      for_memory ? "to fit memory (the least busy split that does; the stack's own leaves a "
+                   "stage over it)"
+                 : "to balance the stages' estimated time",
+      stack.name, fmt::join(own, ", "));
 }
 
 std::string framework_split_note(const Stack& stack, const ModelSpec& model, std::int64_t chunks,

@@ -85,9 +85,10 @@ std::vector<std::vector<std::int64_t>> end_switch_splits(const PipelineSplit& sp
 // layer `layer_s`, the first chunk `first_extra_s` more (the embedding), the last chunk
 // `last_extra_s` (the head and loss), a stage the sum of its chunks (chunk c on stage c mod pp).
 // Ties keep the earlier split, so the framework's own wins where nothing is better; where `fits`
-// is given, a split replaces the framework's own only if it passes (asked only of splits less
-// busy than the best so far). What `search` runs (StrategyOptions::tune_split); empty where
-// end_switch_splits is.
+// is given, a split replaces the framework's own only if it passes (asked of the framework's own
+// and of splits less busy than the best so far), and where the framework's own does not pass,
+// the least busy split that does replaces it (every split is asked until one passes). What
+// `search` runs (StrategyOptions::tune_split); empty where end_switch_splits is.
 std::vector<std::int64_t> tuned_chunk_layers(
     const PipelineSplit& split, const ModelSpec& model, std::int64_t chunks,
     std::int64_t virtual_stages, double layer_s, double first_extra_s, double last_extra_s,
@@ -99,6 +100,24 @@ std::vector<std::int64_t> tuned_chunk_layers(
     std::int64_t virtual_stages, const std::vector<double>& layer_s, double first_extra_s,
     double last_extra_s, const std::function<bool(const std::vector<std::int64_t>&)>& fits = {});
 
+// Whether each pipeline stage of a split (layers per chunk) fits, by stage.
+using StageFits = std::function<std::vector<bool>(const std::vector<std::int64_t>&)>;
+
+// A split of the stack's end switches whose every stage fits by `stage_fits`, for a layout
+// whose framework split leaves a stage over memory: Megatron-LM's users move layers off that
+// stage (--decoder-first/last-pipeline-num-layers) before they recompute or shard more. A
+// stage's memory grows with its own layers, so for Megatron's first/last-stage family the
+// middle stages take the most that fit them, the first stage the most that fits it of the rest
+// and the last stage what is left (about 2·log2(layers) calls); for torchtitan's weights the
+// first of end_switch_splits that fits. Empty where none fits, the layers are no multiple of
+// the virtual stages, or the stack has no switches. Hand example (tests): 32 layers on 4
+// stages whose first stage holds at most 6, the others 9: 9 on each middle stage, 6 first, 8
+// last.
+std::vector<std::int64_t> fitting_end_switch_split(const PipelineSplit& split,
+                                                   const ModelSpec& model, std::int64_t chunks,
+                                                   std::int64_t virtual_stages,
+                                                   const StageFits& stage_fits);
+
 // The ends' weights under which the framework's even split (framework_chunk_layers with those
 // weights) runs exactly `chunk_layers`: the split's own first, then each from 0 to kMaxEndWeight
 // (only 0 and 1 for a framework that needs the units to divide, which Megatron's account flags
@@ -108,10 +127,12 @@ std::optional<PipelineSplit> weights_giving(const PipelineSplit& split, const Mo
                                             std::int64_t virtual_stages = 1);
 
 // The note of a split tuned with the stack's end switches (`chunk_layers`; the stack's own is
-// `own`): the switches that give it, as the framework names them.
+// `own`): the switches that give it, as the framework names them, and why: to balance the
+// stages' time, or `for_memory`, to fit where the stack's own split does not.
 std::string end_switch_note(const Stack& stack, const ModelSpec& model,
                             const std::vector<std::int64_t>& chunk_layers,
-                            const std::vector<std::int64_t>& own, std::int64_t virtual_stages = 1);
+                            const std::vector<std::int64_t>& own, std::int64_t virtual_stages = 1,
+                            bool for_memory = false);
 
 // A split given by the user (--stage-layers): one positive count per chunk, summing to the
 // model's layers; an Error naming --stage-layers otherwise.

@@ -40,8 +40,12 @@ TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
         so.split_fits = split_memory_check(model, setup, capacity_bytes);
       out.chunk_layers = trace_chunk_layers(model, setup.job, cfg, cm, so);
       if (!own.empty() && own != out.chunk_layers) {
-        out.tuned_note =
-            end_switch_note(strategy.stack, model, out.chunk_layers, own, virtual_stages(cfg));
+        // A tuned split that fits where the stack's own does not may be busier than the stack's
+        // own (tuned_chunk_layers): it was chosen for memory.
+        const bool for_memory =
+            so.split_fits && !so.split_fits(own) && so.split_fits(out.chunk_layers);
+        out.tuned_note = end_switch_note(strategy.stack, model, out.chunk_layers, own,
+                                         virtual_stages(cfg), for_memory);
         out.notes.push_back(out.tuned_note);
       }
       // Stages balanced by time can overload the first stage's memory (it keeps the most

@@ -1,5 +1,5 @@
 // Fuzzes the software-stack loader (workloads/stacks/*.json): anything it accepts must price an
-// eager op and give finite gradient and bucket sizes.
+// eager op and give finite gradient and bucket sizes, and its pipeline switches valid splits.
 #include <algorithm>
 #include <numeric>
 
@@ -35,6 +35,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           const auto tuned =
               meshsim::tuned_chunk_layers(s.pipeline_split, m, pp * v, v, 1.0, 0.5, 2.5);
           if (!tuned.empty() && !valid(tuned)) __builtin_trap();
+          // A split moved for memory: stages holding at most `cap` layers each, the first fewer.
+          for (const std::int64_t cap : {layers / pp + 1, layers / pp + 3, layers}) {
+            const auto fits = [&](const std::vector<std::int64_t>& c) {
+              std::vector<std::int64_t> stage(static_cast<std::size_t>(pp), 0);
+              for (std::size_t i = 0; i < c.size(); ++i)
+                stage[i % static_cast<std::size_t>(pp)] += c[i];
+              std::vector<bool> fit;
+              for (std::size_t i = 0; i < stage.size(); ++i)
+                fit.push_back(stage[i] <= (i == 0 ? cap - 2 : cap));
+              return fit;
+            };
+            const auto moved =
+                meshsim::fitting_end_switch_split(s.pipeline_split, m, pp * v, v, fits);
+            if (!moved.empty()) {
+              const auto f = fits(moved);
+              if (!valid(moved) || std::find(f.begin(), f.end(), false) != f.end())
+                __builtin_trap();
+            }
+          }
         }
   });
 }

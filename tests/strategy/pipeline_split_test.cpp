@@ -216,6 +216,63 @@ TEST_CASE("tuned_chunk_layers: the switches' split whose busiest stage is least,
   CHECK(asked < 40);  // of the 227 splits
 }
 
+TEST_CASE(
+    "tuned_chunk_layers: where the stack's own split does not fit, the least busy that does") {
+  using V = std::vector<std::int64_t>;
+  const auto m = split_test_llama8b();
+  const auto& mg = bundled_stack("megatron")->pipeline_split;
+  // Megatron on 2 stages, a layer 1 s, the embedding 0.2 s, head and loss 1.5 s (17, 15 wins,
+  // 17.2 s, above). If the first stage holds at most 15 layers, its own 16, 16 (17.5 s) does
+  // not fit: of a ≤ 15, the busiest stage is the last, 32 − a + 1.5 s, least at a = 15 (18.5 s,
+  // busier than the stack's own).
+  const auto first_at_most_15 = [](const V& v) { return v.front() <= 15; };
+  CHECK(tuned_chunk_layers(mg, m, 2, 1, 1.0, 0.2, 1.5, first_at_most_15) == V{15, 17});
+  // Nothing fits: the stack's own stays.
+  CHECK(tuned_chunk_layers(mg, m, 2, 1, 1.0, 0.2, 1.5, [](const V&) { return false; }) ==
+        V{16, 16});
+}
+
+TEST_CASE("fitting_end_switch_split: layers moved off the stages over memory, by hand") {
+  using V = std::vector<std::int64_t>;
+  const auto m = split_test_llama8b();  // 32 layers
+  const auto& mg = bundled_stack("megatron")->pipeline_split;
+  // A stage fits while its layers (its chunks' sum, chunk c on stage c mod pp) are at most its
+  // cap; `asked` counts the calls.
+  int asked = 0;
+  const auto caps = [&](std::vector<std::int64_t> cap) {
+    return [&asked, cap](const V& chunks) {
+      ++asked;
+      std::vector<std::int64_t> stage(cap.size(), 0);
+      for (std::size_t c = 0; c < chunks.size(); ++c) stage[c % cap.size()] += chunks[c];
+      std::vector<bool> fit;
+      for (std::size_t s = 0; s < cap.size(); ++s) fit.push_back(stage[s] <= cap[s]);
+      return fit;
+    };
+  };
+  // 4 stages, the first holding at most 6 layers, the others 9: the middle stages take 9 each,
+  // the first 6 of the 14 left, the last 8. A binary search on each: far fewer calls than the
+  // family's 227 splits.
+  CHECK(fitting_end_switch_split(mg, m, 4, 1, caps({6, 9, 9, 9})) == V{6, 9, 9, 8});
+  CHECK(asked <= 12);
+  // The last stage cannot take what the first leaves: 9 + 9 in the middle, 2 first, 12 last.
+  CHECK(fitting_end_switch_split(mg, m, 4, 1, caps({2, 9, 9, 9})).empty());
+  // The middle stages cannot hold a layer each.
+  CHECK(fitting_end_switch_split(mg, m, 4, 1, caps({20, 0, 20, 20})).empty());
+  // Two stages: the first takes the most it holds, 12; the last 20.
+  CHECK(fitting_end_switch_split(mg, m, 2, 1, caps({12, 20})) == V{12, 20});
+  CHECK(fitting_end_switch_split(mg, m, 2, 1, caps({12, 19})).empty());
+  // Interleaved × 2, stage counts in multiples of 2: the middle stages 10 each (≤ 10), the first
+  // 6 of the 12 left (≤ 7), the last 6; chunks are half their stage's.
+  CHECK(fitting_end_switch_split(mg, m, 8, 2, caps({7, 10, 10, 10})) == V{3, 5, 5, 3, 3, 5, 5, 3});
+  // torchtitan's weights: the first of its splits that fits (the embedding weighed 0, the loss
+  // 2: 9, 9, 8, 6); a stack without switches has none.
+  const auto& tt = bundled_stack("torchtitan")->pipeline_split;
+  CHECK(fitting_end_switch_split(tt, m, 4, 1, caps({9, 9, 9, 6})) == V{9, 9, 8, 6});
+  CHECK(fitting_end_switch_split(bundled_stack("ideal")->pipeline_split, m, 4, 1,
+                                 caps({32, 32, 32, 32}))
+            .empty());
+}
+
 TEST_CASE("tuned_chunk_layers and balanced_chunks weigh each layer by its own time") {
   using V = std::vector<std::int64_t>;
   const auto m = split_test_llama8b();
@@ -269,4 +326,9 @@ TEST_CASE("weights_giving and end_switch_note: the switches that say a split") {
   CHECK(end_switch_note(mg, m, V{3, 5, 5, 3, 3, 5, 5, 3}, V(8, 4), 2)
             .find("--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 6") !=
         std::string::npos);
+  // Chosen to fit memory, the note says so instead.
+  const auto for_memory = end_switch_note(mg, m, V{15, 17}, V{16, 16}, 1, true);
+  CHECK(for_memory.find("to fit memory (the least busy split that does; the stack's own leaves "
+                        "a stage over it)") != std::string::npos);
+  CHECK(for_memory.find("estimated time") == std::string::npos);
 }

@@ -7,6 +7,7 @@
 
 #include "memory/memory_model.hpp"
 #include "report/html_escape.hpp"
+#include "report/search_report.hpp"
 #include "report/svg_chart.hpp"
 
 namespace meshsim {
@@ -309,6 +310,7 @@ std::string search_sections(const HtmlReport& r, const std::vector<CandidateGrou
   for (const auto& [why, n] : s.rejected)
     h += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", html_escape(why), n);
   h += "</table>\n";
+  if (s.moved_layers > 0) h += "<p>" + html_escape(moved_layers_text(s.moved_layers)) + ".</p>\n";
   if (!s.heuristic_label.empty()) {
     std::string where;
     if (s.heuristic_rank > 0 && !s.heuristic_rank_exact)

@@ -23,6 +23,7 @@ namespace meshsim {
 struct SearchSummary {
   std::int64_t combinations = 0;
   std::map<std::string, std::int64_t> rejected;  // reason → count
+  std::int64_t moved_layers = 0;                 // Enumeration::moved_layers
   std::size_t top = 10;                          // groups shown in the ranked views
   std::string heuristic_label, heuristic_rule;
   std::size_t heuristic_rank = 0;          // 0: not among the simulated layouts

@@ -84,6 +84,13 @@ void write_search_csv(const std::vector<EvaluatedCandidate>& results, std::ostre
   }
 }
 
+std::string moved_layers_text(std::int64_t layouts) {
+  return fmt::format(
+      "{} kept layouts fit memory only with layers moved off a stage by the stack's end switches "
+      "(its own split does not fit)",
+      layouts);
+}
+
 Json search_json(const SearchRun& run) {
   const auto& r = *run.result;
   const auto& en = r.enumeration;
@@ -153,11 +160,7 @@ std::string search_text(const SearchRun& run) {
   for (const auto& [k, v] : en.rejected) rejected += fmt::format("; {} {}", v, k);
   out += fmt::format("# {} combinations{}; {} simulated\n", en.total, rejected,
                      r.results.size() - run.skipped);
-  if (en.moved_layers > 0)
-    out += fmt::format(
-        "# {} kept layouts fit memory only with layers moved off a stage by the stack's end "
-        "switches (its own split does not fit)\n",
-        en.moved_layers);
+  if (en.moved_layers > 0) out += "# " + moved_layers_text(en.moved_layers) + "\n";
   if (run.skipped > 0) out += "# stopped early (" + run.stopped + ")\n";
   if (r.results.empty() || !r.results.front().error.empty()) {
     if (run.skipped > 0 && run.skipped == r.results.size())

@@ -43,6 +43,10 @@ struct SearchRun {
   std::string launch_format, launch;  // --emit's launch configuration of the winner
 };
 
+// "N kept layouts fit memory only with layers moved ..." (Enumeration::moved_layers), for the
+// text header and the HTML report.
+std::string moved_layers_text(std::int64_t layouts);
+
 std::string search_text(const SearchRun& run);
 Json search_json(const SearchRun& run);
 // One row per simulated layout, in rank order, with its error (if any) last.

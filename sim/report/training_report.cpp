@@ -151,6 +151,8 @@ std::string does_not_fit_text(const TrainingResult& r, const TrainingRun& run) {
       out += fmt::format("{}{:.2f} GB\n", label(c.name), c.bytes / 1e9);
   out += fmt::format("{}{:.2f} GB of {:.2f} (stage {})\n", label("peak memory"),
                      r.memory.total() / 1e9, run.gpu_bytes / 1e9, r.memory.stage);
+  // The split's notes: a split of the stack's end switches that would fit, among them.
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
   return out;
 }
 
@@ -167,6 +169,7 @@ Json does_not_fit_json(const TrainingResult& r, const TrainingRun& run) {
   j["memory"]["stage"] = r.memory.stage;
   j["memory"]["gpu_bytes"] = run.gpu_bytes;
   j["memory"]["over_bytes"] = r.memory.total() - run.gpu_bytes;
+  j["notes"] = r.notes;
   return j;
 }
 

@@ -1,6 +1,9 @@
 #include "training/training_split.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "parallel/parallel_config.hpp"
 #include "strategy/pipeline_split.hpp"
@@ -70,6 +73,26 @@ TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
   // The memory model's own even split where nothing above gave one.
   if (out.chunk_layers.empty() && model.has_architecture() && chunks <= model.layers)
     out.chunk_layers = split_layers(model.layers, chunks);
+  // Over memory on the stack's own split, untuned: the split of its end switches that fits,
+  // the fix a user would reach for before recomputing or sharding more.
+  if (!strategy.tune_split && strategy.chunk_layers.empty() && chunks > 1 &&
+      model.has_architecture() && !out.chunk_layers.empty()) {
+    const auto stages_fit = [&](const std::vector<std::int64_t>& c) {
+      std::vector<bool> fit;
+      for (const auto& st : setup_memory_per_stage(model, setup, c))
+        fit.push_back(st.total() <= capacity_bytes);
+      return fit;
+    };
+    const auto f = stages_fit(out.chunk_layers);
+    if (std::find(f.begin(), f.end(), false) != f.end())
+      if (const auto moved = fitting_end_switch_split(strategy.stack.pipeline_split, model, chunks,
+                                                      virtual_stages(cfg), stages_fit);
+          !moved.empty())
+        out.notes.push_back(fmt::format(
+            "over memory on the stack's own split; a split its end switches give fits: {} "
+            "layers per chunk (--tune-split runs the least busy split that fits)",
+            fmt::join(moved, ", ")));
+  }
   return out;
 }
 

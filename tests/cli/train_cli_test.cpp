@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -566,6 +567,41 @@ TEST_CASE("train: reliability flags out of their domain are errors, not defaults
     CHECK(r.exit_code == 2);
     CHECK(r.err.starts_with(message));
   }
+}
+
+TEST_CASE(
+    "train and memory: over memory on the stack's own split, the end switches' split that fits") {
+  // Llama 3.1 70B tp=4 pp=8 ZeRO-0 at 8K on 4 DGX H100 nodes: Megatron's 10 layers a stage leave
+  // the first stage (8 micro-batches in flight) over 80 GiB. The middle stages hold 10 at most,
+  // the first 9, the last takes the 11 left.
+  const std::string job = " --workload " + source_path("workloads/models/llama3.1-70b.json") +
+                          " --mesh dp=1,tp=4,pp=8 --zero 0 --recompute none --seq 8192 --gbs 64";
+  const std::string train =
+      "train --topology " + topology_path("dgx-h100-superpod.json") + " --nodes 4" + job;
+  const std::string note =
+      "over memory on the stack's own split; a split its end switches give fits: 9, 10, 10, 10, "
+      "10, 10, 10, 11 layers per chunk (--tune-split runs the least busy split that fits)";
+  const auto over = run_cli(train);
+  CHECK(over.exit_code == 3);
+  CHECK(over.out.find("note: " + note + "\n") != std::string::npos);
+  const auto js = run_cli(train + " --json");
+  CHECK(js.exit_code == 3);
+  CHECK(json::parse(js.out)["notes"] == json::array({note}));
+  const auto mem = run_cli("memory --gpu H100-SXM5-80GB" + job);
+  CHECK(mem.exit_code == 0);
+  CHECK(mem.out.find("verdict: does not fit") != std::string::npos);
+  CHECK(mem.out.find("note: " + note + "\n") != std::string::npos);
+  // --tune-split runs a split that fits, the least busy of them, and says it moved layers for
+  // memory.
+  const auto tuned = run_cli(train + " --tune-split --json");
+  REQUIRE_MESSAGE(tuned.exit_code == 0, tuned.err);
+  const auto t = json::parse(tuned.out);
+  CHECK(t["memory"]["fits"] == true);
+  CHECK(t["stage_layers"] != json::array({10, 10, 10, 10, 10, 10, 10, 10}));
+  const auto& notes = t["notes"];
+  CHECK(std::any_of(notes.begin(), notes.end(), [](const json& n) {
+    return n.get<std::string>().find("to fit memory") != std::string::npos;
+  }));
 }
 
 TEST_CASE("train: a layout past the GPU's memory exits 3 with the verdict; --allow-oom runs it") {

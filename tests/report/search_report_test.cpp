@@ -71,6 +71,15 @@ TEST_CASE("search text: header, ranked rows, how the seed heuristic compares") {
   run.heuristic_eval = &outside;
   CHECK(search_text(run).find("→ not in the searched space; simulated 0.800 s, 20.0% faster than "
                               "the winner\n") != std::string::npos);
+  // Layouts kept only with layers moved off a stage: a header line (none above) and a JSON key.
+  CHECK(search_text(run).find("moved off a stage") == std::string::npos);
+  auto moved = ranked();
+  moved.enumeration.moved_layers = 2;
+  run.result = &moved;
+  CHECK(search_text(run).find("# 7 combinations; 4 does not fit; 3 simulated\n# 2 kept layouts "
+                              "fit memory only with layers moved off a stage by the stack's end "
+                              "switches (its own split does not fit)\n") != std::string::npos);
+  CHECK(search_json(run)["moved_layers"] == 2);
 }
 
 TEST_CASE("search text: nothing fits, or nothing was simulated before the search stopped") {

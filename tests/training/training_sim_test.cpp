@@ -1567,3 +1567,32 @@ TEST_CASE("training_split: the split simulate_training runs, worked out without 
   CHECK(!gpu_prices(a100.gpu(), DType::fp8));
   CHECK(gpu_prices(a100.gpu(), DType::bf16));
 }
+
+TEST_CASE(
+    "training_split: over memory on the stack's own split, the end switches' split that fits") {
+  using V = std::vector<std::int64_t>;
+  const auto m = bundled("llama3.1-8b");
+  const ComputeModel cm(load_topology(topology_path("dgx-h100.json")).gpu);
+  // 8B pp=2 on Megatron at 8K: the first stage keeps two micro-batches in flight, the second
+  // one. HBM halfway between the first stage's memory with 16 layers and with 15: Megatron's
+  // own 16, 16 does not fit, 15, 17 does (the first stage the most layers that fit it).
+  auto s = setup("pp=2,dp=4", 8192, 64, 1, "megatron");
+  const auto first = [&](const V& c) { return setup_memory_per_stage(m, s, c)[0].total(); };
+  const double hbm = 0.5 * (first({16, 16}) + first({15, 17}));
+  REQUIRE(setup_memory_per_stage(m, s, {15, 17})[1].total() <= hbm);
+  const auto untuned = training_split(m, s, cm, hbm);
+  CHECK(untuned.chunk_layers == V{16, 16});
+  REQUIRE(untuned.notes.size() == 1);
+  CHECK(untuned.notes[0] ==
+        "over memory on the stack's own split; a split its end switches give fits: 15, 17 "
+        "layers per chunk (--tune-split runs the least busy split that fits)");
+  // Tuned: the time-balanced 17, 15 does not fit; of the splits that do, 15, 17 is the least
+  // busy (the second stage carries the head and loss), though busier than 16, 16.
+  s.strategy.tune_split = true;
+  const auto tuned = training_split(m, s, cm, hbm);
+  CHECK(tuned.chunk_layers == V{15, 17});
+  CHECK(tuned.tuned_note.find("to fit memory") != std::string::npos);
+  // Where the stack's own split fits, no note.
+  s.strategy.tune_split = false;
+  CHECK(training_split(m, s, cm, first({16, 16})).notes.empty());
+}

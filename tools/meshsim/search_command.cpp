@@ -337,6 +337,7 @@ int run_search_command(const SearchArgs& a) {
     SearchSummary sum;
     sum.combinations = r.enumeration.total;
     sum.rejected = r.enumeration.rejected;
+    sum.moved_layers = r.enumeration.moved_layers;
     sum.top = static_cast<std::size_t>(std::max(a.top, 1));
     sum.heuristic_label = heuristic.label();
     sum.heuristic_rule = heuristic_why;

@@ -321,6 +321,13 @@ MemoryBreakdown worst_stage(const std::vector<MemoryBreakdown>& stages) {
                            [](const auto& a, const auto& b) { return a.total() < b.total(); });
 }
 
+std::vector<bool> stages_within(const std::vector<MemoryBreakdown>& stages, double capacity_bytes) {
+  std::vector<bool> within;
+  within.reserve(stages.size());
+  for (const auto& b : stages) within.push_back(b.total() <= capacity_bytes);
+  return within;
+}
+
 double kv_bytes_per_token(const ModelSpec& model, DType kv_dtype) {
   if (!model.has_architecture()) return 0;
   const double bytes = bytes_of(kv_dtype);

@@ -102,6 +102,8 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
                                                        const ParallelConfig& config,
                                                        const MemoryOptions& options);
 MemoryBreakdown worst_stage(const std::vector<MemoryBreakdown>& stages);
+// Whether each stage's total is within `capacity_bytes`, by stage.
+std::vector<bool> stages_within(const std::vector<MemoryBreakdown>& stages, double capacity_bytes);
 
 // Micro-batches whose activations a stage holds at its peak (1F1B: pp − stage; GPipe: all m;
 // interleaved: Megatron's warm-up count in model-chunk units, divided by v).

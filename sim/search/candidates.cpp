@@ -205,20 +205,18 @@ Enumeration enumerate_candidates(const ModelSpec& model, const SearchJob& job, s
                     // (simulate_training then runs the least busy that does). Such a split can
                     // be busier than the stack's own, so it dominates no other ZeRO stage or
                     // recompute policy of the layout.
-                    auto moved = tune_split && pp > 1
-                                     ? fitting_end_switch_split(
-                                           stack.pipeline_split, model, pp * sched.virtual_stages,
-                                           sched.virtual_stages,
-                                           [&](const std::vector<std::int64_t>& chunk_layers) {
-                                             TrainingMemoryJob j = mj;
-                                             j.chunk_layers = chunk_layers;
-                                             std::vector<bool> fit;
-                                             for (const auto& st :
-                                                  training_memory_per_stage(model, j, cfg, mo))
-                                               fit.push_back(st.total() <= capacity);
-                                             return fit;
-                                           })
-                                     : std::vector<std::int64_t>{};
+                    auto moved =
+                        tune_split && pp > 1
+                            ? fitting_end_switch_split(
+                                  stack.pipeline_split, model, pp * sched.virtual_stages,
+                                  sched.virtual_stages,
+                                  [&](const std::vector<std::int64_t>& chunk_layers) {
+                                    TrainingMemoryJob j = mj;
+                                    j.chunk_layers = chunk_layers;
+                                    return stages_within(
+                                        training_memory_per_stage(model, j, cfg, mo), capacity);
+                                  })
+                            : std::vector<std::int64_t>{};
                     if (moved.empty()) {
                       reject("does not fit memory");
                       continue;

@@ -78,10 +78,7 @@ TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
   if (!strategy.tune_split && strategy.chunk_layers.empty() && chunks > 1 &&
       model.has_architecture() && !out.chunk_layers.empty()) {
     const auto stages_fit = [&](const std::vector<std::int64_t>& c) {
-      std::vector<bool> fit;
-      for (const auto& st : setup_memory_per_stage(model, setup, c))
-        fit.push_back(st.total() <= capacity_bytes);
-      return fit;
+      return stages_within(setup_memory_per_stage(model, setup, c), capacity_bytes);
     };
     const auto f = stages_fit(out.chunk_layers);
     if (std::find(f.begin(), f.end(), false) != f.end())

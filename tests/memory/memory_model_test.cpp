@@ -44,6 +44,22 @@ ModelSpec gpt8() {
 
 }  // namespace
 
+TEST_CASE("worst_stage and stages_within: the largest total, and each stage against a capacity") {
+  // Stages of 30 + 20 = 50 GB, 60 GB, 45 + 5 = 50 GB against 50 GB: the second is over, the
+  // others fit exactly.
+  MemoryBreakdown a, b, c;
+  a.weights = 30e9;
+  a.activations = 20e9;
+  b.optimizer = 60e9;
+  b.stage = 1;
+  c.gradients = 45e9;
+  c.allocator = 5e9;
+  c.stage = 2;
+  CHECK(worst_stage({a, b, c}).stage == 1);
+  CHECK(stages_within({a, b, c}, 50e9) == std::vector<bool>{true, false, true});
+  CHECK(stages_within({}, 50e9).empty());
+}
+
 TEST_CASE("seed: model state of a 70B model (ZeRO paper's 2 + 2 + 12 bytes per parameter)") {
   const auto m = seventy_b();
   // 140 GB of BF16 weights; DDP 16Ψ = 1120 GB.

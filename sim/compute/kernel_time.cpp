@@ -99,6 +99,10 @@ double find_peak(const GpuSpec& gpu, DType dtype) {
 
 }  // namespace
 
+bool has_peak_flops(const GpuSpec& gpu, DType dtype) {
+  return find_peak(gpu, dtype) > 0;
+}
+
 double peak_flops_of(const GpuSpec& gpu, DType dtype) {
   const double peak = find_peak(gpu, dtype);
   if (peak > 0) return peak;

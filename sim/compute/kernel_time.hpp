@@ -31,6 +31,8 @@ namespace meshsim {
 
 // Dense peak FLOP/s of `dtype` (FP32 GEMMs run as TF32); an Error when the GPU has none.
 double peak_flops_of(const GpuSpec& gpu, DType dtype);
+// Whether peak_flops_of has a peak for `dtype`, so the kernel model can price its GEMMs.
+bool has_peak_flops(const GpuSpec& gpu, DType dtype);
 
 // The GPU numbers the kernel model reads, with the peaks looked up once per dtype: the
 // catalogue keeps them by name, and a price runs thousands of times per trace.

@@ -5,15 +5,12 @@
 
 #include <algorithm>
 
+#include "compute/kernel_time.hpp"
 #include "parallel/parallel_config.hpp"
 #include "strategy/pipeline_split.hpp"
 #include "strategy/trace_builder.hpp"
 
 namespace meshsim {
-
-bool gpu_prices(const GpuSpec& gpu, DType dtype) {
-  return gpu.peak_flops.find(name_of(dtype)) != gpu.peak_flops.end();
-}
 
 TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
                              const ComputeModel& cm, double capacity_bytes) {
@@ -27,9 +24,10 @@ TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
   const auto chunks = model_chunks(cfg);
   const auto own = framework_chunk_layers(strategy.stack.pipeline_split, model, cfg);
   const bool balanced = strategy.stack.pipeline_split.method == PipelineSplitMethod::balanced;
+  const auto fits = split_memory_check(model, setup, capacity_bytes);
   if (model.has_architecture() && (strategy.tune_split || balanced)) {
     const auto& gpu = cm.gpu();
-    if (!gpu_prices(gpu, setup.job.dtype)) {
+    if (!has_peak_flops(gpu, setup.job.dtype)) {
       // No time to weigh by (the trace builder refuses the dtype; memory alone can report it).
       if (balanced && chunks > 1)
         out.notes.push_back(fmt::format(
@@ -39,8 +37,7 @@ TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
     } else {
       // The trace builder's own choice, a tuned split with the memory check.
       StrategyOptions so = strategy;
-      if (so.tune_split && !so.split_fits)
-        so.split_fits = split_memory_check(model, setup, capacity_bytes);
+      if (so.tune_split && !so.split_fits) so.split_fits = fits;
       out.chunk_layers = trace_chunk_layers(model, setup.job, cfg, cm, so);
       if (!own.empty() && own != out.chunk_layers) {
         // A tuned split that fits where the stack's own does not may be busier than the stack's
@@ -53,9 +50,6 @@ TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
       }
       // Stages balanced by time can overload the first stage's memory (it keeps the most
       // micro-batches in flight); when they do and an even split fits, the even split runs.
-      const auto fits = [&](const std::vector<std::int64_t>& c) {
-        return worst_stage(setup_memory_per_stage(model, setup, c)).total() <= capacity_bytes;
-      };
       if (const auto even = split_layers(model.layers, chunks);
           balanced && chunks > 1 && even != out.chunk_layers && !fits(out.chunk_layers) &&
           fits(even)) {

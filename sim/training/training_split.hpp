@@ -24,16 +24,15 @@ struct TrainingSplit {
 
 // The split simulate_training runs for `setup` on GPUs of `capacity_bytes` priced by `cm`:
 // setup.strategy.chunk_layers where given; else with tune_split the least busy the stack's end
-// switches give among those whose worst stage fits (the memory check simulate_training sets),
-// with the note naming the switches; else the stack's framework split; on a balanced stack the
+// switches give among those whose worst stage fits (the memory check simulate_training sets;
+// where the stack's own does not fit, the least busy that does, even if busier), with the note
+// naming the switches; else the stack's framework split, with a note naming a split of its end
+// switches that fits where the framework's leaves a stage over memory; on a balanced stack the
 // split by estimated time, or the even split where that one does not fit and the even one does.
-// The times need `cm`'s GPU to have a peak for the job's dtype (gpu_prices): without one (FP8
-// on an A100, which the trace builder refuses) a balanced stack's layers stay even, with a note,
-// and a tuned one is the stack's own. A model without an architecture gets the framework split.
-// What simulate_training runs and `memory` reports.
-// Whether `gpu` has a tensor-core peak for `dtype`, so that kernel times can be estimated.
-bool gpu_prices(const GpuSpec& gpu, DType dtype);
-
+// The times need `cm`'s GPU to have a peak for the job's dtype (has_peak_flops): without one
+// (FP8 on an A100, which the trace builder refuses) a balanced stack's layers stay even, with a
+// note, and a tuned one is the stack's own. A model without an architecture gets the framework
+// split. What simulate_training runs and `memory` reports.
 TrainingSplit training_split(const ModelSpec& model, const TrainingSetup& setup,
                              const ComputeModel& cm, double capacity_bytes);
 

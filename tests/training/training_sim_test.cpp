@@ -1564,8 +1564,10 @@ TEST_CASE("training_split: the split simulate_training runs, worked out without 
   const auto own = training_split(m, fp8, a100, hbm);
   CHECK(own.chunk_layers == std::vector<std::int64_t>{16, 16});
   CHECK(own.notes.empty());
-  CHECK(!gpu_prices(a100.gpu(), DType::fp8));
-  CHECK(gpu_prices(a100.gpu(), DType::bf16));
+  CHECK(!has_peak_flops(a100.gpu(), DType::fp8));
+  CHECK(has_peak_flops(a100.gpu(), DType::bf16));
+  // FP32 GEMMs run as TF32, as the kernel model prices them.
+  CHECK(has_peak_flops(a100.gpu(), DType::fp32));
 }
 
 TEST_CASE(

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "compute/compute_model.hpp"
+#include "compute/kernel_time.hpp"
 #include "job_args.hpp"
 #include "memory/memory_model.hpp"
 #include "model/param_count.hpp"
@@ -138,7 +139,7 @@ int run_memory(const MemoryArgs& a) {
     setup.strategy.tp_overlap = job_flags.tp_overlap;
     setup.strategy.chunk_layers = training.chunk_layers;
     setup.strategy.tune_split = a.tune_split;
-    if (a.tune_split && !gpu_prices(gpu, training.dtype))
+    if (a.tune_split && !has_peak_flops(gpu, training.dtype))
       throw Error("", "--tune-split",
                   gpu.model + " has no " + std::string(name_of(training.dtype)) +
                       " tensor-core peak to estimate the stages' time");

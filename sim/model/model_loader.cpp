@@ -86,6 +86,19 @@ Activation gated_activation(const JsonRef& ref) {
   return Activation::swiglu;
 }
 
+// Non-gated MLPs (an up and a down projection): Nemotron's squared ReLU (NemotronConfig's
+// default hidden_act "relu2"; transformers ACT2FN), or a GELU.
+Activation plain_activation(const JsonRef& ref) {
+  const auto act = ref.string();
+  if (act == "relu2") return Activation::relu2;
+  static const std::set<std::string, std::less<>> kGelu = {"gelu", "gelu_new", "gelu_fast",
+                                                           "gelu_pytorch_tanh"};
+  if (!kGelu.contains(act))
+    ref.fail("unknown activation '" + act + "' (known: relu2, gelu, gelu_new, gelu_fast, " +
+             "gelu_pytorch_tanh)");
+  return Activation::gelu;
+}
+
 ModelSpec read_gpt2(const HfReader& r, ModelSpec m) {
   m.hidden = dim(r.get("n_embd"));
   m.layers = layers(r.get("n_layer"));
@@ -121,9 +134,10 @@ ModelSpec read_llama_family(const HfReader& r, ModelSpec m) {
   m.vocab = dim(r.get("vocab_size"));
   m.ffn = dim(r.get("intermediate_size"));
   if (auto p = r.maybe("max_position_embeddings")) m.max_positions = dim(*p);
-  // Gemma names it hidden_activation (its hidden_act is a deprecated alias).
-  m.activation =
-      gated_activation(r.get(r.has("hidden_activation") ? "hidden_activation" : "hidden_act"));
+  // Gemma names it hidden_activation (its hidden_act is a deprecated alias). Nemotron's MLP has
+  // no gate (NemotronMLP: up_proj, act_fn, down_proj).
+  const auto act = r.get(r.has("hidden_activation") ? "hidden_activation" : "hidden_act");
+  m.activation = m.format == "hf:nemotron" ? plain_activation(act) : gated_activation(act);
   m.norm = Norm::rmsnorm;
   m.positions = Positions::rope;
   if (auto theta = r.maybe("rope_theta")) {
@@ -224,7 +238,8 @@ void read_mla(const HfReader& r, ModelSpec& m) {
 // to the GEMMs and attention of a layer, and named here as assumptions): sliding-window
 // attention (Mistral, Gemma 2/3, gpt-oss: priced as full attention, an overestimate past the
 // window), QK-norm (Qwen3, Gemma 3), Gemma's post-attention and post-MLP norms and embedding
-// scale, logit soft-capping (Gemma 2), gpt-oss's attention sinks and expert biases.
+// scale, logit soft-capping (Gemma 2), gpt-oss's attention sinks and expert biases, partial
+// rotary embeddings (Nemotron's partial_rotary_factor: RoPE is priced over the whole head).
 ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
   const HfReader r(root);
   const auto type_ref = r.get("model_type");
@@ -243,15 +258,23 @@ ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
     return m;
   }
   static const std::set<std::string, std::less<>> kDense = {
-      "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text"};
+      "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "nemotron"};
   static const std::set<std::string, std::less<>> kMoe = {"mixtral",     "qwen2_moe",   "qwen3_moe",
                                                           "deepseek_v2", "deepseek_v3", "gpt_oss"};
   if (!kDense.contains(type) && !kMoe.contains(type))
-    type_ref.fail("unsupported model_type '" + type +
-                  "' (supported: gpt2, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3, "
-                  "gemma3_text, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss; "
-                  "or the plain GPT form)");
+    type_ref.fail(
+        "unsupported model_type '" + type +
+        "' (supported: gpt2, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3, "
+        "gemma3_text, nemotron, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss; "
+        "or the plain GPT form)");
   m = read_llama_family(r, std::move(m));
+  if (type == "nemotron") {
+    // NemotronLayerNorm1P is a LayerNorm (weight and bias); the linears' biases follow
+    // mlp_bias (attention_bias adds the QKV bias as for Llama). Published Nemotron configs set
+    // both false.
+    m.norm = Norm::layernorm;
+    if (auto b = r.maybe("mlp_bias")) m.bias = b->boolean();
+  }
   // DeepSeek's multi-head latent attention sets its own head dimension and KV heads. Its
   // multi-token-prediction module (num_nextn_predict_layers) is a training add-on that meshsim
   // does not simulate; its parameters (14 B in DeepSeek-V3) are not counted.
@@ -293,8 +316,10 @@ ModelSpec read_plain_gpt(const JsonRef& root, ModelSpec m) {
       m.activation = Activation::gelu;
     else if (s == "swiglu")
       m.activation = Activation::swiglu;
+    else if (s == "relu2")
+      m.activation = Activation::relu2;
     else
-      a->fail("unknown activation '" + s + "' (known: gelu, swiglu)");
+      a->fail("unknown activation '" + s + "' (known: gelu, swiglu, relu2)");
   }
   if (auto t = r.optional("tie_embeddings")) m.tied_embeddings = t->boolean();
   if (auto b = r.optional("bias")) m.bias = b->boolean();

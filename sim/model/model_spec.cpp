@@ -3,7 +3,15 @@
 namespace meshsim {
 
 std::string_view name_of(Activation a) {
-  return a == Activation::gelu ? "gelu" : "swiglu";
+  switch (a) {
+    case Activation::gelu:
+      return "gelu";
+    case Activation::swiglu:
+      return "swiglu";
+    case Activation::relu2:
+      return "relu2";
+  }
+  return "gelu";
 }
 std::string_view name_of(Norm n) {
   return n == Norm::layernorm ? "layernorm" : "rmsnorm";

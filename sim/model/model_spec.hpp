@@ -8,7 +8,9 @@
 
 namespace meshsim {
 
-enum class Activation { gelu, swiglu };  // SwiGLU: silu(gate) · up, three projections
+// SwiGLU: silu(gate) · up, three projections. GELU and squared ReLU (relu2: relu(x)², Nemotron-4,
+// Primer) are one up and one down projection around an elementwise activation, priced alike.
+enum class Activation { gelu, swiglu, relu2 };
 enum class Norm { layernorm, rmsnorm };
 enum class Positions { learned, rope };
 

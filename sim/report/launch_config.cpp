@@ -148,6 +148,7 @@ std::string megatron_architecture(const ModelSpec& m) {
     s += fmt::format(" --group-query-attention --num-query-groups {}", m.kv_heads);
   if (!m.mla && m.head_dim != m.hidden / m.heads) s += fmt::format(" --kv-channels {}", m.head_dim);
   if (m.activation == Activation::swiglu) s += " --swiglu";
+  if (m.activation == Activation::relu2) s += " --squared-relu";
   s += m.norm == Norm::rmsnorm ? " --normalization RMSNorm" : " --normalization LayerNorm";
   if (m.positions == Positions::rope)
     s += fmt::format(" --position-embedding-type rope --rotary-base {:.0f}", m.rope_theta);

@@ -108,6 +108,7 @@ const std::map<std::string, bool, std::less<>>& known_flags() {
       {"--num-query-groups", true},
       {"--kv-channels", true},
       {"--swiglu", false},
+      {"--squared-relu", false},
       {"--normalization", true},
       {"--position-embedding-type", true},
       {"--rotary-base", true},
@@ -481,10 +482,16 @@ std::optional<std::string> megatron_architecture_mismatch(const MegatronLine& li
   bool any = false;
   for (const auto& [flag, expected] : ints) any = any || has(line, flag);
   if (!any) return std::nullopt;
-  if (has(line, "--swiglu") != (m.activation == Activation::swiglu))
-    return fmt::format("the line's MLP is {} ({}--swiglu), but the model {} uses {}",
-                       has(line, "--swiglu") ? "SwiGLU" : "GELU",
-                       has(line, "--swiglu") ? "" : "no ", m.name, name_of(m.activation));
+  // Megatron-LM's MLP: --swiglu, --squared-relu, or GELU without either.
+  const Activation line_act = has(line, "--swiglu")         ? Activation::swiglu
+                              : has(line, "--squared-relu") ? Activation::relu2
+                                                            : Activation::gelu;
+  if (line_act != m.activation)
+    return fmt::format("the line's MLP is {} ({}), but the model {} uses {}", name_of(line_act),
+                       line_act == Activation::swiglu  ? "--swiglu"
+                       : line_act == Activation::relu2 ? "--squared-relu"
+                                                       : "neither --swiglu nor --squared-relu",
+                       m.name, name_of(m.activation));
   if (has(line, "--untie-embeddings-and-output-weights") == m.tied_embeddings)
     return fmt::format("the line's embeddings are {}, but the model {}'s are {}",
                        m.tied_embeddings ? "untied" : "tied", m.name,

@@ -86,6 +86,10 @@ TEST_CASE("parameter counts from the architecture match the published ones") {
   CHECK(ds.active == doctest::Approx(37e9).epsilon(0.02));
   CHECK(count_params(bundled("gpt3-175b")).total == doctest::Approx(175e9).epsilon(0.005));
   CHECK(count_params(bundled("llama2-70b")).total == doctest::Approx(69e9).epsilon(0.005));
+  // Nemotron-4 340B (arXiv 2406.11704 section 2): 9.4 B embedding, 331.6 B non-embedding.
+  const auto nemo = count_params(bundled("nemotron-4-340b"));
+  CHECK(nemo.total == doctest::Approx(341.0e9).epsilon(0.002));
+  CHECK(nemo.embedding + nemo.output == doctest::Approx(9.4e9).epsilon(0.005));  // untied
 }
 
 TEST_CASE("Llama 3.1 8B, counted by hand") {
@@ -193,7 +197,7 @@ TEST_CASE("bad model files: one line naming the JSON path") {
         "m.json:/num_experts_per_tok: top-k 4 exceeds the experts of topk_group groups");
   CHECK(error_of(R"({"hidden": 1024, "layers": 2, "heads": 16, "vocab": 1000,
         "max_positions": 512, "activation": "relu"})") ==
-        "m.json:/activation: unknown activation 'relu' (known: gelu, swiglu)");
+        "m.json:/activation: unknown activation 'relu' (known: gelu, swiglu, relu2)");
   CHECK(error_of(R"({"hidden": 1024, "layers": 2, "heads": 16, "vocab": 1000,
         "max_positions": 512, "layer": 3})")
             .starts_with("m.json:/layer: unknown key 'layer'"));
@@ -238,7 +242,9 @@ ModelSpec from_text(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("Qwen3, Qwen3-MoE, Phi-3, Gemma 2/3 and gpt-oss configs, checked by parameter count") {
+TEST_CASE(
+    "Qwen3, Qwen3-MoE, Phi-3, Gemma 2/3, gpt-oss and Nemotron configs, checked by parameter "
+    "count") {
   // The configs' architecture keys as Hugging Face publishes them; the totals are the model
   // cards' (Qwen3 technical report Table 1, Microsoft's Phi-3 report, Google's Gemma 2 report,
   // OpenAI's gpt-oss model card: 116.83 B total).
@@ -305,6 +311,28 @@ TEST_CASE("Qwen3, Qwen3-MoE, Phi-3, Gemma 2/3 and gpt-oss configs, checked by pa
   CHECK(oss.moe->expert_ffn == 2880);
   CHECK(oss.qkv_bias);
   CHECK(count_params(oss).total == doctest::Approx(116.83e9).epsilon(0.005));
+
+  // Nemotron: an ungated squared-ReLU MLP (up, relu2, down) and LayerNorm.
+  const auto nemotron = from_text(R"({"model_type": "nemotron", "hidden_size": 4096,
+      "intermediate_size": 16384, "num_hidden_layers": 2, "num_attention_heads": 32,
+      "num_key_value_heads": 8, "vocab_size": 1000, "hidden_act": "relu2",
+      "partial_rotary_factor": 0.5, "attention_bias": false, "mlp_bias": false,
+      "tie_word_embeddings": false})");
+  CHECK(nemotron.format == "hf:nemotron");
+  CHECK(nemotron.activation == Activation::relu2);
+  CHECK(nemotron.norm == Norm::layernorm);
+  CHECK_FALSE(nemotron.bias);
+  CHECK_FALSE(nemotron.tied_embeddings);
+  // By hand: attention 4096·(4096 + 2·1024) + 4096², MLP 2·4096·16384, two LayerNorms of 2·4096
+  // per layer; untied 1000 × 4096 ends and the final LayerNorm.
+  CHECK(count_params(nemotron).total ==
+        2 * (4096.0 * 6144 + 4096.0 * 4096 + 2 * 4096.0 * 16384 + 4 * 4096.0) + 2 * 1000.0 * 4096 +
+            2 * 4096.0);
+  CHECK(error_of(R"({"model_type": "nemotron", "hidden_size": 64, "intermediate_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+      "hidden_act": "silu"})") ==
+        "m.json:/hidden_act: unknown activation 'silu' (known: relu2, gelu, gelu_new, gelu_fast, "
+        "gelu_pytorch_tanh)");
 
   CHECK(error_of(R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 64,
       "moe_intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,

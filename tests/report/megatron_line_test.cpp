@@ -130,6 +130,23 @@ TEST_CASE("the emitted architecture is the model's, and another model's line is 
   CHECK(d.find("--num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048 "
                "--moe-shared-expert-intermediate-size 2048 --moe-layer-freq '([0]*3+[1]*58)'") !=
         std::string::npos);
+  // Nemotron-4 340B: squared ReLU (Megatron-LM --squared-relu), LayerNorm, no biases; read back
+  // as itself, and refused against the same shapes with a GELU or a SwiGLU MLP.
+  auto nemo = load_model(model_path("nemotron-4-340b"));
+  const auto n = launch_config("megatron", nemo, c, job);
+  CHECK(n.find("--squared-relu --normalization LayerNorm --position-embedding-type rope") !=
+        std::string::npos);
+  CHECK(n.find("--swiglu") == std::string::npos);
+  const auto nl = parse_megatron_line(n, "x");
+  CHECK(nl.ignored.empty());
+  CHECK(!megatron_architecture_mismatch(nl, nemo).has_value());
+  auto gelu_nemo = nemo;
+  gelu_nemo.activation = Activation::gelu;
+  CHECK(megatron_architecture_mismatch(nl, gelu_nemo).value_or("") ==
+        "the line's MLP is relu2 (--squared-relu), but the model nemotron-4-340b uses gelu");
+  nemo.activation = Activation::swiglu;
+  CHECK(megatron_architecture_mismatch(nl, nemo).value_or("") ==
+        "the line's MLP is relu2 (--squared-relu), but the model nemotron-4-340b uses swiglu");
 }
 
 TEST_CASE("the ZeRO stage is Megatron's: distributed optimizer, then Megatron-FSDP") {

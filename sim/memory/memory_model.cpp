@@ -93,6 +93,7 @@ PrecisionRecipe stack_recipe(const Stack& stack, DType dtype) {
   if (dtype == DType::fp8) {
     r.fp8_gathered_weights = gathers_fp8_weights(stack);
     r.fp8_param_weights = stack.fp8_params;
+    r.fp8_routed_experts = stack.fp8_routed_experts;
   }
   return r;
 }
@@ -149,7 +150,8 @@ std::vector<MemoryBreakdown> training_memory_per_stage(const ModelSpec& model,
   const LayerShape shape{.micro_batch = job.micro_batch,
                          .seq = job.seq,
                          .dtype = job.dtype,
-                         .flash_attention = options.flash_attention};
+                         .flash_attention = options.flash_attention,
+                         .fp8_routed_experts = options.recipe.fp8_routed_experts};
 
   // Dense layers are all alike, and so are MoE layers: two catalogue calls cover a model.
   struct LayerSummary {

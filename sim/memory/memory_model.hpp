@@ -32,6 +32,9 @@ struct PrecisionRecipe {
   // FP8 runs: a data-parallel gather moves the FP8 linears' weights in one byte
   // (gathers_fp8_weights), and they are held in one byte, not `weight_bytes` (Stack::fp8_params).
   bool fp8_gathered_weights = false, fp8_param_weights = false;
+  // FP8 runs: whether the routed experts' GEMMs run (and are weighed) in FP8
+  // (Stack::fp8_routed_experts).
+  bool fp8_routed_experts = true;
   // FP8 runs on a stack that keeps an FP8 copy of the weights between steps (Transformer
   // Engine): one byte more for each weight an FP8 GEMM reads, the linears' and the experts'
   // (TE's Linear, LayerNormLinear and GroupedLinear); the embedding, the output layer (Megatron's

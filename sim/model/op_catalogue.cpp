@@ -290,8 +290,9 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
   const bool gated = m.activation == Activation::swiglu;
   const std::int64_t up_n = gated ? 2 * moe.expert_ffn : moe.expert_ffn;
   const std::int64_t M = ceil_i(per_expert);
-  auto up = gemm_op("expert_up", "moe", TpRole::expert, M, up_n, m.hidden, dt, kAct * routed * h,
-                    as_double(local) * h * as_double(up_n), active);
+  const DType expert_dt = c.shape.fp8_routed_experts ? dt : unquantized_dtype(dt);
+  auto up = gemm_op("expert_up", "moe", TpRole::expert, M, up_n, m.hidden, expert_dt,
+                    kAct * routed * h, as_double(local) * h * as_double(up_n), active);
   up.expert_weights = true;
   ops.push_back(up);
   const double in_elems = routed * as_double(up_n), out_elems = routed * as_double(moe.expert_ffn);
@@ -300,7 +301,7 @@ void add_moe(const Ctx& c, std::vector<OpSpec>& ops) {
                 kAct * (2 * in_elems + out_elems), kAct * in_elems);
   act.role = TpRole::expert;
   ops.push_back(act);
-  auto down = gemm_op("expert_down", "moe", TpRole::expert, M, m.hidden, moe.expert_ffn, dt,
+  auto down = gemm_op("expert_down", "moe", TpRole::expert, M, m.hidden, moe.expert_ffn, expert_dt,
                       kAct * out_elems, as_double(local) * as_double(moe.expert_ffn) * h, active);
   down.expert_weights = true;
   ops.push_back(down);

@@ -75,6 +75,9 @@ struct LayerShape {
   DType dtype = DType::bf16;    // GEMM inputs; activations are kept in 16 bits
   bool flash_attention = true;  // fused attention: the s² scores never reach HBM
   bool causal = true;
+  // FP8 runs: whether the routed experts' GEMMs run in FP8 too, or in 16 bits (the software
+  // stack says: Stack::fp8_routed_experts).
+  bool fp8_routed_experts = true;
 };
 
 // The ops of layer `layer` (0-based; MoE models have dense first layers).

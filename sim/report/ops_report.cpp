@@ -164,6 +164,7 @@ OpsReport ops_report(const ModelSpec& model, const ComputeModel& cm, const OpsRe
   shape.micro_batch = 1;
   shape.seq = q.tokens;
   shape.dtype = q.dtype;
+  if (q.stack) shape.fp8_routed_experts = q.stack->fp8_routed_experts;
   const Sharding sh{.tp = q.tp, .sp = false, .cp = 1, .ep = model.moe ? q.tp : 1};
   auto ops = layer_ops(model, r.layer, shape, sh);
   for (auto& op : ops) {

@@ -307,6 +307,13 @@ TorchtitanConfig parse_torchtitan_toml(std::string_view text, std::int64_t world
       k.fail("float8.recipe_name", "recipe_name '" + recipe +
                                        "': meshsim models torchao's tensorwise Float8 only "
                                        "(rowwise scaling has no stack form)");
+    // The routed experts stay 16-bit (Stack::fp8_routed_experts) unless torchao's float8 MoE
+    // prototype is asked for, which scales rowwise, like the recipe refused above.
+    if (const auto moe = k.literal("float8.moe_fqns_prototype"); !moe.empty() && moe != "[]")
+      k.fail("float8.moe_fqns_prototype",
+             "moe_fqns_prototype: torchao's float8 MoE training (rowwise scaling) is not "
+             "modelled; without it the routed experts run in 16 bits, as the torchtitan stacks "
+             "price them");
     // torchao's float8 all-gather under FSDP, its scales computed per weight in each
     // pre-all-gather hook or all at once after the optimizer (torchtitan's Float8 converter
     // precomputes only with the float8 all-gather on). Said only where the config has the keys

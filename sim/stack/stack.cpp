@@ -477,6 +477,7 @@ Stack read_stack(const JsonRef& ref) {
     s.ep_dispatch = enum_value<EpDispatch>(*v, kAllEpDispatch, "ep_dispatch");
   if (auto v = r.optional("cp_comm")) s.cp_comm = enum_value<CpComm>(*v, kAllCpComm, "cp_comm");
   if (auto v = r.optional("fp8_tp_all_gathers")) s.fp8_tp_all_gathers = v->boolean();
+  if (auto v = r.optional("fp8_routed_experts")) s.fp8_routed_experts = v->boolean();
   if (auto v = r.optional("fp8_fsdp_all_gather"))
     s.fp8_fsdp_all_gather =
         enum_value<Fp8FsdpAllGather>(*v, kAllFp8FsdpAllGather, "FP8 FSDP all-gather");

@@ -339,6 +339,13 @@ struct Stack {
   // before its gather, PrepareFloat8ModuleInput, and the output gradient before its gather,
   // Float8RowwiseParallel). Reduce-scatters move the GEMMs' 16-bit outputs either way.
   bool fp8_tp_all_gathers = false;
+  // FP8 runs: the routed experts' GEMMs run in FP8. Transformer Engine's GroupedLinear (Megatron-
+  // Core's TEGroupedMLP under --fp8) does; torchtitan's Float8 converter swaps nn.Linear modules
+  // for Float8Linear (torchao convert_to_float8_training), and its routed experts are one
+  // torch._grouped_mm over 3-D weights, not linears, so they stay 16-bit unless the MoE prototype
+  // is asked for ([float8] moe_fqns_prototype). Shared experts are linears and follow the
+  // others. Absent: true (the behaviour before this field existed).
+  bool fp8_routed_experts = true;
   Fp8FsdpAllGather fp8_fsdp_all_gather = Fp8FsdpAllGather::none;
   // FP8 runs: the FP8 linears' working weights are FP8 parameters (Megatron-LM
   // `--fp8-param-gather`: "Keep the compute param in fp8 (do not use any other intermediate

@@ -448,7 +448,8 @@ void Builder::compute_costs() {
   const LayerShape shape{.micro_batch = job_.micro_batch,
                          .seq = job_.seq,
                          .dtype = job_.dtype,
-                         .flash_attention = job_.flash_attention};
+                         .flash_attention = job_.flash_attention,
+                         .fp8_routed_experts = st.fp8_routed_experts};
   const double slowdown = 1.0 + opt_.expert_imbalance;
   const bool shared = m_.moe && m_.moe->shared_experts > 0;
   const auto ring_scales_of = [&](const std::vector<OpSpec>& ops) {

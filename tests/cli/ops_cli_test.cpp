@@ -176,6 +176,26 @@ TEST_CASE("ops: FP8 lists the stack's quantization kernels around each GEMM") {
   CHECK(row(fp8, "out_proj.fp8_weight_cast").is_null());
 }
 
+TEST_CASE("ops: torchtitan's Float8 leaves the routed experts 16-bit, Megatron's runs them FP8") {
+  // Mixtral 8x7B at 4096 tokens on TP 2 (EP 2 in this view): torchao converts the linears only,
+  // so an expert GEMM costs what it costs in a 16-bit run and has no quantization kernels, while
+  // the attention linears run FP8; Transformer Engine's GroupedLinear runs the experts in FP8.
+  const std::string base = "--workload " + model_path("mixtral-8x7b") + " --tokens 4096 --tp 2";
+  const auto tt8 = ops_json(base + " --dtype fp8 --stack torchtitan");
+  const auto tt16 = ops_json(base + " --stack torchtitan");
+  const auto mg8 = ops_json(base + " --dtype fp8");
+  const auto mg16 = ops_json(base);
+  for (const char* name : {"expert_up", "expert_down"}) {
+    INFO(name);
+    CHECK(row(tt8, name)["time_s"] == row(tt16, name)["time_s"]);
+    CHECK(row(tt8, std::string(name) + ".fp8_cast").is_null());
+    CHECK(row(mg8, name)["time_s"].get<double>() < row(mg16, name)["time_s"].get<double>());
+  }
+  CHECK(row(tt8, "out_proj")["time_s"].get<double>() <
+        row(tt16, "out_proj")["time_s"].get<double>());
+  CHECK(!row(tt8, "out_proj.fp8_cast").is_null());
+}
+
 TEST_CASE("ops: bad input is one error line and exit 2") {
   const auto base = "ops --workload " + model_path("llama3.1-8b") + " ";
   const std::pair<std::string, std::string> cases[] = {

@@ -214,6 +214,33 @@ TEST_CASE("FP8 training quantizes the linear layers only") {
   CHECK(find(unfused, "attention_values").forward.dtype == DType::bf16);
 }
 
+TEST_CASE("FP8 training with 16-bit routed experts (torchtitan's Float8 converter)") {
+  // Only the routed experts' grouped GEMMs change: the same GEMMs as a 16-bit run, while the
+  // linears stay FP8.
+  const auto m = load_model(source_path("workloads/models/deepseek-v3.json"));
+  const std::int64_t moe_layer = m.moe->first_dense_layers;
+  LayerShape fp8;
+  fp8.seq = 4096;
+  fp8.dtype = DType::fp8;
+  auto bf16 = fp8;
+  bf16.dtype = DType::bf16;
+  auto split = fp8;
+  split.fp8_routed_experts = false;
+  const Sharding sh{1, false, 1, 8};
+  const auto ops = layer_ops(m, moe_layer, split, sh);
+  const auto all16 = layer_ops(m, moe_layer, bf16, sh);
+  const auto all8 = layer_ops(m, moe_layer, fp8, sh);
+  for (const char* name : {"expert_up", "expert_down"}) {
+    INFO(name);
+    CHECK(find(ops, name).forward.dtype == DType::bf16);
+    CHECK(find(ops, name).forward.bytes == find(all16, name).forward.bytes);
+    CHECK(find(ops, name).backward_weight.dtype == DType::bf16);
+    CHECK(find(all8, name).forward.dtype == DType::fp8);
+  }
+  for (const char* name : {"q_up_proj", "out_proj", "shared_expert_up", "shared_expert_down"})
+    CHECK_MESSAGE(find(ops, name).forward.dtype == DType::fp8, name);
+}
+
 TEST_CASE("a parameter-count model has no ops") {
   const auto doc = Json::parse(R"({"params": 7e10})");
   const auto m = read_model(JsonRef::root(doc, "dense-70b.json"));

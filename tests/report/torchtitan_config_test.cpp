@@ -298,6 +298,22 @@ TEST_CASE("torchtitan's float8 converter: FP8 GEMMs with the tensorwise recipe")
   CHECK(unused.layout.job.dtype == DType::bf16);
   CHECK(std::ranges::find(unused.ignored, "float8.recipe_name") != unused.ignored.end());
   CHECK(!unused.layout.stack.fp8_fsdp_all_gather);
+  // The MoE prototype (rowwise grouped GEMMs) is refused; an empty list is torchtitan's default
+  // (routed experts in 16 bits, as the stacks price them) and is read.
+  const auto no_moe =
+      read("[model]\nconverters = [\"float8\"]\n[float8]\nmoe_fqns_prototype = []\n");
+  CHECK(no_moe.layout.job.dtype == DType::fp8);
+  CHECK(std::ranges::find(no_moe.ignored, "float8.moe_fqns_prototype") == no_moe.ignored.end());
+  std::string message;
+  try {
+    read("[model]\nconverters = [\"float8\"]\n[float8]\nmoe_fqns_prototype = [\"experts\"]\n");
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK(message ==
+        "c.toml: line 7: moe_fqns_prototype: torchao's float8 MoE training (rowwise scaling) is "
+        "not modelled; without it the routed experts run in 16 bits, as the torchtitan stacks "
+        "price them");
 }
 
 TEST_CASE("torchtitan's float8 all-gather: [float8] switches name the stack's FSDP gather") {

@@ -269,6 +269,20 @@ TEST_CASE("the stack loader is strict: one error naming the file and the field")
             .starts_with("s.json:/fp8_params: "));
   CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_tp_all_gathers": "yes",)")
             .starts_with("s.json:/fp8_tp_all_gathers: "));
+  // Routed experts in FP8: absent as before the field (true); torchtitan's stay 16-bit.
+  CHECK(stack_from(t).fp8_routed_experts);
+  CHECK(bundled_stack("megatron")->fp8_routed_experts);
+  CHECK_FALSE(bundled_stack("torchtitan")->fp8_routed_experts);
+  CHECK_FALSE(bundled_stack("torchtitan-compile")->fp8_routed_experts);
+  {
+    std::string d = t;
+    const std::string from = R"("name": "x",)";
+    CHECK_FALSE(stack_from(d.replace(d.find(from), from.size(),
+                                     R"("name": "x", "fp8_routed_experts": false,)"))
+                    .fp8_routed_experts);
+  }
+  CHECK(with(R"("name": "x",)", R"("name": "x", "fp8_routed_experts": 0,)")
+            .starts_with("s.json:/fp8_routed_experts: "));
   CHECK(stack_from(t).fp8_casts.empty());  // absent: no quantization kernels priced
   CHECK(
       with(R"("name": "x",)",

@@ -187,6 +187,30 @@ void read_moe(const HfReader& r, ModelSpec& m, const std::string& type) {
           .child("shared_expert_intermediate_size")
           .fail("must be a multiple of moe_intermediate_size");
     moe.shared_experts = shared / moe.expert_ffn;
+  } else if (type == "llama4_text") {
+    // Llama 4 (transformers Llama4TextConfig): intermediate_size is an expert's and the shared
+    // expert's (Llama4TextMoe has one), intermediate_size_mlp the dense layers' MLP; every
+    // interleave_moe_layer_step-th layer is an MoE layer (moe_layers' default).
+    moe.experts = dim(r.get("num_local_experts"));
+    moe.expert_ffn = m.ffn;
+    moe.shared_experts = 1;
+    if (auto step = r.maybe("interleave_moe_layer_step")) {
+      moe.layer_step = dim(*step);
+      if (moe.layer_step > m.layers) step->fail("exceeds num_hidden_layers");
+    }
+    if (auto dense = r.maybe("intermediate_size_mlp")) m.ffn = dim(*dense);
+    if (auto list = r.maybe("moe_layers")) {
+      const auto& raw = list->raw();
+      bool every_step = raw.is_array();
+      std::int64_t expected = moe.layer_step - 1;
+      for (std::size_t i = 0; every_step && i < raw.size(); ++i, expected += moe.layer_step)
+        every_step = expected < m.layers && raw[i].is_number_integer() &&
+                     raw[i].get<std::int64_t>() == expected;
+      if (!every_step || expected < m.layers)
+        list->fail("only moe_layers every interleave_moe_layer_step-th layer (" +
+                   std::to_string(moe.layer_step - 1) + ", " +
+                   std::to_string(2 * moe.layer_step - 1) + ", ...) is modelled");
+    }
   } else {  // deepseek_v2 / deepseek_v3
     moe.experts = dim(r.get("n_routed_experts"));
     moe.expert_ffn = dim(r.get("moe_intermediate_size"));
@@ -239,7 +263,9 @@ void read_mla(const HfReader& r, ModelSpec& m) {
 // attention (Mistral, Gemma 2/3, gpt-oss: priced as full attention, an overestimate past the
 // window), QK-norm (Qwen3, Gemma 3), Gemma's post-attention and post-MLP norms and embedding
 // scale, logit soft-capping (Gemma 2), gpt-oss's attention sinks and expert biases, partial
-// rotary embeddings (Nemotron's partial_rotary_factor: RoPE is priced over the whole head).
+// rotary embeddings (Nemotron's partial_rotary_factor: RoPE is priced over the whole head),
+// Llama 4's chunked attention (attention_chunk_size in three of four layers: priced as full
+// attention, an overestimate past the chunk) and its parameter-free QK L2 norm.
 ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
   const HfReader r(root);
   const auto type_ref = r.get("model_type");
@@ -247,6 +273,18 @@ ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
   m.format = "hf:" + type;
   if (auto id = r.maybe("_name_or_path")) m.hf_id = id->string();
   if (type == "gpt2") return read_gpt2(r, std::move(m));
+  // Llama 4 (multimodal): the language model is text_config, a llama4_text config.
+  if (type == "llama4") {
+    const auto text = r.get("text_config");
+    if (!text.raw().is_object()) text.fail("expected the language model's config object");
+    const std::string hf_id = m.hf_id;
+    const HfReader tr(text);
+    m = read_llama_family(tr, std::move(m));
+    read_moe(tr, m, "llama4_text");
+    m.format = "hf:llama4";
+    m.hf_id = hf_id;
+    return m;
+  }
   // Gemma 3 with vision: the language model is text_config (a gemma3_text config).
   if (type == "gemma3") {
     const auto text = r.get("text_config");
@@ -259,13 +297,14 @@ ModelSpec read_hf(const JsonRef& root, ModelSpec m) {
   }
   static const std::set<std::string, std::less<>> kDense = {
       "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "nemotron"};
-  static const std::set<std::string, std::less<>> kMoe = {"mixtral",     "qwen2_moe",   "qwen3_moe",
-                                                          "deepseek_v2", "deepseek_v3", "gpt_oss"};
+  static const std::set<std::string, std::less<>> kMoe = {
+      "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text"};
   if (!kDense.contains(type) && !kMoe.contains(type))
     type_ref.fail(
         "unsupported model_type '" + type +
         "' (supported: gpt2, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3, "
-        "gemma3_text, nemotron, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss; "
+        "gemma3_text, nemotron, mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, "
+        "llama4, llama4_text; "
         "or the plain GPT form)");
   m = read_llama_family(r, std::move(m));
   if (type == "nemotron") {

@@ -24,6 +24,9 @@ struct MoeSpec {
   std::int64_t expert_ffn = 0;          // intermediate size of one routed expert
   std::int64_t shared_experts = 0;      // always-active experts, each of expert_ffn
   std::int64_t first_dense_layers = 0;  // DeepSeek's first_k_dense_replace
+  // Every `layer_step`-th layer after those is an MoE layer, the others dense (Llama 4's
+  // interleave_moe_layer_step: layers step − 1, 2·step − 1, ...; Maverick 2, Scout 1).
+  std::int64_t layer_step = 1;
   // Group-limited routing (DeepSeek-V2 §2.1.3 "device-limited routing", V3 §2.1.2 "node-limited
   // routing"; HF n_group / topk_group): the experts form `groups` equal groups and a token's
   // top_k experts come from its best `group_limit` groups. 1 / 1: no limit.
@@ -74,9 +77,12 @@ struct ModelSpec {
 
   bool has_architecture() const { return !declared_params.has_value(); }
   bool is_moe_layer(std::int64_t layer) const {
-    return moe.has_value() && layer >= moe->first_dense_layers;
+    return moe.has_value() && layer >= moe->first_dense_layers &&
+           (layer - moe->first_dense_layers) % moe->layer_step == moe->layer_step - 1;
   }
-  std::int64_t moe_layers() const { return moe ? layers - moe->first_dense_layers : 0; }
+  std::int64_t moe_layers() const {
+    return moe ? (layers - moe->first_dense_layers) / moe->layer_step : 0;
+  }
 };
 
 }  // namespace meshsim

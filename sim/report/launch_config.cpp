@@ -174,9 +174,18 @@ std::string megatron_architecture(const ModelSpec& m) {
     if (m.moe->shared_experts > 0)
       s += fmt::format(" --moe-shared-expert-intermediate-size {}",
                        m.moe->shared_experts * m.moe->expert_ffn);
-    if (m.moe->first_dense_layers > 0)
-      s += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", m.moe->first_dense_layers,
-                       m.layers - m.moe->first_dense_layers);
+    // Megatron evaluates --moe-layer-freq as a Python list of 0 (dense) and 1 (MoE) per layer.
+    const std::int64_t step = m.moe->layer_step, dense = m.moe->first_dense_layers;
+    if (step > 1 && dense == 0 && m.layers % step == 0) {
+      s += fmt::format(" --moe-layer-freq '([0]*{}+[1])*{}'", step - 1, m.layers / step);
+    } else if (step > 1) {
+      std::string list;
+      for (std::int64_t l = 0; l < m.layers; ++l)
+        list += fmt::format("{}{}", l > 0 ? "," : "", m.is_moe_layer(l) ? 1 : 0);
+      s += " --moe-layer-freq '[" + list + "]'";
+    } else if (dense > 0) {
+      s += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", dense, m.layers - dense);
+    }
     if (m.moe->groups > 1)
       s += fmt::format(" --moe-router-num-groups {} --moe-router-group-topk {}", m.moe->groups,
                        m.moe->group_limit);

@@ -460,13 +460,15 @@ void Builder::compute_costs() {
         costs_.ring_backward = ring_attention_scale(cm_, op.backward_input, mesh_.cp);
       }
   };
-  if (!m_.moe || m_.moe->first_dense_layers > 0) {
+  if (!m_.is_moe_layer(0)) {  // dense layers (all, or DeepSeek's first, or Llama 4's between)
     const auto ops = layer_ops(m_, 0, shape, sh);
     ring_scales_of(ops);
     costs_.dense = plan_layer(ops, pricing, false, false, 1.0);
   }
   if (m_.moe) {
-    const auto ops = layer_ops(m_, m_.layers - 1, shape, sh);
+    std::int64_t last_moe = m_.layers - 1;
+    while (last_moe > 0 && !m_.is_moe_layer(last_moe)) --last_moe;
+    const auto ops = layer_ops(m_, last_moe, shape, sh);
     ring_scales_of(ops);
     costs_.moe = plan_layer(ops, pricing, true, shared, slowdown);
   }

@@ -176,6 +176,20 @@ TEST_CASE("ops: FP8 lists the stack's quantization kernels around each GEMM") {
   CHECK(row(fp8, "out_proj.fp8_weight_cast").is_null());
 }
 
+TEST_CASE("ops: Llama 4 Maverick's dense and MoE layers alternate; the default is the first MoE") {
+  const std::string base =
+      "--workload " + model_path("llama4-maverick") + " --tokens 2048 --gpu H100-SXM5-80GB";
+  const auto dense = ops_json(base + " --layer 0");
+  CHECK(!row(dense, "mlp_up").is_null());
+  CHECK(row(dense, "expert_up").is_null());
+  const auto moe = ops_json(base);  // layer 1
+  CHECK(row(moe, "mlp_up").is_null());
+  CHECK(!row(moe, "expert_up").is_null());
+  CHECK(!row(moe, "shared_expert_up").is_null());
+  // The dense MLP's up projection: 2048 tokens × 2·16384 × 5120.
+  CHECK(row(dense, "mlp_up")["flops"].get<double>() == 2.0 * 2048 * 32768 * 5120);
+}
+
 TEST_CASE("ops: torchtitan's Float8 leaves the routed experts 16-bit, Megatron's runs them FP8") {
   // Mixtral 8x7B at 4096 tokens on TP 2 (EP 2 in this view): torchao converts the linears only,
   // so an expert GEMM costs what it costs in a 16-bit run and has no quantization kernels, while

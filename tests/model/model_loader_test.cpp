@@ -86,6 +86,23 @@ TEST_CASE("parameter counts from the architecture match the published ones") {
   CHECK(ds.active == doctest::Approx(37e9).epsilon(0.02));
   CHECK(count_params(bundled("gpt3-175b")).total == doctest::Approx(175e9).epsilon(0.005));
   CHECK(count_params(bundled("llama2-70b")).total == doctest::Approx(69e9).epsilon(0.005));
+  // Llama 4 (model cards: Scout 17 B active; Maverick 400 B total, 17 B active), counted by
+  // hand: attention 5120·(5120 + 2·1024) + 5120², two norms, a router of 5120 × E, E routed and
+  // one shared expert of 3·5120·8192 in each MoE layer, dense layers of 3·5120·16384, untied
+  // 202048 × 5120 ends and the final norm.
+  {
+    const double attn = 5120.0 * 7168 + 5120.0 * 5120 + 2 * 5120;
+    const double expert = 3 * 5120.0 * 8192, dense = 3 * 5120.0 * 16384;
+    const double ends = 2 * 202048.0 * 5120 + 5120;
+    const auto scout = count_params(bundled("llama4-scout"));
+    CHECK(scout.total == 48 * (attn + 5120.0 * 16 + 17 * expert) + ends);  // 107.77 B
+    CHECK(scout.active == 48 * (attn + 5120.0 * 16 + 2 * expert) + ends);
+    CHECK(scout.active == doctest::Approx(17e9).epsilon(0.02));
+    const auto maverick = count_params(bundled("llama4-maverick"));
+    CHECK(maverick.total == 24 * (attn + 5120.0 * 128 + 129 * expert) + 24 * (attn + dense) + ends);
+    CHECK(maverick.total == doctest::Approx(400e9).epsilon(0.005));
+    CHECK(maverick.active == doctest::Approx(17e9).epsilon(0.02));
+  }
   // Nemotron-4 340B (arXiv 2406.11704 section 2): 9.4 B embedding, 331.6 B non-embedding.
   const auto nemo = count_params(bundled("nemotron-4-340b"));
   CHECK(nemo.total == doctest::Approx(341.0e9).epsilon(0.002));
@@ -311,6 +328,47 @@ TEST_CASE(
   CHECK(oss.moe->expert_ffn == 2880);
   CHECK(oss.qkv_bias);
   CHECK(count_params(oss).total == doctest::Approx(116.83e9).epsilon(0.005));
+
+  // Llama 4: the language model is text_config; every interleave_moe_layer_step-th layer is an
+  // MoE layer (layers 1, 3, ... for 2), the others dense of intermediate_size_mlp.
+  const auto maverick = bundled("llama4-maverick");
+  CHECK(maverick.format == "hf:llama4");
+  CHECK(maverick.hf_id == "meta-llama/Llama-4-Maverick-17B-128E");
+  REQUIRE(maverick.moe);
+  CHECK(maverick.moe->layer_step == 2);
+  CHECK(maverick.moe->experts == 128);
+  CHECK(maverick.moe->shared_experts == 1);
+  CHECK(maverick.moe->expert_ffn == 8192);
+  CHECK(maverick.ffn == 16384);
+  CHECK(maverick.moe_layers() == 24);
+  CHECK_FALSE(maverick.is_moe_layer(0));
+  CHECK(maverick.is_moe_layer(1));
+  CHECK_FALSE(maverick.is_moe_layer(46));
+  CHECK(maverick.is_moe_layer(47));
+  const auto scout = bundled("llama4-scout");
+  CHECK(scout.moe_layers() == 48);
+  CHECK(scout.is_moe_layer(0));
+  const std::string text = R"({"model_type": "llama4", "text_config": {"model_type": "llama4_text",
+      "hidden_size": 64, "intermediate_size": 32, "intermediate_size_mlp": 64,
+      "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "vocab_size": 100, "hidden_act": "silu", "num_local_experts": 4, "num_experts_per_tok": 1,
+      "interleave_moe_layer_step": 2)";
+  CHECK(error_of(text + "}}") == "no error");
+  CHECK(error_of(text + R"(, "moe_layers": [1, 3]}})") == "no error");
+  CHECK(error_of(text + R"(, "moe_layers": [0, 2]}})") ==
+        "m.json:/text_config/moe_layers: only moe_layers every interleave_moe_layer_step-th layer "
+        "(1, 3, ...) is modelled");
+  CHECK(error_of(text + R"(, "moe_layers": [1]}})") ==
+        "m.json:/text_config/moe_layers: only moe_layers every interleave_moe_layer_step-th layer "
+        "(1, 3, ...) is modelled");
+  CHECK(error_of(text + R"(, "moe_layers": [1, 3, 5]}})") ==
+        "m.json:/text_config/moe_layers: only moe_layers every interleave_moe_layer_step-th layer "
+        "(1, 3, ...) is modelled");
+  std::string too_far = text;
+  const std::string step2 = R"("interleave_moe_layer_step": 2)";
+  too_far.replace(too_far.find(step2), step2.size(), R"("interleave_moe_layer_step": 5)");
+  CHECK(error_of(too_far + "}}") ==
+        "m.json:/text_config/interleave_moe_layer_step: exceeds num_hidden_layers");
 
   // Nemotron: an ungated squared-ReLU MLP (up, relu2, down) and LayerNorm.
   const auto nemotron = from_text(R"({"model_type": "nemotron", "hidden_size": 4096,

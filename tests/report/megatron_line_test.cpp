@@ -130,6 +130,15 @@ TEST_CASE("the emitted architecture is the model's, and another model's line is 
   CHECK(d.find("--num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048 "
                "--moe-shared-expert-intermediate-size 2048 --moe-layer-freq '([0]*3+[1]*58)'") !=
         std::string::npos);
+  // Llama 4 Maverick: MoE every second layer (Megatron's --moe-layer-freq list), dense layers of
+  // 16384, experts and the shared expert of 8192; read back as itself.
+  const auto mav = load_model(model_path("llama4-maverick"));
+  const auto mv = launch_config("megatron", mav, c, job);
+  CHECK(mv.find("--ffn-hidden-size 16384 ") != std::string::npos);
+  CHECK(mv.find("--num-experts 128 --moe-router-topk 1 --moe-ffn-hidden-size 8192 "
+                "--moe-shared-expert-intermediate-size 8192 --moe-layer-freq '([0]*1+[1])*24'") !=
+        std::string::npos);
+  CHECK(!megatron_architecture_mismatch(parse_megatron_line(mv, "x"), mav).has_value());
   // Nemotron-4 340B: squared ReLU (Megatron-LM --squared-relu), LayerNorm, no biases; read back
   // as itself, and refused against the same shapes with a GELU or a SwiGLU MLP.
   auto nemo = load_model(model_path("nemotron-4-340b"));

@@ -276,6 +276,46 @@ TEST_CASE("Megatron's moe checkpoint re-runs the layer's dispatch and combine al
   CHECK(moe.step_time_s > act.step_time_s);
 }
 
+TEST_CASE("Llama 4's interleaved MoE: every second layer dispatches, the dense ones between") {
+  // A small llama4_text model of 4 layers: with interleave_moe_layer_step 2 layers 1 and 3 are
+  // MoE layers (all-to-alls), 0 and 2 dense MLPs; with step 1 every layer is. The experts' token
+  // traffic is per MoE layer, so step 2 sends exactly half of step 1's EP bytes.
+  const auto topo = load_topology(topology_path("dgx-h100.json"));
+  const auto llama4 = [](int step) {
+    auto doc = Json::parse(R"({"model_type": "llama4_text", "hidden_size": 2048,
+        "intermediate_size": 2048, "intermediate_size_mlp": 4096, "num_hidden_layers": 4,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 32000,
+        "hidden_act": "silu", "num_local_experts": 8, "num_experts_per_tok": 1})");
+    doc["interleave_moe_layer_step"] = step;
+    return read_model(JsonRef::root(doc, "llama4.json"));
+  };
+  const auto s = setup("dp=8,ep=8", 2048, 8, 1, "megatron");
+  const auto every2 = simulate_training(topo, llama4(2), s);
+  const auto every1 = simulate_training(topo, llama4(1), s);
+  const auto has = [](const TrainingResult& r, const std::string& name) {
+    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i)
+      if (r.trace.graph.op(OpId{i}).name == name) return true;
+    return false;
+  };
+  CHECK_FALSE(has(every2, "F0.L0.dispatch"));
+  CHECK(has(every2, "F0.L1.dispatch"));
+  CHECK_FALSE(has(every2, "F0.L2.dispatch"));
+  CHECK(has(every2, "F0.L3.dispatch"));
+  CHECK(has(every1, "F0.L0.dispatch"));
+  CHECK(every2.comm_bytes_per_gpu.at("ep") ==
+        doctest::Approx(0.5 * every1.comm_bytes_per_gpu.at("ep")));
+  // A dense layer's MLP is priced (its 2·2048·(2·4096 + 4096)·2048 FLOPs take time), the same
+  // in both of step 2's dense layers.
+  const auto duration = [](const TrainingResult& r, const std::string& name) {
+    for (std::uint32_t i = 0; i < r.trace.graph.op_count(); ++i)
+      if (r.trace.graph.op(OpId{i}).name == name) return r.trace.graph.op(OpId{i}).duration;
+    return Time::zero();
+  };
+  CHECK(duration(every2, "F0.L0.mlp") > Time::zero());
+  CHECK(duration(every2, "F0.L0.mlp") == duration(every2, "F0.L2.mlp"));
+  CHECK(every2.step_time_s != every1.step_time_s);
+}
+
 TEST_CASE("seed: the two 512-GPU meshes for a 70B model at 32K run with TP inside nodes") {
   const auto topo = load_topology(topology_path("dgx-h100-superpod.json"));
   const auto m = bundled("llama3.1-70b");

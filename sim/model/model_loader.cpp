@@ -198,7 +198,12 @@ void read_moe(const HfReader& r, ModelSpec& m, const std::string& type) {
       moe.layer_step = dim(*step);
       if (moe.layer_step > m.layers) step->fail("exceeds num_hidden_layers");
     }
-    if (auto dense = r.maybe("intermediate_size_mlp")) m.ffn = dim(*dense);
+    // The dense layers' width has a default in transformers (16384), so a config with dense
+    // layers must say it; without dense layers it is not used.
+    if (moe.layer_step > 1)
+      m.ffn = dim(r.get("intermediate_size_mlp"));
+    else if (auto dense = r.maybe("intermediate_size_mlp"))
+      m.ffn = dim(*dense);
     if (auto list = r.maybe("moe_layers")) {
       const auto& raw = list->raw();
       bool every_step = raw.is_array();

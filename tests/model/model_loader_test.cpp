@@ -367,6 +367,11 @@ TEST_CASE(
   std::string too_far = text;
   const std::string step2 = R"("interleave_moe_layer_step": 2)";
   too_far.replace(too_far.find(step2), step2.size(), R"("interleave_moe_layer_step": 5)");
+  std::string no_mlp = text;
+  const std::string mlp = R"("intermediate_size_mlp": 64,)";
+  no_mlp.erase(no_mlp.find(mlp), mlp.size());
+  CHECK(error_of(no_mlp + "}}") ==
+        "m.json:/text_config: missing required field 'intermediate_size_mlp'");
   CHECK(error_of(too_far + "}}") ==
         "m.json:/text_config/interleave_moe_layer_step: exceeds num_hidden_layers");
 

@@ -139,6 +139,11 @@ TEST_CASE("the emitted architecture is the model's, and another model's line is 
                 "--moe-shared-expert-intermediate-size 8192 --moe-layer-freq '([0]*1+[1])*24'") !=
         std::string::npos);
   CHECK(!megatron_architecture_mismatch(parse_megatron_line(mv, "x"), mav).has_value());
+  // Where the pattern does not repeat evenly (5 layers, MoE every second), the whole list.
+  auto odd = mav;
+  odd.layers = 5;
+  CHECK(launch_config("megatron", odd, c, job).find("--moe-layer-freq '[0,1,0,1,0]'") !=
+        std::string::npos);
   // Nemotron-4 340B: squared ReLU (Megatron-LM --squared-relu), LayerNorm, no biases; read back
   // as itself, and refused against the same shapes with a GELU or a SwiGLU MLP.
   auto nemo = load_model(model_path("nemotron-4-340b"));
